@@ -1,0 +1,41 @@
+"""Entry point: python -m rollflow_engines serve --role ROLE [--backend B] [--port P] [--config FILE]."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .config import ConfigError, load_config
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="rollflow_engines")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run one engine server")
+    serve.add_argument("--config", help="YAML file with the server config; flags override it")
+    serve.add_argument("--role", help="inference | trainer | env")
+    serve.add_argument("--backend", help="inference: sim|torch|vllm; trainer: sim|torch|megatron; env: python")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--log-level", dest="log_level")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    overrides = {k: getattr(args, k) for k in ("role", "backend", "host", "port", "log_level")}
+    try:
+        config = load_config(args.config, overrides)
+    except ConfigError as e:
+        print(f"rollflow_engines: {e}", file=sys.stderr)
+        return 2
+
+    import uvicorn  # imported late so config errors print fast
+
+    from .app import create_app
+
+    uvicorn.run(create_app(config), host=config.host, port=config.port, log_level=config.log_level)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Server configuration: from command-line flags or a YAML file, validated on start.
+
+A bad value is reported with its key, the value given and what was expected,
+and the process exits with status 2 before anything binds a port.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+Role = Literal["inference", "trainer", "env"]
+
+# Which backends each role accepts; the GPU backends are import-guarded.
+BACKENDS_BY_ROLE: dict[str, tuple[str, ...]] = {
+    "inference": ("sim", "torch", "vllm"),
+    "trainer": ("sim", "torch", "megatron"),
+    "env": ("python",),
+}
+DEFAULT_BACKEND = {"inference": "sim", "trainer": "sim", "env": "python"}
+
+
+class ServeConfig(BaseModel):
+    """What one engine server needs to start."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role = Field(description="Which engine this server is: inference, trainer or env.")
+    backend: str | None = Field(default=None, description="Implementation of the role; defaults per role.")
+    host: str = Field(default="127.0.0.1", description="Interface to bind; loopback unless you mean otherwise.")
+    port: int = Field(default=8300, ge=1, le=65535, description="TCP port to bind.")
+    log_level: Literal["debug", "info", "warning", "error"] = Field(default="info", description="Server log level.")
+
+    @model_validator(mode="after")
+    def _backend_fits_role(self) -> "ServeConfig":
+        allowed = BACKENDS_BY_ROLE[self.role]
+        if self.backend is None:
+            self.backend = DEFAULT_BACKEND[self.role]
+        elif self.backend not in allowed:
+            raise ValueError(f"backend: got {self.backend!r}; expected one of {', '.join(allowed)} for role {self.role!r}")
+        return self
+
+
+class ConfigError(Exception):
+    """Thrown when a server config is invalid; the message lists every problem."""
+
+
+def describe_errors(err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        path = ".".join(str(p) for p in e["loc"]) or "(config)"
+        given = e.get("input")
+        lines.append(f"  {path}: {e['msg']} (given: {given!r})")
+    return "invalid engine server config:\n" + "\n".join(lines)
+
+
+def load_config(file: str | None, overrides: dict[str, Any]) -> ServeConfig:
+    """Merge a YAML file (if any) with flag overrides (flags win) and validate."""
+    data: dict[str, Any] = {}
+    if file:
+        path = Path(file)
+        try:
+            loaded = yaml.safe_load(path.read_text())
+        except OSError as e:
+            raise ConfigError(f"cannot read config file {file}: {e.strerror}") from e
+        except yaml.YAMLError as e:
+            raise ConfigError(f"config file {file} is not valid YAML: {e}") from e
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"config file {file}: expected a mapping of keys, got {type(loaded).__name__}")
+        data.update(loaded or {})
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return ServeConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(describe_errors(e)) from e

@@ -1,0 +1,56 @@
+/**
+ * Values computed from a validated config, in this one place. Nothing else in
+ * rollflow recomputes them, so admission control, the CLI and the benchmarks
+ * cannot disagree on, say, the batch size.
+ */
+import type { RunConfig } from './schema';
+
+export interface Derived {
+  /** B: samples consumed by one training step. */
+  samples_per_step: number;
+  /** G: samples per group (GRPO group or env group). */
+  group_size: number;
+  /** Groups per step: B / G. */
+  groups_per_step: number;
+  /** Admission cap (async ratio): accepted_unconsumed + running < (1 + α)·B, so at most floor((1 + α)·B) samples in the system. */
+  max_samples_in_system: number;
+  /** ⌈α⌉: the staleness a sample may have at consumption before stale_policy applies. */
+  max_staleness: number;
+  /** Model the inference servers load. */
+  infer_model: string;
+  /** Absolute run directory and sample store path. */
+  run_dir: string;
+  sample_store_path: string;
+  temporal: { host: string; port: number; ui_port: number; loopback: boolean };
+}
+
+export interface PathApi {
+  resolve(...parts: string[]): string;
+  join(...parts: string[]): string;
+}
+
+export function derive(c: RunConfig, cwd: string, path: PathApi): Derived {
+  const env = c.train_env_manager;
+  const group_size = env ? env.group_size : c.num_return_sequences_in_group;
+  const groups_per_step = env ? env.num_env_groups : c.rollout_batch_size;
+  const samples_per_step = group_size * groups_per_step;
+  const run_dir = path.resolve(cwd, c.run_dir ?? path.join('runs', c.exp_name));
+  const [host = '', port = ''] = c.temporal.address.split(':');
+  const ui = new URL(c.temporal.ui_url);
+  return {
+    samples_per_step,
+    group_size,
+    groups_per_step,
+    max_samples_in_system: Math.floor((1 + c.async_generation_ratio) * samples_per_step + 1e-9),
+    max_staleness: Math.max(0, Math.ceil(c.async_generation_ratio - 1e-9)),
+    infer_model: c.actor_infer.model_args?.model_name_or_path ?? c.actor_train.model_args.model_name_or_path,
+    run_dir,
+    sample_store_path: path.resolve(run_dir, c.sample_store.path ?? 'samples'),
+    temporal: {
+      host,
+      port: Number(port),
+      ui_port: Number(ui.port || (ui.protocol === 'https:' ? 443 : 80)),
+      loopback: ['127.0.0.1', 'localhost', '::1'].includes(host),
+    },
+  };
+}

@@ -1,0 +1,5 @@
+export { RunConfigSchema, PG_VARIANTS, ADV_ESTIMATORS, REWARD_NORMS, REWARD_TYPES, type RunConfig, type RunConfigInput } from './schema';
+export { derive, type Derived } from './derive';
+export { ConfigError, formatProblem, type ConfigProblem } from './errors';
+export { loadConfig, parseConfig, applyOverride, type LoadedConfig } from './load';
+export { knownKeysAt, suggestKey } from './explain';

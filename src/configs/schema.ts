@@ -1,0 +1,199 @@
+/**
+ * The run config: one zod schema is the source of truth. Key names follow ROLL
+ * where ROLL has them; rollflow's own keys are marked "(rollflow)". Every field
+ * carries a one-line description (a unit test checks this). Values computed
+ * from these fields live in derive.ts and nowhere else.
+ */
+import { z } from 'zod';
+
+const count = (min: number) => z.number().int().min(min);
+const isLoopbackHost = (host: string) => ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(host);
+
+// ---- algorithms: the names python-engines registers (see python-engines losses/advantages)
+export const PG_VARIANTS = ['vanilla', 'ppo', 'decoupled_ppo', 'tis', 'cispo', 'topr'] as const;
+export const ADV_ESTIMATORS = ['grpo', 'reinforce', 'gae'] as const;
+export const REWARD_NORMS = ['none', 'group', 'batch', 'group_mean_batch_std'] as const;
+export const REWARD_TYPES = ['exact_match', 'math_verify', 'python'] as const;
+
+// ---- engines (rollflow): where the Python servers are, and whether rollflow starts them
+function endpoint<B extends readonly [string, ...string[]]>(backends: B, defaultUrl: string, defaultBackend: B[number]) {
+  return z
+    .strictObject({
+      url: z.url({ protocol: /^https?$/ }).describe('Base URL of the server, e.g. http://127.0.0.1:8301.'),
+      backend: z.enum(backends).default(defaultBackend as never).describe(`Implementation behind the role: ${backends.join(' | ')}.`),
+      launch: z.boolean().default(true).describe('Start this server with `rollflow dev up` (loopback URLs only); false for a server you run yourself.'),
+    })
+    .superRefine((e, ctx) => {
+      if (e.launch && !isLoopbackHost(new URL(e.url).hostname)) {
+        ctx.addIssue({ code: 'custom', path: ['url'], message: 'launch: true needs a loopback URL (127.0.0.1, localhost, ::1); set launch: false for a remote server' });
+      }
+    })
+    .prefault({ url: defaultUrl });
+}
+
+export const EnginesSchema = z
+  .strictObject({
+    inference: z
+      .array(endpoint(['sim', 'torch', 'vllm'] as const, 'http://127.0.0.1:8301', 'sim'))
+      .min(1)
+      .prefault([{ url: 'http://127.0.0.1:8301' }])
+      .describe('Inference servers (LLMProxy workers); generate calls are balanced across them.'),
+    trainer: endpoint(['sim', 'torch', 'megatron'] as const, 'http://127.0.0.1:8401', 'sim').describe('The trainer server.'),
+    env: endpoint(['python'] as const, 'http://127.0.0.1:8501', 'python').describe('The env/reward server for Python-side envs and verifiers.'),
+  })
+  .prefault({})
+  .describe('(rollflow) The python-engines servers this run uses.');
+
+export const TemporalSchema = z
+  .strictObject({
+    address: z.string().regex(/^[^:\s]+:\d{1,5}$/, 'host:port').default('127.0.0.1:7233').describe('Temporal frontend gRPC address, host:port.'),
+    namespace: z.string().min(1).default('default').describe('Temporal namespace the run lives in.'),
+    task_queue: z.string().min(1).default('rollflow').describe('Task queue rollflow workers poll.'),
+    embedded: z.boolean().default(true).describe('Start the embedded dev server (temporal/dev-server.sh) when the address is loopback and nothing answers.'),
+    ui_url: z.url().default('http://127.0.0.1:8233').describe('Temporal UI base URL, used in printed links; its port is the embedded UI port.'),
+  })
+  .prefault({})
+  .describe('(rollflow) Connection to the Temporal server.');
+
+// ---- models and generation (ROLL: actor_train / actor_infer)
+const ModelArgs = z
+  .strictObject({
+    model_name_or_path: z.string().min(1).describe('Hugging Face model directory, or "tiny:<name>" for a small model built from code (no download).'),
+  })
+  .describe('Which model the worker loads.');
+
+export const ActorTrainSchema = z
+  .strictObject({
+    model_args: ModelArgs.prefault({ model_name_or_path: 'tiny:default' }),
+    training_args: z
+      .strictObject({
+        learning_rate: z.number().positive().default(1e-6).describe('AdamW learning rate.'),
+        weight_decay: z.number().min(0).default(0).describe('AdamW weight decay.'),
+        per_device_train_batch_size: count(1).default(1).describe('Micro-batch size per forward/backward pass.'),
+        gradient_accumulation_steps: count(1).default(1).describe('Micro-batches accumulated before one optimizer step.'),
+        max_grad_norm: z.number().positive().default(1.0).describe('Gradient clipping norm.'),
+      })
+      .prefault({})
+      .describe('Optimizer settings of the trainer.'),
+  })
+  .prefault({})
+  .describe('The policy being trained (trainer role).');
+
+export const ActorInferSchema = z
+  .strictObject({
+    model_args: ModelArgs.optional().describe('Model the inference servers load; defaults to actor_train.model_args.'),
+    generating_args: z
+      .strictObject({
+        max_new_tokens: count(1).default(512).describe('Most tokens generated per response (per turn in agentic envs).'),
+        temperature: z.number().min(0).default(1.0).describe('Sampling temperature; 0 is greedy.'),
+        top_p: z.number().gt(0).max(1).default(1.0).describe('Nucleus sampling mass.'),
+        top_k: z.number().int().min(-1).default(-1).describe('Top-k sampling; -1 disables it.'),
+      })
+      .prefault({})
+      .describe('Sampling parameters for generation.'),
+  })
+  .prefault({})
+  .describe('The rollout policy (inference role).');
+
+// ---- environments (ROLL: train_env_manager / val_env_manager / custom_envs)
+export const EnvManagerSchema = z
+  .strictObject({
+    num_env_groups: count(1).describe('Env groups per step; all envs of a group share one seed (GRPO group).'),
+    group_size: count(1).describe('Trajectories per env group.'),
+    max_traj_per_env: z.number().int().min(-1).default(-1).describe('Trajectories one env instance may run before it is recreated; -1 is unlimited.'),
+    tags: z.array(z.string().min(1)).min(1).describe('Names of custom_envs entries this manager draws from.'),
+    num_groups_partition: z.array(count(1)).optional().describe('Env groups per tag, in the order of tags; must sum to num_env_groups.'),
+  })
+  .describe('How many env groups of which envs run per step.');
+
+export const CustomEnvSchema = z
+  .strictObject({
+    env_type: z.string().min(1).describe('Registered env implementation, e.g. frozen_lake or latency_sim.'),
+    max_steps: count(1).default(1).describe('Most turns per episode.'),
+    max_tokens_per_step: count(1).optional().describe('Most tokens the model may generate per turn; defaults to generating_args.max_new_tokens.'),
+    env_config: z.record(z.string(), z.unknown()).default({}).describe('Arguments passed to the env constructor.'),
+  })
+  .describe('One env definition, referenced by its key from an env manager tag.');
+
+export const RewardSchema = z
+  .strictObject({
+    type: z.enum(REWARD_TYPES).describe('Verifier that scores a response: exact_match | math_verify | python (served by the env role).'),
+    tag_included: z.array(z.string().min(1)).min(1).describe('Sample domains (dataset tags) this reward scores.'),
+    config: z.record(z.string(), z.unknown()).default({}).describe('Arguments passed to the verifier.'),
+  })
+  .describe('One reward worker, chosen by the sample domain.');
+
+// ---- the run config
+export const RunConfigSchema = z
+  .strictObject({
+    exp_name: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" or "-"').default('rollflow').describe('Experiment name; names the run directory.'),
+    seed: z.number().int().min(0).default(42).describe('Seed for prompt order, sampling and envs.'),
+    max_steps: count(1).default(10).describe('Training steps to run.'),
+    save_steps: count(0).default(0).describe('Checkpoint every N steps; 0 saves only at the end.'),
+    eval_steps: count(0).default(0).describe('Validate every N steps; 0 never validates.'),
+
+    rollout_batch_size: count(1).default(8).describe('Prompts per training step (single-turn tasks).'),
+    num_return_sequences_in_group: count(1).default(1).describe('Responses sampled per prompt (GRPO group size).'),
+    is_num_return_sequences_expand: z.boolean().default(false).describe('Prompt replication: send the n responses of a prompt as n independent requests.'),
+    async_generation_ratio: z.number().min(0).default(0).describe('Async ratio α: samples may be generated up to α steps ahead of training; 0 is synchronous.'),
+    generate_opt_level: z.literal([0, 1]).default(1).describe('0 generates the whole batch then scores it; 1 schedules prompts as a queue with dynamic filtering.'),
+    max_additional_running_prompts: count(0).default(0).describe('Extra prompts kept in flight beyond the batch so filtered groups are replaced quickly.'),
+
+    pg_variant: z.enum(PG_VARIANTS).default('ppo').describe('Policy-gradient loss (off-policy correction) used by the trainer.'),
+    adv_estimator: z.enum(ADV_ESTIMATORS).default('grpo').describe('Advantage estimator.'),
+    reward_norm: z.enum(REWARD_NORMS).default('group').describe('How rewards are normalised before advantages.'),
+    ppo_epochs: count(1).default(1).describe('Passes over each batch per training step.'),
+
+    actor_train: ActorTrainSchema,
+    actor_infer: ActorInferSchema,
+    train_env_manager: EnvManagerSchema.optional().describe('Multi-turn envs for training; omit for single-turn tasks.'),
+    val_env_manager: EnvManagerSchema.optional().describe('Multi-turn envs for validation.'),
+    custom_envs: z.record(z.string(), CustomEnvSchema).default({}).describe('Env definitions by name.'),
+    rewards: z.record(z.string(), RewardSchema).default({}).describe('Reward workers by name; each scores the domains in its tag_included.'),
+    domain_interleave_probs: z.record(z.string(), z.number().min(0).max(1)).optional().describe('Share of each domain in a batch; must sum to 1.'),
+
+    partial_rollout: z.boolean().default(true).describe('(rollflow) On a weight update abort generation and continue from the partial tokens; false drains instead.'),
+    stale_policy: z.enum(['accept', 'drop', 'restart']).default('drop').describe('(rollflow) What to do with a sample staler than ⌈α⌉ steps at consumption.'),
+    temporal: TemporalSchema,
+    engines: EnginesSchema,
+    sample_store: z
+      .strictObject({
+        kind: z.enum(['dir']).default('dir').describe('Storage backend: a directory (an S3-compatible bucket is planned).'),
+        path: z.string().min(1).optional().describe('Where samples are written; defaults to <run_dir>/samples.'),
+      })
+      .prefault({})
+      .describe('(rollflow) Where token ids, logprobs and observations live; workflows carry only keys.'),
+    run_dir: z.string().min(1).optional().describe('(rollflow) Directory for metrics, checkpoints and samples; defaults to runs/<exp_name> under the working directory.'),
+  })
+  .superRefine(checkCrossReferences);
+
+type RawRunConfig = z.output<typeof RunConfigSchema>;
+
+/** Checks between fields: env tags exist, partitions add up, domain shares sum to 1. */
+function checkCrossReferences(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): void {
+  for (const key of ['train_env_manager', 'val_env_manager'] as const) {
+    const m = c[key];
+    if (!m) continue;
+    m.tags.forEach((tag, i) => {
+      if (!(tag in c.custom_envs)) {
+        const known = Object.keys(c.custom_envs);
+        ctx.addIssue({ code: 'custom', path: [key, 'tags', i], message: `no custom_envs entry named "${tag}"; defined: ${known.length ? known.join(', ') : '(none)'}` });
+      }
+    });
+    if (m.num_groups_partition) {
+      const sum = m.num_groups_partition.reduce((a, b) => a + b, 0);
+      if (m.num_groups_partition.length !== m.tags.length || sum !== m.num_env_groups) {
+        ctx.addIssue({ code: 'custom', path: [key, 'num_groups_partition'], message: `expected ${m.tags.length} entries (one per tag) summing to num_env_groups = ${m.num_env_groups}` });
+      }
+    }
+  }
+  if (c.domain_interleave_probs) {
+    const sum = Object.values(c.domain_interleave_probs).reduce((a, b) => a + b, 0);
+    if (Math.abs(sum - 1) > 1e-6) {
+      ctx.addIssue({ code: 'custom', path: ['domain_interleave_probs'], message: `expected shares summing to 1, they sum to ${sum}` });
+    }
+  }
+}
+
+export type RunConfigInput = z.input<typeof RunConfigSchema>;
+export type RunConfig = z.output<typeof RunConfigSchema>;

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The embedded Temporal dev server: start | stop | status | health | address.
+# Idempotent: start with a live server does nothing; stop with none does nothing.
+# State (SQLite db, pid, log) lives under $TEMPORAL_DIR, so workflows survive restarts.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/env.sh"
+
+read_list() { grep -v '^[[:space:]]*\(#\|$\)' "$1"; }
+
+healthy() {
+  local cli; cli=$("$here/ensure-cli.sh")
+  "$cli" operator cluster health --address "$TEMPORAL_IP:$TEMPORAL_PORT" 2>/dev/null | grep -q SERVING
+}
+
+start() {
+  local pid; pid=$(rf_live_pid)
+  if [ -n "$pid" ]; then
+    rf_say "already running (pid $pid) at $TEMPORAL_IP:$TEMPORAL_PORT, UI http://$TEMPORAL_IP:$TEMPORAL_UI_PORT"
+    return 0
+  fi
+  if [ -f "$TEMPORAL_PIDFILE" ]; then
+    rf_say "removing stale pid file $TEMPORAL_PIDFILE (pid $(cat "$TEMPORAL_PIDFILE") is not a running dev server)"
+    rm -f "$TEMPORAL_PIDFILE"
+  fi
+  for port in "$TEMPORAL_PORT" "$TEMPORAL_UI_PORT"; do
+    if rf_port_open "$TEMPORAL_IP" "$port"; then
+      rf_die "port $port on $TEMPORAL_IP is taken by another process (not a dev server started from $TEMPORAL_DIR).
+  Stop that process, or choose other ports: TEMPORAL_PORT=... TEMPORAL_UI_PORT=..."
+    fi
+  done
+
+  local cli; cli=$("$here/ensure-cli.sh")
+  mkdir -p "$TEMPORAL_DIR"
+  local args=(server start-dev --db-filename "$TEMPORAL_DB" --ip "$TEMPORAL_IP"
+              --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" --log-format json --log-level warn)
+  local kv
+  while read -r kv; do args+=(--dynamic-config-value "$kv"); done < <(read_list "$here/dynamic-config.txt")
+  while read -r kv; do args+=(--search-attribute "$kv"); done < <(read_list "$here/search-attributes.txt")
+
+  # setsid: the server outlives the shell (and the make target) that started it.
+  setsid "$cli" "${args[@]}" >>"$TEMPORAL_LOG" 2>&1 </dev/null &
+  echo $! >"$TEMPORAL_PIDFILE"
+  local deadline=$(( $(date +%s) + TEMPORAL_START_TIMEOUT ))
+  until healthy; do
+    if ! kill -0 "$(cat "$TEMPORAL_PIDFILE")" 2>/dev/null; then
+      rm -f "$TEMPORAL_PIDFILE"
+      rf_die "the dev server exited during start; last lines of $TEMPORAL_LOG:
+$(tail -n 20 "$TEMPORAL_LOG")"
+    fi
+    [ "$(date +%s)" -lt "$deadline" ] || rf_die "not healthy after ${TEMPORAL_START_TIMEOUT}s; see $TEMPORAL_LOG"
+    sleep 0.3
+  done
+  rf_say "started (pid $(cat "$TEMPORAL_PIDFILE")) at $TEMPORAL_IP:$TEMPORAL_PORT, db $TEMPORAL_DB, UI http://$TEMPORAL_IP:$TEMPORAL_UI_PORT"
+}
+
+stop() {
+  local pid; pid=$(rf_live_pid)
+  if [ -z "$pid" ]; then
+    rm -f "$TEMPORAL_PIDFILE"; rf_say "not running"; return 0
+  fi
+  kill -TERM "$pid"
+  local deadline=$(( $(date +%s) + 30 ))
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then rf_say "pid $pid ignored SIGTERM for 30s; sending SIGKILL"; kill -KILL "$pid"; fi
+    sleep 0.2
+  done
+  rm -f "$TEMPORAL_PIDFILE"
+  rf_say "stopped (pid $pid)"
+}
+
+status() {
+  local pid; pid=$(rf_live_pid)
+  if [ -z "$pid" ]; then echo "temporal: stopped"; return 3; fi
+  if healthy; then
+    echo "temporal: running pid=$pid address=$TEMPORAL_IP:$TEMPORAL_PORT ui=http://$TEMPORAL_IP:$TEMPORAL_UI_PORT db=$TEMPORAL_DB"
+  else
+    echo "temporal: unhealthy pid=$pid (see $TEMPORAL_LOG)"; return 1
+  fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  health) healthy ;;
+  address) echo "$TEMPORAL_IP:$TEMPORAL_PORT" ;;
+  *) echo "usage: $0 start|stop|status|health|address" >&2; exit 64 ;;
+esac

@@ -1,0 +1,152 @@
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import { ConfigError, loadConfig, parseConfig, RunConfigSchema } from '../../src/configs';
+
+function problemsOf(fn: () => unknown) {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems;
+    throw e;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+function tempYaml(text: string): string {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'rollflow-cfg-')), 'run.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+describe('run config', () => {
+  it('accepts an empty config and fills every default', () => {
+    const { config, derived } = parseConfig({}, 'test', '/work');
+    expect(config.async_generation_ratio).toBe(0);
+    expect(config.engines.inference).toEqual([{ url: 'http://127.0.0.1:8301', backend: 'sim', launch: true }]);
+    expect(config.engines.trainer.backend).toBe('sim');
+    expect(config.actor_train.training_args.gradient_accumulation_steps).toBe(1);
+    expect(derived.run_dir).toBe('/work/runs/rollflow');
+    expect(derived.sample_store_path).toBe('/work/runs/rollflow/samples');
+    expect(derived.infer_model).toBe('tiny:default');
+  });
+
+  it('derives B, the admission cap (1 + α)·B and ⌈α⌉', () => {
+    // single-turn: B = rollout_batch_size · n = 16 · 4 = 64; α = 0.5 -> floor(1.5 · 64) = 96, ⌈0.5⌉ = 1
+    const rlvr = parseConfig({ rollout_batch_size: 16, num_return_sequences_in_group: 4, async_generation_ratio: 0.5 }, 't').derived;
+    expect([rlvr.samples_per_step, rlvr.groups_per_step, rlvr.group_size]).toEqual([64, 16, 4]);
+    expect([rlvr.max_samples_in_system, rlvr.max_staleness]).toEqual([96, 1]);
+    // agentic: B = num_env_groups · group_size = 8 · 16 = 128; α = 2 -> 3 · 128 = 384, ⌈2⌉ = 2
+    const agentic = parseConfig(
+      { async_generation_ratio: 2, custom_envs: { lake: { env_type: 'frozen_lake' } }, train_env_manager: { num_env_groups: 8, group_size: 16, tags: ['lake'] } },
+      't',
+    ).derived;
+    expect([agentic.samples_per_step, agentic.max_samples_in_system, agentic.max_staleness]).toEqual([128, 384, 2]);
+    // α = 0 is synchronous: the cap is exactly B and no staleness is allowed
+    const sync = parseConfig({ rollout_batch_size: 3 }, 't').derived;
+    expect([sync.max_samples_in_system, sync.max_staleness]).toEqual([3, 0]);
+  });
+
+  it('names the path, the value given and what was expected', () => {
+    const problems = problemsOf(() =>
+      parseConfig({ rollout_batch_size: -4, pg_variant: 'ppo2', actor_infer: { generating_args: { temperature: 'hot' } }, engines: { inference: [] } }, 't'),
+    );
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        { path: 'rollout_batch_size', given: -4, expected: 'expected a number >= 1' },
+        { path: 'pg_variant', given: 'ppo2', expected: expect.stringContaining('expected one of "vanilla", "ppo"') },
+        { path: 'actor_infer.generating_args.temperature', given: 'hot', expected: 'expected number' },
+        { path: 'engines.inference', given: [], expected: 'expected at least 1 item(s)' },
+      ]),
+    );
+  });
+
+  it('suggests the nearest known key for an unknown one, at any depth', () => {
+    const problems = problemsOf(() => parseConfig({ async_generation_ration: 2, actor_train: { training_args: { learning_rat: 1e-5 } } }, 't'));
+    const byPath = Object.fromEntries(problems.map((p) => [p.path, p]));
+    expect(Object.keys(byPath).sort()).toEqual(['actor_train.training_args.learning_rat', 'async_generation_ration']);
+    expect(byPath['async_generation_ration']?.given).toBe(2);
+    expect(byPath['async_generation_ration']?.expected).toContain('did you mean "async_generation_ratio"?');
+    expect(byPath['actor_train.training_args.learning_rat']?.expected).toContain('did you mean "learning_rate"?');
+    // far from every known key: no guess, but the known keys are listed
+    const far = problemsOf(() => parseConfig({ temporal: { zzzzzzzz: 1 } }, 't'));
+    expect(far[0]?.expected).toMatch(/^unknown key \(known here: address, namespace/);
+  });
+
+  it('checks references between fields', () => {
+    const problems = problemsOf(() =>
+      parseConfig(
+        {
+          custom_envs: { lake: { env_type: 'frozen_lake' } },
+          train_env_manager: { num_env_groups: 4, group_size: 2, tags: ['lake', 'sokoban'], num_groups_partition: [3, 2] },
+          domain_interleave_probs: { math: 0.5, code: 0.3 },
+          engines: { trainer: { url: 'http://10.0.0.5:8401' } },
+        },
+        't',
+      ),
+    );
+    expect(problems.map((p) => p.path)).toEqual([
+      'engines.trainer.url',
+      'train_env_manager.tags[1]',
+      'train_env_manager.num_groups_partition',
+      'domain_interleave_probs',
+    ]);
+    expect(problems[0]?.expected).toContain('launch: true needs a loopback URL');
+    expect(problems[1]?.expected).toBe('no custom_envs entry named "sokoban"; defined: lake');
+    expect(problems[3]?.expected).toBe('expected shares summing to 1, they sum to 0.8');
+  });
+
+  it('reads YAML files with --set overrides typed as YAML', () => {
+    const file = tempYaml('exp_name: demo\nasync_generation_ratio: 1\nengines:\n  inference:\n    - url: http://127.0.0.1:9000\n');
+    const { config, source } = loadConfig(file, ['async_generation_ratio=2.5', 'engines.inference[0].backend=torch', 'partial_rollout=false']);
+    expect(source).toBe(file);
+    expect(config.async_generation_ratio).toBe(2.5);
+    expect(config.engines.inference[0]).toEqual({ url: 'http://127.0.0.1:9000', backend: 'torch', launch: true });
+    expect(config.partial_rollout).toBe(false);
+  });
+
+  it('validates overrides exactly like the file', () => {
+    const file = tempYaml('seed: 1\n');
+    expect(problemsOf(() => loadConfig(file, ['seed=-1']))).toEqual([{ path: 'seed', given: -1, expected: 'expected a number >= 0' }]);
+    expect(problemsOf(() => loadConfig(file, ['nonsense']))[0]?.path).toBe('--set');
+    expect(problemsOf(() => loadConfig(file, ['seed.inner=3']))[0]).toEqual({ path: 'seed', given: 1, expected: 'a mapping, to set seed.inner' });
+  });
+
+  it('reports unreadable files, bad YAML and non-mapping documents', () => {
+    expect(problemsOf(() => loadConfig('/nonexistent/run.yaml'))[0]?.expected).toContain('a readable file (ENOENT)');
+    expect(problemsOf(() => loadConfig(tempYaml('seed: [1\n')))[0]?.path).toMatch(/^line \d+, column \d+$/);
+    expect(problemsOf(() => loadConfig(tempYaml('seed: 1\nseed: 2\n')))[0]?.expected).toContain('valid YAML');
+    expect(problemsOf(() => loadConfig(tempYaml('- a\n- b\n')))[0]?.expected).toBe('a mapping of config keys at the top level');
+  });
+
+  it('gives the same hash for the same config and a different one otherwise', () => {
+    const a = parseConfig({ seed: 1, max_steps: 3 }, 't').hash;
+    expect(parseConfig({ max_steps: 3, seed: 1 }, 't').hash).toBe(a);
+    expect(parseConfig({ max_steps: 4, seed: 1 }, 't').hash).not.toBe(a);
+  });
+
+  it('documents every field with a one-line description', () => {
+    const undocumented: string[] = [];
+    const visit = (schema: z.core.$ZodType, at: string, described: boolean) => {
+      const def = schema._zod.def as { type: string; innerType?: z.core.$ZodType; in?: z.core.$ZodType; shape?: Record<string, z.core.$ZodType>; element?: z.core.$ZodType; valueType?: z.core.$ZodType };
+      const here = described || Boolean((schema as z.ZodType).description);
+      if (def.innerType) return visit(def.innerType, at, here);
+      if (def.type === 'pipe' && def.in) return visit(def.in, at, here);
+      if (at && !here) undocumented.push(at);
+      for (const [k, v] of Object.entries(def.shape ?? {})) visit(v, at ? `${at}.${k}` : k, false);
+      if (def.element) visit(def.element, `${at}[]`, true);
+      if (def.valueType) visit(def.valueType, `${at}.*`, true);
+    };
+    visit(RunConfigSchema, '', true);
+    expect(undocumented).toEqual([]);
+  });
+
+  it('accepts every example config', () => {
+    const dir = path.join(__dirname, '../../examples');
+    const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) expect(() => loadConfig(path.join(dir, f)), f).not.toThrow();
+  });
+});
