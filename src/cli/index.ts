@@ -1,0 +1,79 @@
+/**
+ * rollflow's command line. Exit codes: 0 ok, 1 failure, 2 invalid config or
+ * usage, 3 `dev status` found a part down.
+ */
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../configs';
+import { down, status, up } from '../stack';
+import { runWorker } from '../worker';
+import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
+import { runSmoke } from './smoke';
+
+const out = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
+
+function buildProgram(): Command {
+  const program = new Command('rollflow').description('asynchronous RL post-training of LLMs as durable Temporal workflows').exitOverride();
+
+  withConfigOptions(program.command('validate'))
+    .description('check a run config; print the derived values, or every problem (exit 2)')
+    .option('--json', 'print the validated config and derived values as JSON')
+    .action((file: string | undefined, opts: ConfigOptions & { json?: boolean }) => {
+      const { loaded } = loadFromArgs(file, opts);
+      if (opts.json) return out(JSON.stringify({ config: loaded.config, derived: loaded.derived, hash: loaded.hash }));
+      const d = loaded.derived;
+      out(`${loaded.source}: valid (hash ${loaded.hash.slice(0, 12)})`);
+      out(`  samples per step B = ${d.samples_per_step} (${d.groups_per_step} groups × ${d.group_size})`);
+      out(`  async ratio α = ${loaded.config.async_generation_ratio}: at most ${d.max_samples_in_system} samples buffered or running, staleness bound ${d.max_staleness}`);
+      out(`  temporal ${loaded.config.temporal.address} (${loaded.config.temporal.embedded && d.temporal.loopback ? 'embedded' : 'external'}), run dir ${d.run_dir}`);
+    });
+
+  const dev = program.command('dev').description('the local stack: Temporal dev server, engine servers, one worker');
+  withConfigOptions(dev.command('up'))
+    .description('start whatever is not running, in the background (logs under .state/logs)')
+    .action(async (file: string | undefined, opts: ConfigOptions) => {
+      const { loaded, args } = loadFromArgs(file, opts);
+      await up(loaded, args, out);
+      out(`stack up; Temporal UI: ${loaded.config.temporal.ui_url}`);
+    });
+  withConfigOptions(dev.command('down'))
+    .description('stop the worker, the launched engines and the embedded dev server')
+    .action(async (file: string | undefined, opts: ConfigOptions) => down(loadFromArgs(file, opts).loaded, out));
+  withConfigOptions(dev.command('status'))
+    .description('one line per part; exit 3 if any part is down')
+    .action(async (file: string | undefined, opts: ConfigOptions) => {
+      if (!(await status(loadFromArgs(file, opts).loaded, out))) process.exitCode = 3;
+    });
+
+  withConfigOptions(program.command('worker'))
+    .description('run a worker in the foreground until SIGINT/SIGTERM')
+    .action(async (file: string | undefined, opts: ConfigOptions) => runWorker(loadFromArgs(file, opts).loaded));
+
+  withConfigOptions(program.command('smoke'))
+    .description('run the smoke workflow: every configured engine answers /health through Temporal')
+    .action(async (file: string | undefined, opts: ConfigOptions) => {
+      const report = await runSmoke(loadFromArgs(file, opts).loaded, out);
+      if (!report.ok) process.exitCode = 1;
+    });
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      process.exitCode = e.exitCode === 0 ? 0 : 2;
+    } else if (e instanceof ConfigError) {
+      process.stderr.write(`rollflow: ${e.message}\n`);
+      process.exitCode = 2;
+    } else {
+      process.stderr.write(`rollflow: ${(e as Error).message}\n`);
+      process.exitCode = 1;
+    }
+  }
+}
+
+if (require.main === module) void main(process.argv);

@@ -1,0 +1,40 @@
+/**
+ * JSON over HTTP to one engine server. Node's fetch keeps connections alive
+ * per origin, so repeated calls reuse sockets. Every failure is classified
+ * into the bridge's named errors.
+ */
+import { EngineRejectedError, EngineUnavailableError } from './errors';
+
+export interface RequestOptions {
+  method?: 'GET' | 'POST';
+  body?: unknown;
+  timeoutMs?: number;
+  /** Cancels the call (e.g. an activity's cancellation signal). */
+  signal?: AbortSignal;
+}
+
+export async function requestJson<T>(url: string, opts: RequestOptions = {}): Promise<T> {
+  const timeout = AbortSignal.timeout(opts.timeoutMs ?? 30_000);
+  const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: opts.method ?? (opts.body === undefined ? 'GET' : 'POST'),
+      headers: opts.body === undefined ? undefined : { 'content-type': 'application/json' },
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+      signal,
+    });
+  } catch (e) {
+    if (opts.signal?.aborted) throw opts.signal.reason ?? e;
+    const cause = (e as { cause?: { code?: string } }).cause?.code ?? (timeout.aborted ? 'timeout' : String(e));
+    throw new EngineUnavailableError(`${url}: ${cause}`);
+  }
+  const text = await res.text();
+  if (res.status >= 500) throw new EngineUnavailableError(`${url}: HTTP ${res.status} ${text.slice(0, 500)}`);
+  if (res.status >= 400) throw new EngineRejectedError(`${url}: HTTP ${res.status} ${text.slice(0, 500)}`, res.status);
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new EngineRejectedError(`${url}: response is not JSON: ${text.slice(0, 200)}`, res.status);
+  }
+}

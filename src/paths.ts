@@ -1,0 +1,10 @@
+/** Where rollflow keeps its files. The project root is found from this file's own location (src/ or dist/). */
+import path from 'node:path';
+
+export const ROOT = path.resolve(__dirname, '..');
+export const stateDir = () => path.resolve(process.env.ROLLFLOW_STATE ?? path.join(ROOT, '.state'));
+export const logsDir = () => path.join(stateDir(), 'logs');
+export const pidsDir = () => path.join(stateDir(), 'pids');
+export const pythonBin = () => process.env.ROLLFLOW_PYTHON ?? path.join(ROOT, '.venv', 'bin', 'python');
+export const devServerScript = path.join(ROOT, 'temporal', 'dev-server.sh');
+export const cliEntry = path.join(ROOT, 'dist', 'cli', 'index.js');

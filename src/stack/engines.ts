@@ -1,0 +1,52 @@
+/** The python-engines servers a config asks rollflow to launch (engines.*.launch: true). */
+import path from 'node:path';
+import type { RunConfig } from '../configs';
+import { engineHealth, type EngineRole } from '../gpu-bridge';
+import { logsDir, pidsDir, pythonBin, ROOT } from '../paths';
+import { livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
+
+export interface LaunchedEngine {
+  role: EngineRole;
+  url: string;
+  backend: string;
+  process: ManagedProcess;
+}
+
+export function launchedEngines(config: RunConfig): LaunchedEngine[] {
+  const all = [
+    ...config.engines.inference.map((e) => ({ role: 'inference' as const, ...e })),
+    { role: 'trainer' as const, ...config.engines.trainer },
+    { role: 'env' as const, ...config.engines.env },
+  ];
+  return all
+    .filter((e) => e.launch)
+    .map((e) => {
+      const port = new URL(e.url).port;
+      const name = `engine-${e.role}-${port}`;
+      return { role: e.role, url: e.url, backend: e.backend, process: { name, pidFile: path.join(pidsDir(), `${name}.pid`), logFile: path.join(logsDir(), `${name}.log`), marker: 'rollflow_engines serve' } };
+    });
+}
+
+export async function startEngine(e: LaunchedEngine): Promise<string> {
+  const pid = livePid(e.process);
+  if (pid !== undefined) return `${e.process.name}: already running (pid ${pid})`;
+  const { hostname, port } = new URL(e.url);
+  const args = ['-m', 'rollflow_engines', 'serve', '--role', e.role, '--backend', e.backend, '--host', hostname.replace(/^\[|\]$/g, ''), '--port', port];
+  const env = { ...process.env, PYTHONPATH: path.join(ROOT, 'python-engines') };
+  const started = startDetached(e.process, pythonBin(), args, env);
+  await waitUntil(e.process, () => engineHealth(e.url, { timeoutMs: 2_000 }), 120_000);
+  return `${e.process.name}: started (pid ${started}) at ${e.url}`;
+}
+
+export async function engineStatus(e: LaunchedEngine): Promise<{ ok: boolean; line: string }> {
+  const pid = livePid(e.process);
+  if (pid === undefined) return { ok: false, line: `${e.process.name}: stopped` };
+  try {
+    const h = await engineHealth(e.url, { timeoutMs: 2_000 });
+    return { ok: true, line: `${e.process.name}: running pid=${pid} url=${e.url} backend=${h.backend}` };
+  } catch (err) {
+    return { ok: false, line: `${e.process.name}: unhealthy pid=${pid} (${(err as Error).message})` };
+  }
+}
+
+export const stopEngine = (e: LaunchedEngine) => stopProcess(e.process);

@@ -1,0 +1,52 @@
+/**
+ * The local stack of `rollflow dev up|down|status`: the embedded Temporal dev
+ * server (when the config asks for it), the engine servers the config
+ * launches, and one worker, each in the background with logs under the state dir.
+ */
+import type { Client } from '@temporalio/client';
+import { connectClient } from '../client/connect';
+import type { LoadedConfig } from '../configs';
+import { engineStatus, launchedEngines, startEngine, stopEngine } from './engines';
+import { startTemporal, stopTemporal, temporalStatus } from './temporal';
+import { startWorker, stopWorker, workerStatus } from './worker';
+
+const embedded = ({ config, derived }: LoadedConfig) => config.temporal.embedded && derived.temporal.loopback;
+
+/** Brings everything up; parts already running are left alone. `configArgs` re-create the config for the worker process. */
+export async function up(loaded: LoadedConfig, configArgs: string[], say: (line: string) => void): Promise<void> {
+  if (embedded(loaded)) startTemporal(loaded.derived.temporal);
+  // Engines start in parallel: each is a Python process that takes a moment to import.
+  for (const line of await Promise.all(launchedEngines(loaded.config).map(startEngine))) say(line);
+  const client = await connectClient(loaded.config);
+  try {
+    say(await startWorker(client, loaded, configArgs));
+  } finally {
+    await client.connection.close();
+  }
+}
+
+export async function down(loaded: LoadedConfig, say: (line: string) => void): Promise<void> {
+  say(`worker: ${await stopWorker(loaded)}`);
+  for (const e of launchedEngines(loaded.config)) say(`${e.process.name}: ${await stopEngine(e)}`);
+  if (embedded(loaded)) stopTemporal(loaded.derived.temporal);
+}
+
+/** One line per part; true when every part is up and healthy. */
+export async function status(loaded: LoadedConfig, say: (line: string) => void): Promise<boolean> {
+  const lines: { ok: boolean; line: string }[] = [];
+  if (embedded(loaded)) lines.push(temporalStatus(loaded.derived.temporal));
+  lines.push(...(await Promise.all(launchedEngines(loaded.config).map(engineStatus))));
+  let client: Client | undefined;
+  try {
+    client = await connectClient(loaded.config);
+  } catch (e) {
+    lines.push({ ok: false, line: `temporal: ${(e as Error).message}` });
+  }
+  try {
+    lines.push(await workerStatus(client, loaded));
+  } finally {
+    await client?.connection.close();
+  }
+  for (const l of lines) say(l.line);
+  return lines.every((l) => l.ok);
+}

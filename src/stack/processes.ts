@@ -1,0 +1,88 @@
+/**
+ * Background processes with pid files: start detached (they outlive the CLI),
+ * find out whether a pid file still names our process, stop with SIGTERM then
+ * SIGKILL. Every call is idempotent.
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface ManagedProcess {
+  name: string;
+  pidFile: string;
+  logFile: string;
+  /** A substring of the command line that identifies our process, so a reused pid is not mistaken for it. */
+  marker: string;
+}
+
+/** The pid in the pid file when that process is alive and is ours; otherwise undefined. */
+export function livePid(p: ManagedProcess): number | undefined {
+  if (!existsSync(p.pidFile)) return undefined;
+  const pid = Number(readFileSync(p.pidFile, 'utf8').trim());
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  try {
+    process.kill(pid, 0);
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+    return cmdline.includes(p.marker) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function startDetached(p: ManagedProcess, command: string, args: string[], env: NodeJS.ProcessEnv = process.env): number {
+  mkdirSync(path.dirname(p.pidFile), { recursive: true });
+  mkdirSync(path.dirname(p.logFile), { recursive: true });
+  const out = openSync(p.logFile, 'a');
+  try {
+    const child = spawn(command, args, { detached: true, stdio: ['ignore', out, out], env });
+    if (child.pid === undefined) throw new Error(`could not start ${p.name}: ${command}`);
+    writeFileSync(p.pidFile, `${child.pid}\n`);
+    child.unref();
+    return child.pid;
+  } finally {
+    closeSync(out);
+  }
+}
+
+export async function stopProcess(p: ManagedProcess, graceMs = 30_000): Promise<'stopped' | 'not running'> {
+  const pid = livePid(p);
+  rmSync(p.pidFile, { force: true });
+  if (pid === undefined) return 'not running';
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) process.kill(pid, 'SIGKILL');
+    await sleep(100);
+  }
+  return 'stopped';
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `probe` until it returns a value or the process dies or the deadline passes. */
+export async function waitUntil<T>(p: ManagedProcess, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (livePid(p) === undefined) throw new Error(`${p.name} exited during start; last lines of ${p.logFile}:\n${tail(p.logFile)}`);
+    if (Date.now() > deadline) throw new Error(`${p.name} not ready after ${timeoutMs / 1000}s; see ${p.logFile}`);
+    await sleep(200);
+  }
+}
+
+export function tail(file: string, lines = 20): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * The background worker of `rollflow dev up`: `rollflow worker` in its own
+ * process. It is ready when Temporal lists it as a poller of the task queue.
+ */
+import path from 'node:path';
+import { temporal } from '@temporalio/proto';
+import type { Client } from '@temporalio/client';
+import type { LoadedConfig } from '../configs';
+import { cliEntry, logsDir, pidsDir } from '../paths';
+import { livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
+
+export function workerProcess({ config }: LoadedConfig): ManagedProcess {
+  const name = `worker-${config.temporal.task_queue}`;
+  return { name, pidFile: path.join(pidsDir(), `${name}.pid`), logFile: path.join(logsDir(), `${name}.log`), marker: 'cli/index.js worker' };
+}
+
+/** Identities of the processes polling the workflow task queue right now. */
+export async function pollers(client: Client, { config }: LoadedConfig): Promise<string[]> {
+  const res = await client.workflowService.describeTaskQueue({
+    namespace: config.temporal.namespace,
+    taskQueue: { name: config.temporal.task_queue },
+    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+  });
+  return (res.pollers ?? []).map((p) => p.identity ?? '');
+}
+
+export async function startWorker(client: Client, loaded: LoadedConfig, configArgs: string[]): Promise<string> {
+  const proc = workerProcess(loaded);
+  const running = livePid(proc);
+  if (running !== undefined) return `${proc.name}: already running (pid ${running})`;
+  const pid = startDetached(proc, process.execPath, [cliEntry, 'worker', ...configArgs]);
+  const identity = `${pid}@`;
+  await waitUntil(proc, async () => ((await pollers(client, loaded)).some((id) => id.startsWith(identity)) ? true : undefined), 180_000);
+  return `${proc.name}: started (pid ${pid}) on task queue ${loaded.config.temporal.task_queue}`;
+}
+
+export async function workerStatus(client: Client | undefined, loaded: LoadedConfig): Promise<{ ok: boolean; line: string }> {
+  const proc = workerProcess(loaded);
+  const pid = livePid(proc);
+  if (pid === undefined) return { ok: false, line: `${proc.name}: stopped` };
+  const polling = client ? (await pollers(client, loaded).catch(() => [])).some((id) => id.startsWith(`${pid}@`)) : false;
+  return { ok: polling, line: `${proc.name}: ${polling ? 'running' : 'not polling'} pid=${pid} task_queue=${loaded.config.temporal.task_queue}` };
+}
+
+export const stopWorker = (loaded: LoadedConfig) => stopProcess(workerProcess(loaded));

@@ -1,0 +1,56 @@
+/**
+ * A rollflow worker: polls the run's task queue, runs workflows in Temporal's
+ * deterministic sandbox and activities in this process. Stops cleanly on
+ * SIGINT/SIGTERM (Temporal's runtime handles both), finishing what it can.
+ */
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
+import * as activities from '../activities';
+import type { LoadedConfig } from '../configs';
+import { createLogger, type Logger } from '../logging';
+
+let runtimeInstalled = false;
+
+/** Routes the Temporal SDK's own logs through pino. Once per process. */
+function installRuntimeLogger(log: Logger): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
+  Runtime.install({ logger: new DefaultLogger('INFO', (e) => log[levels[e.level]]({ ...e.meta }, e.message)) });
+}
+
+export interface WorkerOptions {
+  /** Where the workflow code is; the compiled dist/workflows by default. Tests point at src/. */
+  workflowsPath?: string;
+  identity?: string;
+}
+
+export async function createWorker({ config }: LoadedConfig, opts: WorkerOptions = {}): Promise<{ worker: Worker; connection: NativeConnection }> {
+  const log = createLogger('worker');
+  installRuntimeLogger(log);
+  const connection = await NativeConnection.connect({ address: config.temporal.address });
+  let worker: Worker;
+  try {
+    worker = await Worker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.task_queue,
+      workflowsPath: opts.workflowsPath ?? require.resolve('../workflows'),
+      activities,
+      ...(opts.identity ? { identity: opts.identity } : {}),
+    });
+  } catch (e) {
+    await connection.close(); // an open connection would keep this process alive
+    throw e;
+  }
+  log.info({ address: config.temporal.address, taskQueue: config.temporal.task_queue }, 'worker ready');
+  return { worker, connection };
+}
+
+export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}): Promise<void> {
+  const { worker, connection } = await createWorker(loaded, opts);
+  try {
+    await worker.run();
+  } finally {
+    await connection.close();
+  }
+}

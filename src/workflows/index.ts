@@ -1,0 +1,2 @@
+// The workflows a rollflow worker registers; one file per workflow.
+export { smoke } from './smoke';
