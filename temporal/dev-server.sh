@@ -8,6 +8,13 @@ source "$here/env.sh"
 
 read_list() { grep -v '^[[:space:]]*\(#\|$\)' "$1"; }
 
+# dynamic-config.yaml ("key:" then "  - value: v") -> key=v lines
+dynamic_config_pairs() {
+  awk '/^[[:space:]]*#/ || NF == 0 { next }
+       /^[^[:space:]-].*:[[:space:]]*$/ { sub(/:[[:space:]]*$/, ""); key = $0; next }
+       /^[[:space:]]*- value:/ { sub(/^[[:space:]]*- value:[[:space:]]*/, ""); print key "=" $0 }' "$1"
+}
+
 healthy() {
   local cli; cli=$("$here/ensure-cli.sh")
   "$cli" operator cluster health --address "$TEMPORAL_IP:$TEMPORAL_PORT" 2>/dev/null | grep -q SERVING
@@ -35,7 +42,7 @@ start() {
   local args=(server start-dev --db-filename "$TEMPORAL_DB" --ip "$TEMPORAL_IP"
               --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" --log-format json --log-level warn)
   local kv
-  while read -r kv; do args+=(--dynamic-config-value "$kv"); done < <(read_list "$here/dynamic-config.txt")
+  while read -r kv; do args+=(--dynamic-config-value "$kv"); done < <(dynamic_config_pairs "$here/dynamic-config.yaml")
   while read -r kv; do args+=(--search-attribute "$kv"); done < <(read_list "$here/search-attributes.txt")
 
   # setsid: the server outlives the shell (and the make target) that started it.

@@ -5,10 +5,15 @@ import sys
 import time
 
 import httpx
+import os
+from pathlib import Path
 from fastapi.testclient import TestClient
 
 from rollflow_engines.app import create_app
 from rollflow_engines.config import load_config
+
+# Child processes find the package the way rollflow's own launcher does.
+CHILD_ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
 
 def test_health_reports_role_and_backend():
@@ -21,7 +26,7 @@ def test_health_reports_role_and_backend():
 def test_bad_config_exits_2_before_serving():
     proc = subprocess.run(
         [sys.executable, "-m", "rollflow_engines", "serve", "--role", "env", "--backend", "vllm"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=60, env=CHILD_ENV,
     )
     assert proc.returncode == 2
     assert "backend: got 'vllm'; expected one of python" in proc.stderr
@@ -43,7 +48,7 @@ def wait_for_health(url: str, proc: subprocess.Popen, deadline_s: float = 60) ->
 def test_serve_answers_health_and_stops_on_sigterm(free_port):
     with subprocess.Popen(
         [sys.executable, "-m", "rollflow_engines", "serve", "--role", "inference", "--port", str(free_port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=CHILD_ENV,
     ) as proc:
         try:
             body = wait_for_health(f"http://127.0.0.1:{free_port}/health", proc)

@@ -1,0 +1,71 @@
+# rollflow: two commands on a fresh machine.
+#   make demo   set up, bring the embedded stack up, run the main job
+#   make test   set up, lint, type-check, run every test suite
+# Set-up is idempotent and cached: a second run installs nothing.
+SHELL := bash
+.DEFAULT_GOAL := help
+ROLLFLOW := bin/rollflow
+DEMO_CONFIG ?= examples/default.yaml
+TS_SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
+
+.PHONY: help setup node python temporal-cli system-packages build lint typecheck test demo down status clean python-lock
+
+help:
+	@echo "make demo   - set up, start the embedded stack (Temporal + engines + worker), run the main job"
+	@echo "make test   - set up, lint, type-check, run vitest + pytest"
+	@echo "make down   - stop the embedded stack;  make status - show it"
+
+setup: node python temporal-cli system-packages
+
+node: node_modules/.installed
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+python: .venv/.installed
+.venv/.installed: python-engines/requirements.txt
+	python3 -m venv .venv
+	.venv/bin/pip install --quiet --disable-pip-version-check -r python-engines/requirements.txt
+	@touch $@
+
+temporal-cli:
+	@temporal/ensure-cli.sh >/dev/null
+
+# Debian's docker-compose validates docker-compose.yml offline in the tests.
+system-packages:
+	@scripts/ensure-system-packages.sh docker-compose=docker-compose
+
+build: dist/.built
+dist/.built: node_modules/.installed tsconfig.json tsconfig.build.json $(TS_SOURCES)
+	rm -rf dist
+	node_modules/.bin/tsc -p tsconfig.build.json
+	@touch $@
+
+lint: node
+	node_modules/.bin/eslint .
+
+typecheck: node
+	node_modules/.bin/tsc -p tsconfig.json --noEmit
+
+test: setup build lint typecheck
+	scripts/run-tests.sh
+
+demo: setup build
+	$(ROLLFLOW) dev up $(DEMO_CONFIG)
+	$(ROLLFLOW) smoke $(DEMO_CONFIG)
+	@echo "The stack keeps running: Temporal UI at http://127.0.0.1:8233 ; stop it with 'make down'."
+
+down: build
+	$(ROLLFLOW) dev down $(DEMO_CONFIG)
+
+status: build
+	$(ROLLFLOW) dev status $(DEMO_CONFIG)
+
+clean:
+	rm -rf dist node_modules .venv
+
+# Re-pin every Python package after editing python-engines/requirements.in.
+python-lock:
+	rm -rf .cache/lock-venv && python3 -m venv .cache/lock-venv
+	.cache/lock-venv/bin/pip install --quiet -r python-engines/requirements.in
+	(echo "# Generated from requirements.in by 'make python-lock': every package pinned."; .cache/lock-venv/bin/pip freeze) > python-engines/requirements.txt

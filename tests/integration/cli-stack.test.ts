@@ -1,0 +1,101 @@
+// The user's path, end to end: `rollflow dev up` brings up a real dev server,
+// real engine processes and a worker; `smoke` runs a workflow through them;
+// a dead engine is named in the report; `dev down` stops everything.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, ROOT, TestDevServer } from './helpers/dev-server';
+
+const cli = path.join(ROOT, 'bin/rollflow');
+let server: TestDevServer;
+let config: string;
+
+function rollflow(...args: string[]) {
+  const r = spawnSync(cli, args, { env: { ...server.env, ROLLFLOW_LOG_FORMAT: 'json' }, encoding: 'utf8', timeout: 300_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+beforeAll(async () => {
+  expect(existsSync(path.join(ROOT, 'dist/cli/index.js')), 'run `make build` first').toBe(true);
+  server = await TestDevServer.create();
+  const [inference, trainer, env] = [await freePort(), await freePort(), await freePort()];
+  config = path.join(server.stateDir, 'stack.yaml');
+  writeFileSync(
+    config,
+    [
+      'exp_name: cli-stack-test',
+      `run_dir: ${server.stateDir}/run`,
+      'temporal:',
+      `  address: ${server.address}`,
+      `  ui_url: http://127.0.0.1:${server.uiPort}`,
+      '  task_queue: cli-stack-test',
+      'engines:',
+      `  inference: [{ url: "http://127.0.0.1:${inference}", backend: sim }]`,
+      `  trainer: { url: "http://127.0.0.1:${trainer}" }`,
+      `  env: { url: "http://127.0.0.1:${env}" }`,
+      '',
+    ].join('\n'),
+  );
+});
+
+afterAll(() => {
+  rollflow('dev', 'down', config);
+});
+
+describe('rollflow CLI on the embedded stack', () => {
+  it('rejects a bad config with exit 2, naming the key', () => {
+    const r = rollflow('validate', config, '--set', 'temporal.adress=x');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('temporal.adress: got "x"; unknown key; did you mean "address"?');
+  });
+
+  it('brings the stack up, idempotently', () => {
+    const up = rollflow('dev', 'up', config);
+    expect(up.status, up.stderr).toBe(0);
+    expect(up.stdout).toMatch(/engine-inference-\d+: started/);
+    expect(up.stdout).toMatch(/worker-cli-stack-test: started \(pid \d+\) on task queue cli-stack-test/);
+
+    const again = rollflow('dev', 'up', config);
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/engine-inference-\d+: already running/);
+    expect(again.stdout).toContain('worker-cli-stack-test: already running');
+
+    const status = rollflow('dev', 'status', config);
+    expect(status.status, status.stdout).toBe(0);
+    expect(status.stdout.trim().split('\n')).toHaveLength(5); // temporal, 3 engines, worker
+  });
+
+  it('runs the smoke workflow through every engine', () => {
+    const r = rollflow('smoke', config);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`started: http://127\\.0\\.0\\.1:${server.uiPort}/namespaces/default/workflows/smoke-`));
+    expect(r.stdout.match(/^ {2}ok {4}/gm)).toHaveLength(3);
+  });
+
+  it('names the engine that is down', () => {
+    const pidFile = readdirPid('engine-env-');
+    process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGKILL');
+    const r = rollflow('smoke', config);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/FAIL {2}env {7}http:\/\/127\.0\.0\.1:\d+ EngineUnavailableError: .*ECONNREFUSED/);
+    expect(r.stdout.match(/^ {2}ok {4}/gm)).toHaveLength(2);
+    expect(rollflow('dev', 'status', config).status).toBe(3);
+  });
+
+  it('stops everything', () => {
+    const down = rollflow('dev', 'down', config);
+    expect(down.status, down.stderr).toBe(0);
+    expect(down.stdout).toContain('worker: stopped');
+    const status = rollflow('dev', 'status', config);
+    expect(status.status).toBe(3);
+    expect(status.stdout).toContain('temporal: stopped');
+  });
+});
+
+function readdirPid(prefix: string): string {
+  const dir = path.join(server.stateDir, 'pids');
+  const name = readdirSync(dir).find((f) => f.startsWith(prefix));
+  if (!name) throw new Error(`no pid file ${prefix}* in ${dir}`);
+  return path.join(dir, name);
+}

@@ -1,0 +1,64 @@
+/**
+ * A real Temporal dev server for one test file, run by the project's own
+ * temporal/dev-server.sh on free ports with a throw-away state dir.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+export const ROOT = path.join(__dirname, '../../..');
+const script = path.join(ROOT, 'temporal/dev-server.sh');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ScriptResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export class TestDevServer {
+  private constructor(
+    readonly stateDir: string,
+    readonly port: number,
+    readonly uiPort: number,
+  ) {}
+
+  static async create(): Promise<TestDevServer> {
+    return new TestDevServer(mkdtempSync(path.join(tmpdir(), 'rollflow-temporal-')), await freePort(), await freePort());
+  }
+
+  get address(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  get env(): NodeJS.ProcessEnv {
+    return { ...process.env, ROLLFLOW_STATE: this.stateDir, TEMPORAL_PORT: String(this.port), TEMPORAL_UI_PORT: String(this.uiPort) };
+  }
+
+  run(command: 'start' | 'stop' | 'status', extraEnv: NodeJS.ProcessEnv = {}): ScriptResult {
+    const r = spawnSync('bash', [script, command], { env: { ...this.env, ...extraEnv }, encoding: 'utf8' });
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  start(): ScriptResult {
+    const r = this.run('start');
+    if (r.status !== 0) throw new Error(`dev server did not start: ${r.stderr}`);
+    return r;
+  }
+
+  stop(): ScriptResult {
+    return this.run('stop');
+  }
+}

@@ -1,0 +1,16 @@
+// Test-only workflows: small enough to reason about, real enough to exercise the server.
+import { condition, defineQuery, defineSignal, setHandler } from '@temporalio/workflow';
+
+export const release = defineSignal<[string]>('release');
+export const state = defineQuery<string>('state');
+
+/** Waits, durably, until someone signals `release`; returns what the signal carried. */
+export async function waitForRelease(): Promise<string> {
+  let payload: string | undefined;
+  setHandler(release, (p) => {
+    payload = p;
+  });
+  setHandler(state, () => (payload === undefined ? 'waiting' : 'released'));
+  await condition(() => payload !== undefined);
+  return `released with ${payload}`;
+}
