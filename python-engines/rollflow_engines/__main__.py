@@ -17,6 +17,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
     serve.add_argument("--log-level", dest="log_level")
+    serve.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                       help="a role/backend setting (dotted keys, YAML values); repeatable")
     return parser.parse_args(argv)
 
 
@@ -24,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     overrides = {k: getattr(args, k) for k in ("role", "backend", "host", "port", "log_level")}
     try:
-        config = load_config(args.config, overrides)
+        config = load_config(args.config, overrides, args.option)
     except ConfigError as e:
         print(f"rollflow_engines: {e}", file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-"""The HTTP application every role serves. Endpoints beyond /health arrive with each role."""
+"""The HTTP application: /health and uniform errors for every role, then the role's own endpoints."""
 from __future__ import annotations
 
 import os
@@ -7,11 +7,14 @@ import time
 from fastapi import FastAPI
 
 from . import __version__
-from .config import ServeConfig
+from .config import ServeConfig, validate_role_options
+from .errors import install_error_handlers
+from .roles import load_role
 
 
 def create_app(config: ServeConfig) -> FastAPI:
     app = FastAPI(title=f"rollflow-engines {config.role}", version=__version__)
+    install_error_handlers(app)
     started = time.time()
 
     @app.get("/health")
@@ -25,4 +28,5 @@ def create_app(config: ServeConfig) -> FastAPI:
             "uptime_s": round(time.time() - started, 3),
         }
 
+    load_role(config.role).register(app, config.backend, validate_role_options(config))
     return app

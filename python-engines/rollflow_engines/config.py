@@ -32,6 +32,7 @@ class ServeConfig(BaseModel):
     host: str = Field(default="127.0.0.1", description="Interface to bind; loopback unless you mean otherwise.")
     port: int = Field(default=8300, ge=1, le=65535, description="TCP port to bind.")
     log_level: Literal["debug", "info", "warning", "error"] = Field(default="info", description="Server log level.")
+    options: dict[str, Any] = Field(default_factory=dict, description="Role and backend settings, validated by the role's Options model.")
 
     @model_validator(mode="after")
     def _backend_fits_role(self) -> "ServeConfig":
@@ -47,17 +48,43 @@ class ConfigError(Exception):
     """Thrown when a server config is invalid; the message lists every problem."""
 
 
-def describe_errors(err: ValidationError) -> str:
+def describe_errors(err: ValidationError, prefix: str = "") -> str:
     lines = []
     for e in err.errors():
-        path = ".".join(str(p) for p in e["loc"]) or "(config)"
+        path = prefix + ".".join(str(p) for p in e["loc"]) or "(config)"
         given = e.get("input")
         lines.append(f"  {path}: {e['msg']} (given: {given!r})")
     return "invalid engine server config:\n" + "\n".join(lines)
 
 
-def load_config(file: str | None, overrides: dict[str, Any]) -> ServeConfig:
-    """Merge a YAML file (if any) with flag overrides (flags win) and validate."""
+def parse_option_flags(flags: list[str]) -> dict[str, Any]:
+    """["max_batch=8", "lengths.mean=100"] -> {"max_batch": 8, "lengths": {"mean": 100}}; values read as YAML."""
+    options: dict[str, Any] = {}
+    for flag in flags:
+        key, sep, value = flag.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--option {flag!r}: expected key=value")
+        node = options
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = yaml.safe_load(value)
+    return options
+
+
+def validate_role_options(config: ServeConfig) -> BaseModel:
+    """The role's own Options model, built from config.options; ConfigError names each bad key."""
+    from .roles import load_role
+
+    role = load_role(config.role)
+    try:
+        return role.Options.model_validate({"backend": config.backend, **config.options} if "backend" in role.Options.model_fields else config.options)
+    except ValidationError as e:
+        raise ConfigError(describe_errors(e, prefix="options.")) from e
+
+
+def load_config(file: str | None, overrides: dict[str, Any], option_flags: list[str] | None = None) -> ServeConfig:
+    """Merge a YAML file (if any) with flag overrides (flags win) and validate, role options included."""
     data: dict[str, Any] = {}
     if file:
         path = Path(file)
@@ -71,7 +98,18 @@ def load_config(file: str | None, overrides: dict[str, Any]) -> ServeConfig:
             raise ConfigError(f"config file {file}: expected a mapping of keys, got {type(loaded).__name__}")
         data.update(loaded or {})
     data.update({k: v for k, v in overrides.items() if v is not None})
+    flags = parse_option_flags(option_flags or [])
+    if flags:
+        data["options"] = _merge(dict(data.get("options") or {}), flags)
     try:
-        return ServeConfig.model_validate(data)
+        config = ServeConfig.model_validate(data)
     except ValidationError as e:
         raise ConfigError(describe_errors(e)) from e
+    validate_role_options(config)
+    return config
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    for k, v in extra.items():
+        base[k] = _merge(dict(base.get(k) or {}), v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+    return base

@@ -48,3 +48,16 @@ def test_unreadable_and_malformed_files(tmp_path):
     listy.write_text("- role\n")
     with pytest.raises(ConfigError, match="expected a mapping"):
         load_config(str(listy), {})
+
+
+def test_option_flags_nest_and_keep_yaml_types():
+    from rollflow_engines.config import parse_option_flags
+
+    assert parse_option_flags(["a=1", "b.c=true", "b.d=[1, 2]", "e=text"]) == {"a": 1, "b": {"c": True, "d": [1, 2]}, "e": "text"}
+    with pytest.raises(ConfigError, match="expected key=value"):
+        parse_option_flags(["novalue"])
+
+
+def test_unknown_role_option_is_named():
+    with pytest.raises(ConfigError, match=r"options\.foo: Extra inputs are not permitted"):
+        load_config(None, {"role": "env"}, ["foo=1"])

@@ -27,7 +27,9 @@ export async function up(loaded: LoadedConfig, configArgs: string[], say: (line:
 
 export async function down(loaded: LoadedConfig, say: (line: string) => void): Promise<void> {
   say(`worker: ${await stopWorker(loaded)}`);
-  for (const e of launchedEngines(loaded.config)) say(`${e.process.name}: ${await stopEngine(e)}`);
+  const engines = launchedEngines(loaded.config);
+  const results = await Promise.all(engines.map(stopEngine)); // each takes uvicorn's ~1.5 s graceful exit
+  engines.forEach((e, i) => say(`${e.process.name}: ${results[i]}`));
   if (embedded(loaded)) stopTemporal(loaded.derived.temporal);
 }
 
