@@ -1,0 +1,119 @@
+"""Tiny causal LMs built from code: no download, deterministic by seed.
+
+``tiny:<preset>`` names a small Llama-architecture model with a character-level
+tokenizer (digits, letters, punctuation, space, newline). It is built once into
+a cache directory with ``save_pretrained`` and from then on loads exactly like
+any Hugging Face model directory, so the torch backends have one loading path
+for tiny and real models.
+"""
+from __future__ import annotations
+
+import os
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<|system|>", "<|user|>", "<|assistant|>"]
+CHARACTERS = list(string.digits + string.ascii_letters + string.punctuation + " \n")
+
+
+@dataclass(frozen=True)
+class TinyPreset:
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    max_position_embeddings: int = 512
+
+
+TINY_PRESETS: dict[str, TinyPreset] = {
+    # ~0.1M parameters: fast enough for unit tests on 2 cores.
+    "default": TinyPreset(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    # ~1M parameters: for learning runs.
+    "small": TinyPreset(hidden_size=128, intermediate_size=384, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2),
+}
+
+
+def build_tokenizer():
+    """A character-level fast tokenizer with a chat template; ids are stable across builds."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS + CHARACTERS)}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
+    core.pre_tokenizer = pre_tokenizers.Split(pattern="", behavior="isolated")
+    core.decoder = decoders.Fuse()
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>",
+                                  additional_special_tokens=SPECIAL_TOKENS[3:])
+    tok.chat_template = CHAT_TEMPLATE
+    return tok
+
+
+def build_tiny_model(preset: str, seed: int, out_dir: str | os.PathLike) -> Path:
+    """Builds preset ``preset`` with weights drawn from ``seed`` and saves model + tokenizer to ``out_dir``."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    if preset not in TINY_PRESETS:
+        raise ValueError(f"unknown tiny preset {preset!r}; expected one of {', '.join(TINY_PRESETS)}")
+    p = TINY_PRESETS[preset]
+    tokenizer = build_tokenizer()
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=p.hidden_size, intermediate_size=p.intermediate_size,
+        num_hidden_layers=p.num_hidden_layers, num_attention_heads=p.num_attention_heads,
+        num_key_value_heads=p.num_key_value_heads, max_position_embeddings=p.max_position_embeddings,
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=True,
+    )
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    try:
+        model = LlamaForCausalLM(config)
+    finally:
+        torch.random.set_rng_state(generator_state)
+    out = Path(out_dir)
+    tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
+    model.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    tmp.rename(out)  # atomic: a concurrent reader never sees half a model
+    return out
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("ROLLFLOW_MODEL_CACHE", Path(__file__).resolve().parents[3] / ".cache" / "models"))
+
+
+def resolve_model_path(name_or_path: str, seed: int = 0, cache_dir: str | os.PathLike | None = None) -> Path:
+    """``tiny:<preset>`` -> a built model directory (built on first use); anything else is a local directory."""
+    if name_or_path.startswith("tiny:"):
+        preset = name_or_path.removeprefix("tiny:")
+        target = Path(cache_dir or default_cache_dir()) / f"tiny-{preset}-seed{seed}"
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                build_tiny_model(preset, seed, target)
+            except OSError:
+                if not target.exists():  # another process won the rename race: fine; anything else is real
+                    raise
+        return target
+    path = Path(name_or_path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"model {name_or_path!r}: not a directory (models are not downloaded here; use tiny:<preset> or a local path)")
+    return path
+
+
+def load_model(name_or_path: str, seed: int = 0, cache_dir: str | os.PathLike | None = None):
+    """(model, tokenizer) on CPU in float32, from local files only."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = resolve_model_path(name_or_path, seed, cache_dir)
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+    model.eval()
+    return model, tokenizer

@@ -1,0 +1,6 @@
+"""Wire types of the inference role; contracts/inference/*.json holds one fixture per type."""
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+CONTRACT_MODELS: dict[str, type[BaseModel]] = {}
