@@ -76,4 +76,10 @@ export async function main(argv: string[]): Promise<void> {
   }
 }
 
+// A reader that went away (`rollflow smoke | head -1`) is not an error.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw e;
+});
+
 if (require.main === module) void main(process.argv);
