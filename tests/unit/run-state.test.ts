@@ -1,0 +1,153 @@
+import { describe, expect, it } from 'vitest';
+import { groupUid, RunState, type AdmissionLimits, type GroupRef, type GroupResult, type StalePolicy } from '../../src/workflows/run-state';
+import { splitmix32 } from '../../src/workflows/shuffle';
+
+function limits(B: number, G: number, alpha: number, stalePolicy: StalePolicy = 'drop'): AdmissionLimits {
+  return { samplesPerStep: B, groupSize: G, maxSamplesInSystem: Math.floor((1 + alpha) * B), maxStaleness: Math.ceil(alpha), stalePolicy };
+}
+
+function result(ref: GroupRef, startVersion: number, G: number, over: Partial<GroupResult> = {}): GroupResult {
+  return { ...ref, startVersion, endVersion: startVersion, samples: G, accepted: true, rewardMean: 0.5, tokens: 10 * G, partialSamples: 0, maxSpan: 1, storeKeys: [], ...over };
+}
+
+describe('RunState admission control', () => {
+  it('α = 0 is synchronous: B samples in the system, each batch started at its own version', () => {
+    // B = 4 = 2 groups of G = 2; cap = floor(1 · 4) = 4 samples
+    const s = new RunState(limits(4, 2, 0), 100);
+    for (let step = 0; step < 5; step++) {
+      const started = [s.dispatch(), s.dispatch()];
+      expect(s.canDispatch()).toBe(false); // nothing more until the step's weights exist
+      expect(s.takeBatch()).toBeUndefined();
+      for (const g of started) expect(s.onGroupResult(result(g, s.version, 2))).toBe('buffered');
+      expect(s.canDispatch()).toBe(false); // a full buffer still blocks: 4 unconsumed
+      const batch = s.takeBatch()!;
+      expect(batch.groups.every((g) => g.startVersion === step && batch.version === step)).toBe(true);
+      expect(batch.staleness).toEqual({ mean: 0, max: 0 });
+      s.onStepDone(batch);
+    }
+    expect([s.step, s.version, s.counters.consumedSamples]).toEqual([5, 5, 20]);
+  });
+
+  it('α = 0.5 admits floor(1.5·B) samples: 3 groups of 2 for B = 4', () => {
+    const s = new RunState(limits(4, 2, 0.5), 100);
+    s.dispatch();
+    s.dispatch();
+    s.dispatch();
+    expect(s.samplesInSystem).toBe(6);
+    expect(s.canDispatch()).toBe(false);
+  });
+
+  it.each([
+    [2, 'drop' as const],
+    [2, 'restart' as const],
+    [0.5, 'drop' as const],
+    [1, 'accept' as const],
+  ])('α = %s with %s: bound holds at every dispatch; every sample trained at most once', (alpha, policy) => {
+    const B = 8;
+    const G = 2;
+    const s = new RunState(limits(B, G, alpha, policy), 50);
+    const rand = splitmix32(7);
+    const running: { ref: GroupRef; startVersion: number }[] = [];
+    const trained = new Set<string>();
+    let maxStalenessSeen = 0;
+    while (s.step < 30) {
+      while (s.canDispatch()) {
+        const ref = s.dispatch();
+        running.push({ ref, startVersion: s.version });
+        expect(s.samplesInSystem).toBeLessThanOrEqual(Math.floor((1 + alpha) * B));
+      }
+      // a random running group finishes (long-tailed: some stay in flight across many steps)
+      const i = Math.floor(rand() ** 3 * running.length);
+      const [done] = running.splice(i, 1);
+      s.onGroupResult(result(done!.ref, done!.startVersion, G, { accepted: rand() > 0.1 }));
+      const batch = s.takeBatch();
+      if (!batch) continue;
+      for (const g of batch.groups) {
+        const uid = groupUid(g);
+        expect(trained.has(uid)).toBe(false);
+        trained.add(uid);
+      }
+      maxStalenessSeen = Math.max(maxStalenessSeen, batch.staleness.max);
+      s.onStepDone(batch);
+    }
+    expect(trained.size * G).toBe(s.counters.consumedSamples);
+    expect(s.counters.consumedSamples).toBe(30 * B);
+    if (policy !== 'accept') expect(maxStalenessSeen).toBeLessThanOrEqual(Math.ceil(alpha));
+    else expect(s.counters.staleAcceptedSamples).toBeGreaterThan(0); // long tails do go stale; accept trains and counts them
+    if (policy === 'drop') expect(s.counters.droppedSamples).toBeGreaterThan(0);
+    if (policy === 'restart') expect(s.counters.restartedSamples).toBeGreaterThan(0);
+  });
+});
+
+describe('RunState results and policies', () => {
+  it('ignores a redelivered result and reports one for a group it never started', () => {
+    const s = new RunState(limits(2, 2, 0), 10);
+    const g = s.dispatch();
+    expect(s.onGroupResult(result(g, 0, 2))).toBe('buffered');
+    expect(s.onGroupResult(result(g, 0, 2))).toBe('duplicate');
+    s.onStepDone(s.takeBatch()!);
+    expect(s.onGroupResult(result(g, 0, 2))).toBe('duplicate');
+    expect(s.onGroupResult(result({ epoch: 3, position: 1 }, 0, 2))).toBe('unknown');
+    expect(s.counters.duplicateResults).toBe(2);
+  });
+
+  it('a filtered group frees its capacity and is never dispatched again', () => {
+    const s = new RunState(limits(2, 2, 0), 3);
+    const g = s.dispatch();
+    expect(s.onGroupResult(result(g, 0, 2, { accepted: false }))).toBe('filtered');
+    expect(s.canDispatch()).toBe(true);
+    const seen = [s.dispatch()];
+    s.onGroupResult(result(seen[0]!, 0, 2));
+    s.onStepDone(s.takeBatch()!);
+    seen.push(s.dispatch());
+    expect(seen.map((r) => r.position)).toEqual([1, 2]); // position 0 was filtered: not revisited in epoch 0
+    s.onGroupResult(result(seen[1]!, 1, 2));
+    s.onStepDone(s.takeBatch()!);
+    expect(s.dispatch()).toEqual({ epoch: 1, position: 0 }); // next epoch starts over
+  });
+
+  it('restart regenerates a stale prompt before new ones', () => {
+    const s = new RunState(limits(2, 2, 1, 'restart'), 100); // cap 4, staleness bound 1
+    const slow = s.dispatch();
+    const fast = s.dispatch();
+    s.onGroupResult(result(fast, 0, 2));
+    s.onStepDone(s.takeBatch()!); // version 1
+    const b = s.dispatch();
+    s.onGroupResult(result(b, 1, 2));
+    s.onStepDone(s.takeBatch()!); // version 2
+    s.onGroupResult(result(slow, 0, 2)); // staleness 2 > 1
+    expect(s.takeBatch()).toBeUndefined();
+    expect(s.counters.restartedSamples).toBe(2);
+    expect(s.dispatch()).toEqual(slow);
+  });
+
+  it('snapshots to JSON and restores the same state', () => {
+    const s = new RunState(limits(4, 2, 1), 20);
+    const a = s.dispatch();
+    s.dispatch();
+    s.dispatch();
+    s.onGroupResult(result(a, 0, 2));
+    const json = JSON.parse(JSON.stringify(s.snapshot()));
+    const back = RunState.restore(json);
+    expect(back.snapshot()).toEqual(s.snapshot());
+    expect(back.dispatch()).toEqual(s.dispatch());
+  });
+
+  it('resumes from a checkpoint: consumed prompts are skipped, in-flight ones regenerated, the step continues', () => {
+    const s = new RunState(limits(2, 2, 1), 6);
+    const refs = [s.dispatch(), s.dispatch()];
+    s.onGroupResult(result(refs[1]!, 0, 2));
+    s.onStepDone(s.takeBatch()!); // position 1 consumed; position 0 still in flight
+    const checkpoint = s.snapshot();
+    const resumed = RunState.resumeFrom(checkpoint, checkpoint.limits, 6);
+    expect([resumed.step, resumed.version]).toEqual([1, 1]);
+    expect([resumed.dispatch(), resumed.dispatch()].map((r) => r.position)).toEqual([0, 2]); // cap 4 = 2 groups
+    expect(resumed.canDispatch()).toBe(false);
+  });
+
+  it('refuses impossible limits', () => {
+    expect(() => new RunState(limits(5, 2, 0), 10)).toThrow('not a multiple');
+    expect(() => new RunState({ ...limits(4, 2, 0), maxSamplesInSystem: 2 }, 10)).toThrow('at least B');
+    expect(() => new RunState(limits(4, 2, 0), 0)).toThrow('empty');
+  });
+});
