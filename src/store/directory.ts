@@ -1,0 +1,50 @@
+import { randomUUID } from 'node:crypto';
+import { access, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { SampleNotFoundError } from './errors';
+import { checkKey, type SampleStore } from './store';
+
+/** A sample store in a local directory: one file per key, written to a temp name and renamed into place. */
+export class DirectorySampleStore implements SampleStore {
+  constructor(readonly root: string) {}
+
+  locate(key: string): string {
+    return path.join(this.root, checkKey(key));
+  }
+
+  async put(key: string, value: unknown): Promise<void> {
+    await this.write(key, JSON.stringify(value));
+  }
+
+  async putLines(key: string, values: readonly unknown[]): Promise<void> {
+    await this.write(key, values.map((v) => `${JSON.stringify(v)}\n`).join(''));
+  }
+
+  async get<T>(key: string): Promise<T> {
+    let text: string;
+    try {
+      text = await readFile(this.locate(key), 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new SampleNotFoundError(`no object "${key}" in ${this.root}`);
+      throw e;
+    }
+    return JSON.parse(text) as T;
+  }
+
+  async has(key: string): Promise<boolean> {
+    try {
+      await access(this.locate(key));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async write(key: string, text: string): Promise<void> {
+    const file = this.locate(key);
+    await mkdir(path.dirname(file), { recursive: true });
+    const tmp = `${file}.tmp-${randomUUID()}`;
+    await writeFile(tmp, text);
+    await rename(tmp, file);
+  }
+}
