@@ -1,0 +1,27 @@
+/**
+ * Env step latencies of the benchmark workloads (ROLL Flash Fig. 9/10):
+ * Normal(μ, σ) truncated at 0, optionally fail-slow (a step takes k× longer
+ * with probability p_slow) and fail-stop (a step never answers with
+ * probability p_stop). Pure and seeded: the live env and the discrete-event
+ * simulator draw the same latency for the same (seed, turn).
+ */
+import { splitmix32 } from '../workflows/shuffle';
+
+export interface LatencyModel {
+  mean_s: number;
+  std_s: number;
+  p_slow: number;
+  slow_factor: number;
+  p_stop: number;
+}
+
+/** Seconds the step `turn` of an episode seeded `seed` takes, or Infinity for a fail-stop. */
+export function stepLatency(model: LatencyModel, seed: number, turn: number): number {
+  const next = splitmix32((Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(turn + 1, 0x85ebca77)) >>> 0);
+  const [u1, u2, uSlow, uStop] = [next(), next(), next(), next()];
+  if (uStop < model.p_stop) return Infinity;
+  // Box–Muller; 1 - u1 keeps the log away from 0.
+  const normal = Math.sqrt(-2 * Math.log(1 - u1)) * Math.cos(2 * Math.PI * u2);
+  const base = Math.max(0, model.mean_s + model.std_s * normal);
+  return uSlow < model.p_slow ? base * model.slow_factor : base;
+}

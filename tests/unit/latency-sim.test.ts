@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { stepLatency, type LatencyModel } from '../../src/envs/latency';
+import { latencySim } from '../../src/envs/latency-sim';
+import { EnvConfigError } from '../../src/envs/env';
+
+const model = (over: Partial<LatencyModel> = {}): LatencyModel => ({ mean_s: 10, std_s: 10, p_slow: 0, slow_factor: 5, p_stop: 0, ...over });
+
+describe('stepLatency', () => {
+  it('is a function of (seed, turn) alone', () => {
+    expect(stepLatency(model(), 3, 7)).toBe(stepLatency(model(), 3, 7));
+    expect(stepLatency(model(), 3, 7)).not.toBe(stepLatency(model(), 3, 8));
+  });
+
+  it('follows Normal(μ, σ) truncated at 0', () => {
+    const xs = Array.from({ length: 20_000 }, (_, i) => stepLatency(model({ mean_s: 10, std_s: 1 }), i, 0));
+    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+    const sd = Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / xs.length);
+    expect(Math.abs(mean - 10)).toBeLessThan(0.05);
+    expect(Math.abs(sd - 1)).toBeLessThan(0.05);
+    // σ = μ: about 16% of the mass is below 0 and truncated to exactly 0
+    const zeros = Array.from({ length: 20_000 }, (_, i) => stepLatency(model(), i, 1)).filter((x) => x === 0).length / 20_000;
+    expect(Math.abs(zeros - 0.1587)).toBeLessThan(0.01);
+  });
+
+  it('applies fail-slow and fail-stop at their rates', () => {
+    const n = 20_000;
+    const slow = Array.from({ length: n }, (_, i) => stepLatency(model({ std_s: 0, p_slow: 0.1, slow_factor: 5 }), i, 0));
+    expect(Math.abs(slow.filter((x) => x === 50).length / n - 0.1)).toBeLessThan(0.01);
+    const stops = Array.from({ length: n }, (_, i) => stepLatency(model({ p_stop: 0.05 }), i, 0)).filter((x) => x === Infinity).length / n;
+    expect(Math.abs(stops - 0.05)).toBeLessThan(0.01);
+  });
+});
+
+describe('latency_sim env', () => {
+  it('runs T turns and ends the episode', async () => {
+    const config = latencySim.parseConfig({ turns: 3, mean_s: 0.001, std_s: 0, time_scale: 0.001 });
+    let { state } = await latencySim.reset(config, 5);
+    const dones: boolean[] = [];
+    for (let t = 0; t < 3; t++) {
+      const r = await latencySim.step(config, state, 'anything');
+      state = r.state;
+      dones.push(r.done);
+    }
+    expect(dones).toEqual([false, false, true]);
+    expect(state).toEqual({ seed: 5, turn: 3 });
+  });
+
+  it('a fail-stop step waits until cancelled', async () => {
+    const config = latencySim.parseConfig({ p_stop: 1 });
+    const { state } = await latencySim.reset(config, 1);
+    const abort = new AbortController();
+    const step = latencySim.step(config, state, 'x', abort.signal);
+    abort.abort(new Error('activity cancelled'));
+    await expect(step).rejects.toThrow('activity cancelled');
+  });
+
+  it('names a bad config key', () => {
+    expect(() => latencySim.parseConfig({ turns: 0 })).toThrow(EnvConfigError);
+    expect(() => latencySim.parseConfig({ turns: 0 })).toThrow('config.turns: got 0; expected a number >= 1');
+    expect(() => latencySim.parseConfig({ trns: 3 })).toThrow('config.trns: got 3; unknown key; did you mean "turns"?');
+  });
+});
