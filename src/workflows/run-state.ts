@@ -5,8 +5,11 @@
  *
  * Async ratio α (admission control): a group of G samples may start only while
  *     accepted_unconsumed + running + G <= floor((1 + α)·B)
- * so at most (1 + α)·B samples are ever buffered or in flight (α = 0: exactly
- * B, i.e. synchronous on-policy training). At consumption a sample started at
+ * where a batch stays "unconsumed" until its training step completes (as in
+ * AReaL's cumulative rule), so at most (1 + α)·B samples are ever buffered,
+ * in flight or in training. α = 0 is synchronous on-policy training: nothing
+ * new starts while a batch trains, so every sample of batch n is started
+ * (and, without partial rollout, generated) by version n. At consumption a sample started at
  * version v has staleness n − v; above ⌈α⌉ the stale policy decides: accept
  * (train it, count it), drop (discard it), restart (regenerate the prompt).
  */
@@ -70,6 +73,7 @@ export interface RunSnapshot {
   inFlight: (GroupRef & { startVersion: number })[];
   buffer: GroupResult[];
   retry: GroupRef[];
+  trainingSamples: number;
   consumed: [epoch: number, ranges: Range[]][];
   counters: RunCounters;
 }
@@ -91,6 +95,8 @@ export class RunState {
   private inFlight = new Map<string, GroupRef & { startVersion: number }>();
   private buffer: GroupResult[] = [];
   private retry: GroupRef[] = [];
+  /** Samples of the batch whose train step is running; they count against admission until it completes. */
+  private trainingSamples = 0;
   /** Positions done for good (trained, filtered or dropped), per epoch: never dispatched again, even after a resume. */
   private consumed = new Map<number, IntervalSet>();
   readonly counters: RunCounters = { dispatchedGroups: 0, consumedSamples: 0, filteredGroups: 0, droppedSamples: 0, restartedSamples: 0, staleAcceptedSamples: 0, duplicateResults: 0 };
@@ -112,9 +118,14 @@ export class RunState {
     return this.buffer.reduce((n, g) => n + g.samples, 0);
   }
 
-  /** accepted_unconsumed + running: what admission control bounds. */
+  /** accepted_unconsumed (buffered or training) + running: what admission control bounds. */
   get samplesInSystem(): number {
-    return this.bufferedSamples + this.runningSamples;
+    return this.bufferedSamples + this.trainingSamples + this.runningSamples;
+  }
+
+  /** True while a taken batch waits for onStepDone. */
+  get training(): boolean {
+    return this.trainingSamples > 0;
   }
 
   /** Admission control: may another group start now? */
@@ -175,13 +186,15 @@ export class RunState {
    * than B usable samples are buffered. Taken groups count as consumed.
    */
   takeBatch(): Batch | undefined {
+    if (this.training) throw new Error('takeBatch: the previous batch is still training');
     this.applyStalePolicy();
     const groupsNeeded = this.limits.samplesPerStep / this.limits.groupSize;
     if (this.buffer.length < groupsNeeded) return undefined;
     const groups = this.buffer.splice(0, groupsNeeded);
     const staleness = groups.map((g) => this.version - g.startVersion);
     for (const g of groups) this.markDone(g);
-    this.counters.consumedSamples += groups.length * this.limits.groupSize;
+    this.trainingSamples = groups.length * this.limits.groupSize;
+    this.counters.consumedSamples += this.trainingSamples;
     return {
       step: this.step,
       version: this.version,
@@ -211,6 +224,7 @@ export class RunState {
 
   /** The train step of `batch` finished: the served version moves to batch.version + 1. */
   onStepDone(batch: Batch): void {
+    this.trainingSamples = 0;
     this.step = batch.step + 1;
     this.version = batch.version + 1;
   }
@@ -226,6 +240,7 @@ export class RunState {
       inFlight: [...this.inFlight.values()],
       buffer: this.buffer,
       retry: this.retry,
+      trainingSamples: this.trainingSamples,
       consumed: [...this.consumed.entries()].map(([epoch, set]) => [epoch, set.toJSON()]),
       counters: { ...this.counters },
     };
@@ -239,6 +254,7 @@ export class RunState {
     for (const g of s.inFlight) state.inFlight.set(groupUid(g), { ...g });
     state.buffer = [...s.buffer];
     state.retry = [...s.retry];
+    state.trainingSamples = s.trainingSamples;
     for (const [epoch, ranges] of s.consumed) state.consumed.set(epoch, IntervalSet.fromJSON(ranges));
     Object.assign(state.counters, s.counters);
     return state;
