@@ -1,4 +1,85 @@
-/** Wire types of the env role; contracts/env/*.json holds one fixture per type. */
-import type { z } from 'zod';
+/**
+ * Wire types of the env role (python-engines `roles/env/contracts.py`);
+ * contracts/env/*.json holds one fixture per type.
+ *
+ * Endpoints: POST /reset ResetRequest -> ResetResponse, POST /step StepRequest
+ * -> StepResponse, POST /close CloseRequest -> CloseResponse (idempotent),
+ * POST /reward RewardRequest -> RewardResponse. Errors are the shared
+ * `{error, problems: [{field, message, given}]}` body: 400 bad input (unknown
+ * env, domain or verifier; a bad `config.<key>`), 404 unknown or closed
+ * session, 409 step after done, 429 max_sessions open.
+ */
+import { z } from 'zod';
 
-export const ENV_CONTRACTS: Record<string, z.ZodType> = {};
+/** Largest seed: TypeScript numbers carry integers exactly up to here. */
+const MAX_SEED = Number.MAX_SAFE_INTEGER;
+/** Longest action, response or reference the server accepts (characters). */
+const MAX_TEXT = 1_000_000;
+/** Open JSON; the keys each env or verifier reports are documented on its side. */
+const Info = z.record(z.string(), z.unknown());
+
+export const ResetRequestSchema = z.strictObject({
+  env: z.string().min(1).describe('A registered env name, e.g. frozen_lake or arithmetic.'),
+  seed: z.number().int().min(0).max(MAX_SEED).describe('The episode is a pure function of (env, seed, config).'),
+  config: z.record(z.string(), z.unknown()).optional().describe('Env settings, validated by the env; unknown keys are 400s.'),
+});
+
+export const ResetResponseSchema = z.strictObject({
+  session: z.string().describe('Id to pass to /step and /close.'),
+  observation: z.string(),
+  info: Info.describe('frozen_lake: turn, max_turns, success, position, map, legal_actions; arithmetic: turn, max_turns, success, question.'),
+});
+
+export const StepRequestSchema = z.strictObject({
+  session: z.string().min(1),
+  action: z.string().max(MAX_TEXT).describe("The model's raw reply; unreadable text is an invalid action, not an error."),
+});
+
+export const StepResponseSchema = z.strictObject({
+  observation: z.string(),
+  reward: z.number(),
+  done: z.boolean(),
+  info: Info.describe("Always has invalid_action, turn and success; plus the env's own keys."),
+});
+
+export const CloseRequestSchema = z.strictObject({
+  session: z.string().min(1),
+});
+
+export const CloseResponseSchema = z.strictObject({
+  closed: z.literal(true),
+});
+
+export const RewardRequestSchema = z.strictObject({
+  domain: z.string().min(1).describe("The sample's domain tag; picks the verifier from the server's domains option."),
+  prompt: z.string().max(MAX_TEXT).optional(),
+  response: z.string().max(MAX_TEXT),
+  reference: z.string().max(MAX_TEXT),
+  verifier: z.string().min(1).optional().describe("Use this verifier (exact_match | math_verify) instead of the domain's."),
+  config: z.record(z.string(), z.unknown()).optional().describe('Verifier settings, validated by the verifier.'),
+});
+
+export const RewardResponseSchema = z.strictObject({
+  reward: z.number(),
+  info: Info.describe('Always has verifier, domain and timeout; error when the verifier failed or timed out.'),
+});
+
+export type ResetRequest = z.infer<typeof ResetRequestSchema>;
+export type ResetResponse = z.infer<typeof ResetResponseSchema>;
+export type StepRequest = z.infer<typeof StepRequestSchema>;
+export type StepResponse = z.infer<typeof StepResponseSchema>;
+export type CloseRequest = z.infer<typeof CloseRequestSchema>;
+export type CloseResponse = z.infer<typeof CloseResponseSchema>;
+export type RewardRequest = z.infer<typeof RewardRequestSchema>;
+export type RewardResponse = z.infer<typeof RewardResponseSchema>;
+
+export const ENV_CONTRACTS: Record<string, z.ZodType> = {
+  ResetRequest: ResetRequestSchema,
+  ResetResponse: ResetResponseSchema,
+  StepRequest: StepRequestSchema,
+  StepResponse: StepResponseSchema,
+  CloseRequest: CloseRequestSchema,
+  CloseResponse: CloseResponseSchema,
+  RewardRequest: RewardRequestSchema,
+  RewardResponse: RewardResponseSchema,
+};

@@ -1,13 +1,58 @@
-"""The env role. Its endpoints arrive with python-engines' env server work."""
+"""The env role: gym-like text environments (/reset, /step, /close) and verifiers (/reward).
+
+    POST /reset  {env, seed, config?}             -> {session, observation, info}
+    POST /step   {session, action}                -> {observation, reward, done, info}
+    POST /close  {session}                        -> {closed: true}   (idempotent)
+    POST /reward {domain, prompt?, response, reference, verifier?, config?} -> {reward, info}
+    GET  /metrics                                 Prometheus text, rollflow_env_* series
+
+Errors use the shared body ``{error, problems: [{field, message, given}]}``:
+400 for bad input (unknown ``env``, ``domain`` or ``verifier``, a bad
+``config.<key>``, wrong types), 404 for an unknown, closed or expired
+``session``, 409 for a step after ``done``, 429 when ``max_sessions`` are
+open. An action the env cannot read is not an error: the step answers with
+``info.invalid_action: true``. A verifier that fails or overruns
+``reward_timeout_s`` scores 0 with ``info.error`` / ``info.timeout: true``.
+
+Envs live in ``rollflow_engines.envs`` and verifiers in
+``rollflow_engines.rewards``; both are registries, so adding one needs no
+change here. The only backend is ``python``.
+"""
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import FastAPI
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ...rewards import get_verifier, known_verifiers
+
+DEFAULT_DOMAINS = {"math": "math_verify", "exact": "exact_match"}
 
 
 class Options(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    backend: Literal["python"] = "python"
+    session_ttl_s: float = Field(default=600.0, gt=0, description="A session idle this long (no reset/step) is closed.")
+    max_sessions: int = Field(default=4096, ge=1, description="Open sessions at most; a /reset beyond it is refused with 429.")
+    reward_timeout_s: float = Field(default=10.0, gt=0, le=3600, description="Longest one verification may run; past it the reward is 0 with info.timeout.")
+    reward_workers: int = Field(default=2, ge=1, le=256, description="Verifier worker processes (verifications run in parallel).")
+    reward_memory_mb: int | None = Field(default=4096, ge=256, description="Address-space cap of each verifier worker; null for none.")
+    domains: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_DOMAINS),
+                                    description="Sample domain -> verifier name; merged over the defaults math -> math_verify, exact -> exact_match.")
+
+    @field_validator("domains")
+    @classmethod
+    def _known_verifiers(cls, domains: dict[str, str]) -> dict[str, str]:
+        merged = {**DEFAULT_DOMAINS, **domains}
+        for domain, name in merged.items():
+            if get_verifier(name) is None:
+                raise ValueError(f"domains.{domain}: unknown verifier {name!r}; known verifiers: {', '.join(known_verifiers())}")
+        return merged
+
 
 def register(app: FastAPI, backend: str, options: Options) -> None:
-    """No endpoints beyond /health yet."""
+    from .api import EnvRole, register_routes
+
+    register_routes(app, EnvRole(options))

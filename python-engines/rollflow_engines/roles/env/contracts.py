@@ -1,6 +1,75 @@
-"""Wire types of the env role; contracts/env/*.json holds one fixture per type."""
+"""Wire types of the env role; contracts/env/*.json holds one fixture per type.
+
+Requests are strict (no type coercion, unknown fields are errors, reported
+as 400s naming the field); ``info`` objects are open JSON whose keys each env
+or verifier documents. Seeds are limited to 2**53 - 1 so TypeScript numbers
+carry them exactly.
+"""
 from __future__ import annotations
 
-from pydantic import BaseModel
+from typing import Any, Literal
 
-CONTRACT_MODELS: dict[str, type[BaseModel]] = {}
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_SAFE_INTEGER = 2**53 - 1
+MAX_TEXT = 1_000_000  # characters of one action, response or reference
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ResetRequest(_Request):
+    env: str = Field(min_length=1, description="A registered env name, e.g. frozen_lake or arithmetic.")
+    seed: int = Field(ge=0, le=MAX_SAFE_INTEGER, description="The episode is a pure function of (env, seed, config).")
+    config: dict[str, Any] = Field(default_factory=dict, description="Env settings, validated by the env; unknown keys are errors.")
+
+
+class ResetResponse(_Response):
+    session: str = Field(description="Id to pass to /step and /close.")
+    observation: str
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
+class StepRequest(_Request):
+    session: str = Field(min_length=1)
+    action: str = Field(max_length=MAX_TEXT, description="The model's raw reply; unreadable text is an invalid action, not an error.")
+
+
+class StepResponse(_Response):
+    observation: str
+    reward: float
+    done: bool
+    info: dict[str, Any] = Field(default_factory=dict, description="Always has invalid_action, turn and success.")
+
+
+class CloseRequest(_Request):
+    session: str = Field(min_length=1)
+
+
+class CloseResponse(_Response):
+    closed: Literal[True] = True
+
+
+class RewardRequest(_Request):
+    domain: str = Field(min_length=1, description="The sample's domain tag; picks the verifier from the server's domains option.")
+    prompt: str = Field(default="", max_length=MAX_TEXT)
+    response: str = Field(max_length=MAX_TEXT)
+    reference: str = Field(max_length=MAX_TEXT)
+    verifier: str | None = Field(default=None, min_length=1, description="Use this verifier instead of the domain's.")
+    config: dict[str, Any] = Field(default_factory=dict, description="Verifier settings, validated by the verifier.")
+
+
+class RewardResponse(_Response):
+    reward: float
+    info: dict[str, Any] = Field(default_factory=dict, description="Always has verifier and timeout.")
+
+
+CONTRACT_MODELS: dict[str, type[BaseModel]] = {
+    m.__name__: m
+    for m in (ResetRequest, ResetResponse, StepRequest, StepResponse, CloseRequest, CloseResponse, RewardRequest, RewardResponse)
+}

@@ -1,0 +1,72 @@
+"""The env interface the env role serves: reset / step / close, text in and text out.
+
+An env instance lives for one episode (one session of the env server):
+
+- ``reset(seed, config) -> observation``: start the episode; the same seed and
+  config always give the same episode. ``config`` is an instance of the env's
+  ``Config`` model (pydantic, extra keys forbidden), already validated.
+- ``info() -> dict``: JSON-able facts about the current state (reported with
+  the reset observation; ``step`` returns the same keys and more).
+- ``step(action) -> StepResult(observation, reward, done, info)``: ``action``
+  is the model's raw text. Text the env cannot read is an *invalid action*,
+  never an exception: the env answers with an observation saying so,
+  ``info["invalid_action"] = True``, and the reward its config gives for it.
+- ``close()``: release whatever the env holds; called once, when the session
+  is closed or expires.
+"""
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, NamedTuple
+
+from pydantic import BaseModel, ConfigDict
+
+
+class StepResult(NamedTuple):
+    observation: str
+    reward: float
+    done: bool
+    info: dict[str, Any]
+
+
+class EnvConfig(BaseModel):
+    """Base of every env's Config: unknown keys are errors, named by the server as ``config.<key>``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class BaseEnv(ABC):
+    name: ClassVar[str]
+    Config: ClassVar[type[EnvConfig]] = EnvConfig
+    description: ClassVar[str] = ""
+
+    @abstractmethod
+    def reset(self, seed: int, config: EnvConfig) -> str:
+        """Start an episode; return the first observation."""
+
+    @abstractmethod
+    def info(self) -> dict[str, Any]:
+        """JSON-able facts about the current state."""
+
+    @abstractmethod
+    def step(self, action: str) -> StepResult:
+        """Apply the model's text; never raises for bad text (see the module doc)."""
+
+    def close(self) -> None:
+        """Release resources; the default holds none."""
+
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
+
+
+def extract_answer(text: str) -> str:
+    """The content of the last ``<answer>…</answer>`` in ``text``, or all of ``text``; stripped."""
+    found = _ANSWER_TAG.findall(text)
+    return (found[-1] if found else text).strip()
+
+
+def preview(text: str, limit: int = 40) -> str:
+    """A short, single-line quote of untrusted text for observations and info."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,181 @@
+"""The env role's endpoints: /reset, /step, /close (gym-like sessions), /reward (verifiers by domain), /metrics."""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Response
+from fastapi.exceptions import RequestValidationError
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel, ValidationError
+
+from ...envs import get_env, known_envs
+from ...errors import ConflictError, NotFoundError, RequestError
+from ...rewards import VERIFIERS, get_verifier, known_verifiers
+from ...rewards.isolation import IsolatedRunner, IsolationError, IsolationTimeout
+from .contracts import (CloseRequest, CloseResponse, ResetRequest, ResetResponse, RewardRequest, RewardResponse,
+                        StepRequest, StepResponse)
+from .metrics import EnvMetrics
+from .sessions import Session, SessionStore, TooManySessionsError
+
+if TYPE_CHECKING:
+    from . import Options
+
+log = logging.getLogger(__name__)
+
+
+def _validate_config(model: type[BaseModel], config: dict[str, Any]) -> BaseModel:
+    """``model`` built from a request's ``config``; each bad key becomes a 400 naming ``config.<key>``."""
+    try:
+        return model.model_validate(config)
+    except ValidationError as e:
+        raise RequestValidationError([
+            {"loc": ("body", "config", *err["loc"]), "msg": err["msg"], "input": err.get("input"), "type": err["type"]}
+            for err in e.errors()
+        ]) from None
+
+
+class EnvRole:
+    """State of one env server: sessions, metrics, the verifier worker pool."""
+
+    def __init__(self, options: "Options"):
+        self.options = options
+        self.metrics = EnvMetrics()
+        self.sessions = SessionStore(options.max_sessions, options.session_ttl_s, on_close=self._closed)
+        preload = tuple(dict.fromkeys(m for v in VERIFIERS.values() if v.isolated for m in v.preload))
+        self.runner = IsolatedRunner(workers=options.reward_workers, memory_mb=options.reward_memory_mb, preload=preload)
+
+    def _closed(self, session: Session, why: str) -> None:
+        self.metrics.sessions_open.labels(session.env_name).dec()
+        if why == "expired":
+            self.metrics.sessions_expired.labels(session.env_name).inc()
+
+    def shutdown(self) -> None:
+        self.sessions.close_all()
+        self.runner.close()
+
+    # ---- envs
+
+    def reset(self, req: ResetRequest) -> ResetResponse:
+        cls = get_env(req.env)
+        if cls is None:
+            raise RequestError("env", f"unknown env {req.env!r}; known envs: {', '.join(known_envs())}", req.env)
+        config = _validate_config(cls.Config, req.config)
+        env = cls()
+        observation = env.reset(req.seed, config)
+        info = env.info()
+        try:
+            session = self.sessions.open(req.env, env)
+        except TooManySessionsError:
+            self.metrics.sessions_rejected.inc()
+            env.close()
+            raise
+        self.metrics.sessions_open.labels(req.env).inc()
+        self.metrics.resets.labels(req.env).inc()
+        return ResetResponse(session=session.id, observation=observation, info=info)
+
+    def step(self, req: StepRequest) -> StepResponse:
+        session = self.sessions.get(req.session)
+        with session.lock:
+            if session.closed:
+                raise NotFoundError("session", "session was closed", req.session)
+            if session.done:
+                raise ConflictError("session", "the episode is over (a step returned done); /close it and /reset a new one", req.session)
+            observation, reward, done, info = session.env.step(req.action)
+            session.done = done
+        self.sessions.touch(session)
+        info = {"invalid_action": False, **info}
+        self.metrics.steps.labels(session.env_name).inc()
+        if info["invalid_action"]:
+            self.metrics.invalid_actions.labels(session.env_name).inc()
+        if done:
+            self.metrics.episodes.labels(session.env_name, str(bool(info.get("success"))).lower()).inc()
+        return StepResponse(observation=observation, reward=reward, done=done, info=info)
+
+    def close(self, req: CloseRequest) -> CloseResponse:
+        self.sessions.close(req.session)
+        return CloseResponse(closed=True)
+
+    # ---- rewards
+
+    async def reward(self, req: RewardRequest) -> RewardResponse:
+        if req.verifier is not None:
+            name = req.verifier
+            if get_verifier(name) is None:
+                raise RequestError("verifier", f"unknown verifier {name!r}; known verifiers: {', '.join(known_verifiers())}", name)
+        else:
+            name = self.options.domains.get(req.domain)
+            if name is None:
+                raise RequestError("domain", f"unknown domain {req.domain!r}; known domains: {', '.join(sorted(self.options.domains))} "
+                                   "(map more with --option domains.<domain>=<verifier>, or pass verifier)", req.domain)
+        verifier = get_verifier(name)
+        assert verifier is not None  # domains are checked against the registry at startup
+        config = _validate_config(verifier.Config, req.config)
+        args = (req.prompt, req.response, req.reference, config.model_dump())
+        info: dict[str, Any] = {"verifier": name, "domain": req.domain, "timeout": False}
+        started = time.perf_counter()
+        try:
+            if verifier.isolated:
+                reward, extra = await self.runner.run(verifier.fn, args, self.options.reward_timeout_s)
+            else:
+                reward, extra = verifier.fn(*args)
+            reward = float(reward)
+            if not math.isfinite(reward):
+                raise ValueError(f"verifier returned a non-finite reward {reward!r}")
+            info.update(extra)
+        except IsolationTimeout:
+            reward = 0.0
+            info.update(timeout=True, error=f"verification took longer than reward_timeout_s={self.options.reward_timeout_s:g} s")
+            self.metrics.reward_timeouts.labels(req.domain, name).inc()
+        except (IsolationError, Exception) as e:  # a verifier failure scores 0; it is not the client's fault
+            log.warning("verifier %s failed: %s", name, e)
+            reward = 0.0
+            info["error"] = str(e) or type(e).__name__
+            self.metrics.reward_errors.labels(req.domain, name).inc()
+        self.metrics.reward_seconds.labels(name).observe(time.perf_counter() - started)
+        self.metrics.rewards.labels(req.domain, name).inc()
+        return RewardResponse(reward=reward, info=info)
+
+    def render_metrics(self) -> bytes:
+        self.sessions.sweep()
+        return generate_latest(self.metrics.registry)
+
+
+def register_routes(app: FastAPI, role: EnvRole) -> None:
+    app.state.env_role = role
+
+    @app.post("/reset", response_model=ResetResponse)
+    def reset(req: ResetRequest) -> ResetResponse:
+        return role.reset(req)
+
+    @app.post("/step", response_model=StepResponse)
+    def step(req: StepRequest) -> StepResponse:
+        return role.step(req)
+
+    @app.post("/close", response_model=CloseResponse)
+    def close(req: CloseRequest) -> CloseResponse:
+        return role.close(req)
+
+    @app.post("/reward", response_model=RewardResponse)
+    async def reward(req: RewardRequest) -> RewardResponse:
+        return await role.reward(req)
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        return Response(role.render_metrics(), media_type=CONTENT_TYPE_LATEST)
+
+    # Close sessions and kill verifier workers when the server stops.
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(a: Any):
+        try:
+            async with inner(a) as state:
+                yield state
+        finally:
+            role.shutdown()
+
+    app.router.lifespan_context = lifespan

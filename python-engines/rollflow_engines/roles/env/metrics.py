@@ -1,0 +1,23 @@
+"""Prometheus metrics of one env server (a registry per app, so apps in one process do not mix)."""
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+PREFIX = "rollflow_env_"
+
+
+class EnvMetrics:
+    def __init__(self) -> None:
+        self.registry = r = CollectorRegistry()
+        self.sessions_open = Gauge(PREFIX + "sessions_open", "Env sessions open now.", ["env"], registry=r)
+        self.sessions_expired = Counter(PREFIX + "sessions_expired", "Sessions closed for being idle longer than session_ttl_s.", ["env"], registry=r)
+        self.sessions_rejected = Counter(PREFIX + "sessions_rejected", "Resets refused because max_sessions were open.", registry=r)
+        self.resets = Counter(PREFIX + "resets", "Episodes started (/reset).", ["env"], registry=r)
+        self.steps = Counter(PREFIX + "steps", "Env steps (/step).", ["env"], registry=r)
+        self.invalid_actions = Counter(PREFIX + "invalid_actions", "Steps whose action the env could not read.", ["env"], registry=r)
+        self.episodes = Counter(PREFIX + "episodes_done", "Episodes that ended, by success.", ["env", "success"], registry=r)
+        self.rewards = Counter(PREFIX + "rewards", "Responses scored (/reward).", ["domain", "verifier"], registry=r)
+        self.reward_timeouts = Counter(PREFIX + "reward_timeouts", "Verifications cut by reward_timeout_s (scored 0).", ["domain", "verifier"], registry=r)
+        self.reward_errors = Counter(PREFIX + "reward_errors", "Verifications that failed (scored 0, info.error).", ["domain", "verifier"], registry=r)
+        self.reward_seconds = Histogram(PREFIX + "reward_seconds", "Time to score one response, queueing included.", ["verifier"], registry=r,
+                                        buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
