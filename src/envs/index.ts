@@ -1,0 +1,18 @@
+/**
+ * Which implementation serves an env_type: TypeScript envs run in the worker
+ * process; every other name is served by the python-engines env role.
+ */
+import type { EnvClient } from '../gpu-bridge';
+import type { Env } from './env';
+import { latencySim } from './latency-sim';
+import { pythonEnv } from './python-env';
+
+const TS_ENVS: Record<string, Env<never, never>> = { latency_sim: latencySim as unknown as Env<never, never> };
+
+export function resolveEnv(envType: string, client: EnvClient): Env<unknown, unknown> {
+  return (TS_ENVS[envType] as Env<unknown, unknown> | undefined) ?? (pythonEnv(client, envType) as Env<unknown, unknown>);
+}
+
+export { EnvConfigError, type Env, type EnvReset, type EnvStep } from './env';
+export { latencySim } from './latency-sim';
+export { pythonEnv, type PythonEnvState } from './python-env';

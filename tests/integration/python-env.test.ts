@@ -1,0 +1,66 @@
+// The TypeScript env adapter against a real python-engines env server:
+// episodes, invalid actions, bad config, and a server restart mid-episode
+// that the adapter survives by replaying the recorded actions.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EngineRejectedError, EnvClient } from '../../src/gpu-bridge';
+import { pythonEnv, type PythonEnvState } from '../../src/envs';
+import { TestEngine } from './helpers/engine';
+
+let engine: TestEngine;
+beforeAll(async () => {
+  engine = await TestEngine.start('env');
+});
+afterAll(() => engine?.stop());
+
+const lake = () => pythonEnv(new EnvClient(engine.url), 'frozen_lake');
+// A fixed 4x4 map (no holes on the path) so the optimal actions are known.
+const config = { desc: ['SFFF', 'FFFF', 'FFFF', 'FFFG'], max_turns: 10 };
+
+describe('python env adapter', () => {
+  it('plays frozen_lake to the goal', async () => {
+    const env = lake();
+    const c = env.parseConfig(config);
+    let { state } = await env.reset(c, 1);
+    let last;
+    for (const action of ['Right', 'Right', 'Right', 'Down', 'Down', 'Down']) {
+      last = await env.step(c, state, action);
+      state = last.state;
+    }
+    expect(last).toMatchObject({ reward: 1, done: true, info: { success: true } });
+    expect(state.actions).toHaveLength(6);
+  });
+
+  it('treats an unparsable action as an invalid action, not an error', async () => {
+    const env = lake();
+    const c = env.parseConfig(config);
+    const { state } = await env.reset(c, 1);
+    const r = await env.step(c, state, 'I would like to jump over the hole');
+    expect(r.info.invalid_action).toBe(true);
+    expect(r.done).toBe(false);
+  });
+
+  it('rejects a bad env config naming the key, as a non-retryable error', async () => {
+    const env = lake();
+    const err = await env.reset(env.parseConfig({ map_sise: 4 }), 1).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EngineRejectedError);
+    expect((err as EngineRejectedError).message).toContain('config.map_sise');
+  });
+
+  it('survives a server restart mid-episode by replaying the actions', async () => {
+    const env = lake();
+    const c = env.parseConfig(config);
+    let state: PythonEnvState = (await env.reset(c, 1)).state;
+    for (const action of ['Right', 'Right', 'Right']) state = (await env.step(c, state, action)).state;
+    const before = state.session;
+
+    await engine.restart(); // every session on the server is gone
+
+    let last;
+    for (const action of ['Down', 'Down', 'Down']) {
+      last = await env.step(c, state, action);
+      state = last.state;
+    }
+    expect(state.session).not.toBe(before);
+    expect(last).toMatchObject({ reward: 1, done: true, info: { success: true } });
+  });
+});
