@@ -1,6 +1,7 @@
 """Request errors every role shares: a malformed request gets a 4xx naming the field, never a 500."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -31,8 +32,19 @@ class ConflictError(RequestError):
     status_code = 409
 
 
+def _json_safe(value: Any) -> Any:
+    """JSON has no NaN or Infinity; echo such input back as text rather than fail the error reply itself."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def _problem(field: str, message: str, given: Any) -> dict:
-    return {"field": field, "message": message, "given": given}
+    return {"field": field, "message": message, "given": _json_safe(given)}
 
 
 def install_error_handlers(app: FastAPI) -> None:

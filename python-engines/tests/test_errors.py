@@ -47,3 +47,11 @@ def test_handler_errors_name_the_field_and_status():
 def test_non_json_body_is_400_not_500():
     r = make_client().post("/echo", content=b"{not json", headers={"content-type": "application/json"})
     assert r.status_code == 400
+
+
+def test_nan_and_infinity_in_bad_input_are_echoed_not_a_500():
+    # JSON has no NaN: Python's json accepts the literal, and the 400 must still serialise.
+    r = make_client().post("/echo", content=b'{"max_tokens": NaN, "prompt": [Infinity]}', headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    given = {p["field"]: p["given"] for p in r.json()["problems"]}
+    assert given["max_tokens"] == "nan" and given["prompt.0"] == "inf"

@@ -1,4 +1,137 @@
-/** Wire types of the trainer role; contracts/trainer/*.json holds one fixture per type. */
-import type { z } from 'zod';
+/**
+ * Wire types of the trainer role (python-engines `roles/trainer/contracts.py`);
+ * contracts/trainer/*.json holds one fixture per type.
+ *
+ * Endpoints: POST /train_step TrainStepRequest -> TrainStepResponse,
+ * POST /logprobs LogprobsRequest -> LogprobsResponse, POST /save SaveRequest ->
+ * SaveResponse, POST /load LoadRequest -> LoadResponse, POST /export_weights
+ * ExportWeightsRequest -> ExportWeightsResponse, GET /metrics (Prometheus text).
+ * Errors are the shared `{error, problems: [{field, message, given}]}` body:
+ * 400 bad input (field e.g. `batch[3].old_logprobs`, `pg_variant`), 404 missing
+ * `batch_ref` file or checkpoint `path`, 409 `step` (another train step is
+ * running, or the step is not the trainer's next one) or `version` (export
+ * label differs from the trainer's version).
+ *
+ * Versions: the trainer's version counts train steps applied to its weights.
+ * Train step `step` = k requires version k and yields version k + 1; repeating
+ * step k with the same batch (same uids in order) returns the recorded
+ * response with `replayed: true` and trains nothing.
+ *
+ * Logprobs: log softmax(logits / temperature) of each response token given
+ * prompt + the preceding response tokens, before top-p truncation; temperature
+ * 0 uses 1 — the inference role's convention. `old_logprobs` are the inference
+ * server's (behaviour policy); the trainer recomputes the current policy's.
+ */
+import { z } from 'zod';
 
-export const TRAINER_CONTRACTS: Record<string, z.ZodType> = {};
+const TokenIds = z.array(z.number().int().min(0)).min(1);
+
+export const VersionSpanSchema = z.strictObject({
+  version: z.number().int().describe('Policy version that generated these tokens.'),
+  start: z.number().int().min(0).describe('First response-token index of the span.'),
+  end: z.number().int().min(0).describe('One past the last response-token index (exclusive).'),
+});
+
+export const SampleSchema = z.strictObject({
+  uid: z.string().min(1).describe('Unique id; a uid enters at most one batch.'),
+  group_id: z.string().min(1).describe('Prompt group (GRPO group) the sample belongs to.'),
+  prompt_ids: TokenIds.describe('Prompt token ids (chat template applied).'),
+  response_ids: TokenIds.describe('Response token ids; multi-turn responses include env tokens, masked by loss_mask.'),
+  old_logprobs: z.array(z.number()).describe('Behaviour-policy (inference server) logprob of each response token; same length as response_ids.'),
+  reward: z.number().describe('Scalar reward of the whole response.'),
+  loss_mask: z.array(z.union([z.literal(0), z.literal(1)])).nullable().optional().describe('1 = the token counts in the loss; default all 1.'),
+  versions: z.array(z.number().int()).nullable().optional().describe('Policy version that generated each response token.'),
+  version_spans: z.array(VersionSpanSchema).nullable().optional().describe('Policy version per span of response tokens.'),
+});
+
+export const TrainStepRequestSchema = z.strictObject({
+  step: z.number().int().min(0).describe("0-based step; must equal the trainer's version."),
+  batch: z.array(SampleSchema).nullable().optional().describe('The samples, inline; give batch or batch_ref.'),
+  batch_ref: z.string().min(1).nullable().optional().describe('Path of a .jsonl (one Sample a line) or .json (array, or {"samples": [...]}) file on the trainer host.'),
+  pg_variant: z.string().optional().describe('Run config pg_variant; default ppo. Implemented: vanilla, ppo.'),
+  adv_estimator: z.string().optional().describe('Run config adv_estimator; default grpo. Implemented: grpo, reinforce.'),
+  reward_norm: z.string().optional().describe('Run config reward_norm; default group.'),
+  ppo_epochs: z.number().int().min(1).optional(),
+  pg_clip: z.number().gt(0).optional().describe('PPO clip ε for both sides unless pg_clip_low/high are set; default 0.2.'),
+  pg_clip_low: z.number().gt(0).lt(1).nullable().optional(),
+  pg_clip_high: z.number().gt(0).nullable().optional(),
+  dual_clip: z.number().gt(1).nullable().optional().describe('Dual-clip constant c > 1; null disables it.'),
+  loss_agg_mode: z.enum(['token_mean', 'seq_mean_token_mean', 'seq_mean_token_sum']).optional(),
+  temperature: z.number().min(0).optional().describe('Rollout sampling temperature; 0 means 1 for logprobs.'),
+  adv_eps: z.number().gt(0).optional(),
+  adv_std_normalize: z.boolean().optional().describe('grpo: divide by the group std; default true.'),
+  adv_baseline: z.enum(['group_mean', 'none']).optional().describe('reinforce: subtract the group mean; default group_mean.'),
+});
+
+export const TrainStepResponseSchema = z.strictObject({
+  step: z.number().int().min(0),
+  version: z.number().int().min(0).describe('Version of the weights after the step (step + 1).'),
+  replayed: z.boolean().describe('True when the step had already been trained and its recorded response is returned.'),
+  metrics: z
+    .record(z.string(), z.number())
+    .describe('losses/pg_loss, losses/total, actor/clipfrac, actor/approxkl, actor/ratio_mean, grad_norm, tokens, samples, advantages/mean, rewards/mean, timing/train_s, …'),
+});
+
+export const TokenSequenceSchema = z.strictObject({
+  prompt_ids: TokenIds,
+  response_ids: TokenIds.describe('Tokens whose logprobs are wanted.'),
+});
+
+export const LogprobsRequestSchema = z.strictObject({
+  sequences: z.array(TokenSequenceSchema).min(1),
+  temperature: z.number().min(0).optional().describe('Default 1; 0 means 1.'),
+});
+
+export const LogprobsResponseSchema = z.strictObject({
+  logprobs: z.array(z.array(z.number())).describe('Per sequence, one logprob per response token.'),
+  version: z.number().int().min(0).describe('Version of the weights that computed them.'),
+});
+
+const CheckpointPath = z.string().min(1).describe('Checkpoint directory on the trainer host.');
+
+export const SaveRequestSchema = z.strictObject({ path: CheckpointPath });
+export const SaveResponseSchema = z.strictObject({ path: z.string(), version: z.number().int().min(0) });
+export const LoadRequestSchema = z.strictObject({ path: CheckpointPath });
+export const LoadResponseSchema = z.strictObject({
+  path: z.string(),
+  version: z.number().int().min(0).describe('Restored version; the next train step is this number.'),
+});
+
+export const ExportWeightsRequestSchema = z.strictObject({
+  version: z.number().int().min(0).describe("Must equal the trainer's version."),
+});
+
+export const ExportWeightsResponseSchema = z.strictObject({
+  path: z.string().describe('<export_dir>/v<version>: safetensors + config + tokenizer, for the inference role /update_weights.'),
+  version: z.number().int().min(0),
+});
+
+export type VersionSpan = z.infer<typeof VersionSpanSchema>;
+export type Sample = z.infer<typeof SampleSchema>;
+export type TrainStepRequest = z.infer<typeof TrainStepRequestSchema>;
+export type TrainStepResponse = z.infer<typeof TrainStepResponseSchema>;
+export type TokenSequence = z.infer<typeof TokenSequenceSchema>;
+export type LogprobsRequest = z.infer<typeof LogprobsRequestSchema>;
+export type LogprobsResponse = z.infer<typeof LogprobsResponseSchema>;
+export type SaveRequest = z.infer<typeof SaveRequestSchema>;
+export type SaveResponse = z.infer<typeof SaveResponseSchema>;
+export type LoadRequest = z.infer<typeof LoadRequestSchema>;
+export type LoadResponse = z.infer<typeof LoadResponseSchema>;
+export type ExportWeightsRequest = z.infer<typeof ExportWeightsRequestSchema>;
+export type ExportWeightsResponse = z.infer<typeof ExportWeightsResponseSchema>;
+
+export const TRAINER_CONTRACTS: Record<string, z.ZodType> = {
+  Sample: SampleSchema,
+  VersionSpan: VersionSpanSchema,
+  TrainStepRequest: TrainStepRequestSchema,
+  TrainStepResponse: TrainStepResponseSchema,
+  TokenSequence: TokenSequenceSchema,
+  LogprobsRequest: LogprobsRequestSchema,
+  LogprobsResponse: LogprobsResponseSchema,
+  SaveRequest: SaveRequestSchema,
+  SaveResponse: SaveResponseSchema,
+  LoadRequest: LoadRequestSchema,
+  LoadResponse: LoadResponseSchema,
+  ExportWeightsRequest: ExportWeightsRequestSchema,
+  ExportWeightsResponse: ExportWeightsResponseSchema,
+};

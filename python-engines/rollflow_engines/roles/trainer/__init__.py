@@ -1,13 +1,91 @@
-"""The trainer role. Its endpoints arrive with python-engines' trainer server work."""
+"""The trainer role: /train_step, /logprobs, /save, /load, /export_weights, /metrics.
+
+Config → setup → serve:
+
+    python -m rollflow_engines serve --role trainer --backend sim|torch|megatron --port P \\
+        [--option learning_rate=1e-5 --option micro_batch_size=4 --option export_dir=/runs/x/weights …]
+
+Wire types and the logprob convention: contracts.py. Endpoint semantics
+(concurrency, exactly-once steps, atomic writes): api.py. Algorithms:
+rollflow_engines.algorithms.
+"""
 from __future__ import annotations
 
+import importlib.util
+from typing import Literal
+
 from fastapi import FastAPI
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MEGATRON_MISSING = ("the megatron backend needs Megatron-Core and Megatron-Bridge on a CUDA machine "
+                    "(pip install megatron-core megatron-bridge); they are not installed here")
+
+
+def megatron_available() -> bool:
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in ("megatron.core", "megatron.bridge"))
+    except ModuleNotFoundError:  # find_spec imports the parent package "megatron"
+        return False
+
+
+class MegatronOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tensor_model_parallel_size: int = Field(default=1, ge=1, description="Megatron tensor parallel size.")
+    pipeline_model_parallel_size: int = Field(default=1, ge=1, description="Megatron pipeline parallel size.")
+    bf16: bool = Field(default=True, description="Train in bfloat16 with fp32 master weights.")
 
 
 class Options(BaseModel):
+    """Settings of a trainer server (``--option key=value``); optimizer names follow the run config's training_args."""
+
     model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["sim", "torch", "megatron"] = Field(default="sim", description="Implementation; passed from --backend.")
+    model: str = Field(default="tiny:default", description="Hugging Face model directory, or tiny:<preset> (built from code).")
+    model_seed: int = Field(default=0, ge=0, description="Seed of a tiny:<preset> model's initial weights.")
+    model_cache_dir: str | None = Field(default=None, description="Where tiny models are built; default .cache/models.")
+    seed: int = Field(default=0, ge=0, description="Seed of the trainer's own randomness (saved and restored with checkpoints).")
+    learning_rate: float = Field(default=1e-6, gt=0, description="AdamW learning rate.")
+    weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay.")
+    adam_beta1: float = Field(default=0.9, ge=0, lt=1, description="AdamW beta1.")
+    adam_beta2: float = Field(default=0.999, ge=0, lt=1, description="AdamW beta2.")
+    adam_eps: float = Field(default=1e-8, gt=0, description="AdamW epsilon.")
+    max_grad_norm: float = Field(default=1.0, gt=0, description="Clip the global gradient norm to this before each optimizer step.")
+    micro_batch_size: int = Field(default=1, ge=1, description="Samples per forward/backward pass (per_device_train_batch_size).")
+    gradient_accumulation_steps: int | None = Field(default=None, ge=1, description="Micro-batches per optimizer step; null: one optimizer step per epoch over the whole batch.")
+    padding_side: Literal["right", "left"] = Field(default="right", description="Where micro-batches are padded; logprobs do not depend on it.")
+    torch_threads: int | None = Field(default=None, ge=1, description="torch intra-op threads; default torch's choice.")
+    export_dir: str = Field(default="trainer_exports", description="Where /export_weights writes v<version>/ directories.")
+    sim_seconds_per_sample: float = Field(default=0.0, ge=0, description="sim: train time per sample (μ_train), in seconds.")
+    megatron: MegatronOptions = Field(default_factory=MegatronOptions, description="megatron backend only.")
+
+    @field_validator("backend")
+    @classmethod
+    def _megatron_installed(cls, backend: str) -> str:
+        # Checked with the config, so `--backend megatron` without it exits 2 before binding a port.
+        if backend == "megatron" and not megatron_available():
+            raise ValueError(MEGATRON_MISSING)
+        return backend
+
+
+def make_backend(backend: str, options: Options):
+    if backend == "sim":
+        from .sim import SimTrainer
+
+        return SimTrainer(options)
+    if backend == "torch":
+        from .torch_backend import TorchTrainer
+
+        return TorchTrainer(options)
+    if not megatron_available():
+        raise RuntimeError(MEGATRON_MISSING)
+    from .megatron_backend import MegatronTrainer
+
+    return MegatronTrainer(options)
 
 
 def register(app: FastAPI, backend: str, options: Options) -> None:
-    """No endpoints beyond /health yet."""
+    from .api import TrainerServer, register_endpoints
+
+    register_endpoints(app, TrainerServer(make_backend(backend, options), options.export_dir))

@@ -1,0 +1,231 @@
+"""The trainer's HTTP endpoints over one backend.
+
+Concurrency: one asyncio lock guards the weights. A train step that arrives
+while another train step runs gets 409 at once (field ``step``) rather than
+queueing behind it — a retried activity learns the trainer is busy and retries
+later, when its step is either done (replayed) or runnable. /logprobs, /save,
+/load and /export_weights wait for the lock instead, so they never see weights
+halfway through an optimizer step.
+
+Exactly-once steps: ``step`` must equal the trainer's version (train steps
+applied). Repeating the last step with the same batch (same uids, in order)
+returns the recorded response with ``replayed: true`` and trains nothing; any
+other step number is a 409 naming ``step`` and the expected value.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import Response
+from fastapi.routing import APIRoute
+
+from ...errors import ConflictError, NotFoundError, RequestError
+from .backend import RecordedStep, TrainerBackend, run_in_thread
+from .batch import batch_fingerprint, check_samples, prepare_batch, resolve_samples
+from .contracts import (ExportWeightsRequest, ExportWeightsResponse, LoadRequest, LoadResponse, LogprobsRequest,
+                        LogprobsResponse, SaveRequest, SaveResponse, TrainStepRequest, TrainStepResponse)
+from .metrics import TrainerMetrics
+
+CHECKPOINT_META = "rollflow_checkpoint.json"
+EXPORT_MANIFEST = "rollflow_export.json"
+
+
+def replace_dir(tmp: Path, target: Path) -> None:
+    """Move the finished ``tmp`` to ``target``. A reader sees the old directory or the
+    new one, never a partial one (a replaced target is missing for an instant)."""
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
+        target.rename(old)
+        tmp.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        tmp.rename(target)
+
+
+def scratch_dir_for(target: Path, marker: str, field: str) -> Path:
+    """An empty sibling directory of ``target`` to write into. An existing ``target``
+    is only ever replaced if it holds ``marker`` (it is ours) or is empty."""
+    if target.exists() and not (target.is_dir() and ((target / marker).is_file() or not any(target.iterdir()))):
+        raise ConflictError(field, f"{target} exists and is not a directory this trainer wrote; not replacing it", str(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir()
+    return tmp
+
+
+class TrainerServer:
+    """State of one trainer app: the backend, its lock, its metrics."""
+
+    def __init__(self, backend: TrainerBackend, export_dir: str):
+        self.backend = backend
+        self.export_dir = Path(export_dir)
+        self.lock = asyncio.Lock()
+        self.training_step: int | None = None  # set while a train step runs
+        self.metrics = TrainerMetrics(backend)
+
+    # ---- train step
+
+    async def train_step(self, req: TrainStepRequest) -> TrainStepResponse:
+        if self.training_step is not None:
+            raise ConflictError("step", f"train step {self.training_step} is still running; retry when it is done", req.step)
+        self.training_step = req.step
+        self.metrics.busy.set(1)
+        try:
+            async with self.lock:
+                return await self._train_step(req)
+        finally:
+            self.training_step = None
+            self.metrics.busy.set(0)
+
+    async def _train_step(self, req: TrainStepRequest) -> TrainStepResponse:
+        b = self.backend
+        samples, field = await asyncio.to_thread(resolve_samples, req)
+        if req.step != b.version:
+            last = b.last_step
+            if last is not None and req.step == b.version - 1:
+                if last.fingerprint == batch_fingerprint(samples):
+                    return last.response
+                raise ConflictError("step", f"step {req.step} was already trained on a different batch; the next step is {b.version}", req.step)
+            raise ConflictError("step", f"the trainer's weights are at version {b.version}, so the next step is {b.version}"
+                                        " (load a checkpoint to go back or forward)", req.step)
+        batch = await asyncio.to_thread(self._checked_batch, samples, field, req)
+        return await b.train_step(req, batch)
+
+    def _checked_batch(self, samples, field: str, req: TrainStepRequest):
+        check_samples(samples, field, self.backend.vocab_size)
+        return prepare_batch(samples, req)
+
+    # ---- checkpoints
+
+    async def save(self, req: SaveRequest) -> SaveResponse:
+        target = Path(req.path).absolute()
+        async with self.lock:
+            try:
+                tmp = await run_in_thread(scratch_dir_for, target, CHECKPOINT_META, "path")
+            except OSError as e:
+                raise RequestError("path", f"cannot create a checkpoint at {target}: {e}", req.path) from e
+            try:
+                await self.backend.save_state(tmp)
+                meta = {**self.backend.describe(), "version": self.backend.version,
+                        "last_step": self.backend.last_step.to_json() if self.backend.last_step else None}
+                (tmp / CHECKPOINT_META).write_text(json.dumps(meta, indent=1))
+                await run_in_thread(replace_dir, tmp, target)
+            except OSError as e:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise RequestError("path", f"cannot write the checkpoint to {target}: {e}", req.path) from e
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            return SaveResponse(path=str(target), version=self.backend.version)
+
+    async def load(self, req: LoadRequest) -> LoadResponse:
+        path = Path(req.path).absolute()
+        if not path.is_dir():
+            raise NotFoundError("path", f"no checkpoint directory at {path}", req.path)
+        try:
+            meta = json.loads((path / CHECKPOINT_META).read_text())
+            version = int(meta["version"])
+            last = RecordedStep.from_json(meta["last_step"]) if meta.get("last_step") else None
+            if version < 0:
+                raise ValueError("negative version")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise RequestError("path", f"{path} is not a trainer checkpoint (no readable {CHECKPOINT_META})", req.path) from e
+        if meta.get("backend") != self.backend.name:
+            raise RequestError("path", f"checkpoint was written by the {meta.get('backend')!r} backend; this trainer runs {self.backend.name!r}", req.path)
+        async with self.lock:
+            await self.backend.load_state(path, version, last)
+            return LoadResponse(path=str(path), version=version)
+
+    async def export_weights(self, req: ExportWeightsRequest) -> ExportWeightsResponse:
+        async with self.lock:
+            b = self.backend
+            if req.version != b.version:
+                raise ConflictError("version", f"the trainer's weights are version {b.version}; cannot label them {req.version}", req.version)
+            target = (self.export_dir / f"v{req.version}").absolute()
+            try:
+                tmp = await run_in_thread(scratch_dir_for, target, EXPORT_MANIFEST, "version")
+            except OSError as e:
+                raise ConflictError("version", f"cannot write under export_dir {self.export_dir}: {e}", req.version) from e
+            try:
+                await b.export_weights(tmp)
+                (tmp / EXPORT_MANIFEST).write_text(json.dumps({**b.describe(), "version": b.version}, indent=1))
+                await run_in_thread(replace_dir, tmp, target)
+            except OSError as e:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise ConflictError("version", f"cannot write the export to {target}: {e}", req.version) from e
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            return ExportWeightsResponse(path=str(target), version=req.version)
+
+    async def logprobs(self, req: LogprobsRequest) -> LogprobsResponse:
+        async with self.lock:
+            values = await self.backend.logprobs(req.sequences, req.temperature)
+            return LogprobsResponse(logprobs=values, version=self.backend.version)
+
+
+def parse_json(text: str | bytes):
+    """json.loads, except that NaN and ±Infinity stay the strings "NaN"/"Infinity": the
+    models then reject them as "not a number", and the error body stays valid JSON."""
+    return json.loads(text, parse_constant=str)
+
+
+class _FiniteJSONRequest(Request):
+    async def json(self):
+        if not hasattr(self, "_json"):
+            self._json = parse_json(await self.body())
+        return self._json
+
+
+class FiniteJSONRoute(APIRoute):
+    """Parses request bodies with ``parse_json`` (see there)."""
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def finite_json_handler(request: Request) -> Response:
+            return await handler(_FiniteJSONRequest(request.scope, request.receive))
+
+        return finite_json_handler
+
+
+def register_endpoints(app: FastAPI, server: TrainerServer) -> None:
+    app.state.trainer = server
+    router = APIRouter(route_class=FiniteJSONRoute)
+
+    @router.post("/train_step", response_model=TrainStepResponse)
+    async def train_step(req: TrainStepRequest) -> TrainStepResponse:
+        return await server.train_step(req)
+
+    @router.post("/logprobs", response_model=LogprobsResponse)
+    async def logprobs(req: LogprobsRequest) -> LogprobsResponse:
+        return await server.logprobs(req)
+
+    @router.post("/save", response_model=SaveResponse)
+    async def save(req: SaveRequest) -> SaveResponse:
+        return await server.save(req)
+
+    @router.post("/load", response_model=LoadResponse)
+    async def load(req: LoadRequest) -> LoadResponse:
+        return await server.load(req)
+
+    @router.post("/export_weights", response_model=ExportWeightsResponse)
+    async def export_weights(req: ExportWeightsRequest) -> ExportWeightsResponse:
+        return await server.export_weights(req)
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        return Response(content=server.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    app.include_router(router)
+
+
+__all__ = ["TrainerServer", "register_endpoints"]
