@@ -62,7 +62,8 @@ export interface Batch {
   staleness: { mean: number; max: number };
 }
 
-export type ResultOutcome = 'buffered' | 'filtered' | 'duplicate' | 'unknown';
+/** buffered: waits for a batch; stale: arrived over the staleness bound and was dropped or queued for restart. */
+export type ResultOutcome = 'buffered' | 'stale' | 'filtered' | 'duplicate' | 'unknown';
 
 export interface RunSnapshot {
   limits: AdmissionLimits;
@@ -177,21 +178,28 @@ export class RunState {
       return 'filtered';
     }
     this.buffer.push(result);
-    return 'buffered';
+    this.applyStalePolicy(); // it may arrive already too stale
+    return this.buffer.includes(result) ? 'buffered' : 'stale';
+  }
+
+  /** A full batch is buffered and the previous one is done training: the run may take it. */
+  batchReady(): boolean {
+    return !this.training && this.buffer.length >= this.limits.samplesPerStep / this.limits.groupSize;
   }
 
   /**
-   * Applies the stale policy to the buffer at the current version, then takes
-   * the oldest B samples as the next batch, or returns undefined when fewer
-   * than B usable samples are buffered. Taken groups count as consumed.
+   * Takes the oldest B samples as the next batch, or returns undefined when
+   * fewer are buffered. Taken groups count as consumed. (The buffer never
+   * holds a group over the staleness bound unless the policy is accept: the
+   * policy runs whenever the version advances or a group arrives.)
    */
   takeBatch(): Batch | undefined {
     if (this.training) throw new Error('takeBatch: the previous batch is still training');
-    this.applyStalePolicy();
     const groupsNeeded = this.limits.samplesPerStep / this.limits.groupSize;
     if (this.buffer.length < groupsNeeded) return undefined;
     const groups = this.buffer.splice(0, groupsNeeded);
     const staleness = groups.map((g) => this.version - g.startVersion);
+    this.counters.staleAcceptedSamples += groups.filter((g) => this.version - g.startVersion > this.limits.maxStaleness).length * this.limits.groupSize;
     for (const g of groups) this.markDone(g);
     this.trainingSamples = groups.length * this.limits.groupSize;
     this.counters.consumedSamples += this.trainingSamples;
@@ -207,11 +215,7 @@ export class RunState {
     const { maxStaleness, stalePolicy } = this.limits;
     const keep: GroupResult[] = [];
     for (const g of this.buffer) {
-      if (this.version - g.startVersion <= maxStaleness) keep.push(g);
-      else if (stalePolicy === 'accept') {
-        this.counters.staleAcceptedSamples += g.samples;
-        keep.push(g);
-      } else if (stalePolicy === 'drop') {
+      if (this.version - g.startVersion <= maxStaleness || stalePolicy === 'accept') keep.push(g); else if (stalePolicy === 'drop') {
         this.markDone(g);
         this.counters.droppedSamples += g.samples;
       } else {
@@ -227,6 +231,8 @@ export class RunState {
     this.trainingSamples = 0;
     this.step = batch.step + 1;
     this.version = batch.version + 1;
+    // Staleness grows only here; stale groups must leave the buffer now, or they would hold admission capacity.
+    this.applyStalePolicy();
   }
 
   /** Everything needed to continue (continue-as-new input, checkpoint manifest); plain JSON. */

@@ -116,6 +116,22 @@ describe('RunState results and policies', () => {
     expect(s.dispatch()).toEqual({ epoch: 1, position: 0 }); // next epoch starts over
   });
 
+  it('drops a group that arrives too stale at once, freeing its capacity without a batch being taken', () => {
+    // B = 2 (1 group of 2), α = 1: cap 4, bound 1. A long-tailed group started at version 0 finishes at version 2.
+    const s = new RunState(limits(2, 2, 1, 'drop'), 100);
+    const slow = s.dispatch();
+    for (let step = 0; step < 2; step++) {
+      const g = s.dispatch();
+      s.onGroupResult(result(g, s.version, 2));
+      s.onStepDone(s.takeBatch()!);
+    }
+    expect(s.samplesInSystem).toBe(2); // only the slow group, still in flight
+    expect(s.onGroupResult(result(slow, 0, 2))).toBe('stale');
+    expect(s.counters.droppedSamples).toBe(2);
+    expect(s.samplesInSystem).toBe(0);
+    expect(s.batchReady()).toBe(false);
+  });
+
   it('restart regenerates a stale prompt before new ones', () => {
     const s = new RunState(limits(2, 2, 1, 'restart'), 100); // cap 4, staleness bound 1
     const slow = s.dispatch();
@@ -125,7 +141,7 @@ describe('RunState results and policies', () => {
     const b = s.dispatch();
     s.onGroupResult(result(b, 1, 2));
     s.onStepDone(s.takeBatch()!); // version 2
-    s.onGroupResult(result(slow, 0, 2)); // staleness 2 > 1
+    expect(s.onGroupResult(result(slow, 0, 2))).toBe('stale'); // staleness 2 > 1
     expect(s.takeBatch()).toBeUndefined();
     expect(s.counters.restartedSamples).toBe(2);
     expect(s.dispatch()).toEqual(slow);
