@@ -1,13 +1,57 @@
-"""The inference role. Its endpoints arrive with python-engines' inference server work."""
+"""The inference role (the paper's LLMProxy backend worker).
+
+Endpoints: /v1/completions (token ids in, token ids + logprobs + weight
+versions out), /v1/chat/completions, /pause, /resume, /update_weights, /state
+and /metrics. Backends: sim (latency model), torch (a Hugging Face causal LM on
+CPU), vllm (GPU; import-guarded). See engine.py for the scheduler and
+contracts.py for the wire types.
+"""
 from __future__ import annotations
 
+import importlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
 from fastapi import FastAPI
-from pydantic import BaseModel, ConfigDict
+
+from .engine import InferenceEngine
+from .metrics import InferenceMetrics
+from .options import Options, SimLength, SimOptions
+
+__all__ = ["Options", "SimLength", "SimOptions", "build_engine", "register"]
+
+# backend name -> "module:Class"; imported on use so torch/vllm load only when chosen.
+ENGINES = {
+    "sim": "rollflow_engines.roles.inference.sim:SimEngine",
+    "torch": "rollflow_engines.roles.inference.torch_backend:TorchEngine",
+    "vllm": "rollflow_engines.roles.inference.vllm_backend:VllmEngine",
+}
 
 
-class Options(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def build_engine(backend: str, options: Options) -> InferenceEngine:
+    module, _, name = ENGINES[backend].partition(":")
+    engine_class = getattr(importlib.import_module(module), name)
+    return engine_class(options, InferenceMetrics())
 
 
 def register(app: FastAPI, backend: str, options: Options) -> None:
-    """No endpoints beyond /health yet."""
+    from .api import register_routes
+
+    engine = build_engine(backend, options)
+    app.state.inference_engine = engine  # for tests and tooling in the same process
+    register_routes(app, engine, options)
+
+    # Run the engine's scheduler for the app's lifetime, inside whatever lifespan the app already has.
+    outer = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(a: Any) -> AsyncIterator[Any]:
+        async with outer(a) as state:
+            await engine.start()
+            try:
+                yield state
+            finally:
+                await engine.stop()
+
+    app.router.lifespan_context = lifespan

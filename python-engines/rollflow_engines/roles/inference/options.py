@@ -1,0 +1,85 @@
+"""Settings of the inference role (``options:`` in the server config, or ``--option key=value``)."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+
+class SimLength(BaseModel):
+    """Natural response length of the sim backend (before max_tokens cuts it).
+
+    fixed: exactly round(mean); normal: round(N(mean, std)); lognormal: a
+    log-normal with mean ``mean`` and log-space std ``sigma``. Always >= 1.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    dist: Literal["fixed", "normal", "lognormal"] = "fixed"
+    mean: float = Field(default=128, gt=0, description="Mean length in tokens (the length itself for fixed).")
+    std: float = Field(default=32, ge=0, description="normal: standard deviation in tokens.")
+    sigma: float = Field(default=0.5, ge=0, description="lognormal: standard deviation of log(length).")
+
+
+class SimOptions(BaseModel):
+    """The sim backend's latency model: a decode step over a batch of b sequences
+    takes ``c0 + c1*b`` seconds plus ``prefill_per_token`` seconds per prompt
+    token of sequences that joined the batch at that step; all scaled by
+    ``time_scale``. With every latency 0 the server runs as fast as it can."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    vocab_size: int = Field(default=32000, ge=16, description="Synthetic token ids are drawn from [0, vocab_size).")
+    eos_token_id: int = Field(default=2, ge=0, description="Emitted as a response's last token when it ends naturally.")
+    length: SimLength = Field(default_factory=SimLength)
+    c0: float = Field(default=0.0, ge=0, description="Seconds per decode step.")
+    c1: float = Field(default=0.0, ge=0, description="Extra seconds per decode step per running sequence.")
+    prefill_per_token: float = Field(default=0.0, ge=0, description="Seconds per prompt token when a sequence joins.")
+    time_scale: float = Field(default=1.0, ge=0, description="Multiplies every sim latency; 0 = no waiting at all.")
+
+    @model_validator(mode="after")
+    def _eos_in_vocab(self) -> "SimOptions":
+        if self.eos_token_id >= self.vocab_size:
+            raise ValueError(f"eos_token_id {self.eos_token_id} must be below vocab_size {self.vocab_size}")
+        return self
+
+
+class Options(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["sim", "torch", "vllm"] = "sim"
+    seed: int = Field(default=0, description="Server seed: sim outputs and unseeded torch sampling derive from it.")
+    max_batch: int = Field(default=64, ge=1, description="Sequences decoded together; more wait for a free slot.")
+    max_tokens_cap: int = Field(default=4096, ge=1, description="Largest max_tokens a request may ask for.")
+    max_n: int = Field(default=64, ge=1, description="Largest n (samples per request).")
+    model: str = Field(default="tiny:default", description="torch/vllm: tiny:<preset> or a local Hugging Face model dir.")
+    model_seed: int = Field(default=0, description="Seed of a tiny:<preset> model's weights.")
+    served_model_name: str | None = Field(default=None, description="Name echoed in responses; defaults to model (sim: 'sim').")
+    torch_threads: int | None = Field(default=None, ge=1, description="torch: intra-op threads (default: torch's choice).")
+    sim: SimOptions = Field(default_factory=SimOptions)
+    vllm: dict[str, Any] = Field(default_factory=dict, description="vllm: extra AsyncEngineArgs (gpu_memory_utilization, ...).")
+
+    # Checked before the port is bound, so a missing vllm or a bad model is a
+    # clean exit 2 naming the option instead of a traceback at startup.
+    @field_validator("backend")
+    @classmethod
+    def _backend_installed(cls, backend: str) -> str:
+        if backend == "vllm" and importlib.util.find_spec("vllm") is None:
+            raise ValueError("backend vllm needs the vllm package, which is not installed here "
+                             "(pip install vllm, on a machine with a CUDA GPU); use backend sim or torch")
+        return backend
+
+    @field_validator("model")
+    @classmethod
+    def _model_exists(cls, model: str, info: ValidationInfo) -> str:
+        backend = info.data.get("backend")
+        if backend in ("torch", "vllm") and model.startswith("tiny:"):
+            from ...models import TINY_PRESETS
+
+            if model.removeprefix("tiny:") not in TINY_PRESETS:
+                raise ValueError(f"unknown tiny preset; expected one of {', '.join(f'tiny:{p}' for p in TINY_PRESETS)}")
+        elif backend == "torch" and not Path(model).is_dir():  # vllm may fetch hub ids itself
+            raise ValueError("not a local directory (models are not downloaded here; use tiny:<preset> or a path)")
+        return model

@@ -1,0 +1,108 @@
+"""The sim backend: the real scheduler (batching, pause, abort, versions) with
+no model behind it.
+
+Everything a sequence produces comes from one ``random.Random`` seeded by
+(server seed, request seed or else the prompt's tokens, sample index): its
+natural length, its token ids and its logprobs. So a run repeats exactly, and
+two servers with the same seed answer alike. Temperature and top_p do not
+change the output (there is no distribution to sample from).
+
+Tokens are drawn uniformly from [0, vocab_size) (the eos id excluded); a
+response that reaches its natural length ends with the eos id and
+finish_reason "stop"; max_tokens ends it earlier with "length".
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from pathlib import Path
+from time import monotonic
+
+from ...errors import RequestError
+from .engine import SamplingParams, Seq, SteppedEngine, derive_seed
+from .metrics import InferenceMetrics
+from .options import Options, SimLength
+
+# Synthetic chat tokenization: a role marker, then one token per UTF-8 byte.
+ROLE_MARKERS = {"system": 3, "user": 4, "assistant": 5}
+OTHER_ROLE_MARKER, END_OF_TURN, BYTE_OFFSET = 6, 7, 8
+
+
+def draw_length(rng: random.Random, spec: SimLength) -> int:
+    if spec.dist == "fixed":
+        x = spec.mean
+    elif spec.dist == "normal":
+        x = rng.gauss(spec.mean, spec.std)
+    else:
+        mu = math.log(spec.mean) - spec.sigma ** 2 / 2  # so that E[length] == mean
+        x = rng.lognormvariate(mu, spec.sigma)
+    return max(1, round(x))
+
+
+class SimEngine(SteppedEngine):
+    backend_name = "sim"
+
+    def __init__(self, options: Options, metrics: InferenceMetrics):
+        super().__init__(options.max_batch, metrics)
+        self.sim = options.sim
+        self.seed = options.seed
+        self.model_name = options.served_model_name or "sim"
+        self.vocab_size = options.sim.vocab_size
+        self.eos_id = options.sim.eos_token_id
+        self.eos_token_ids = frozenset({self.eos_id})
+
+    def check_request(self, prompt: list[int], params: SamplingParams) -> None:
+        for field, ids in (("prompt", prompt), ("stop_token_ids", params.stop_token_ids)):
+            bad = next((t for t in ids if t >= self.vocab_size), None)
+            if bad is not None:
+                raise RequestError(field, f"token id {bad} is outside the vocabulary (size {self.vocab_size})", bad)
+
+    def chat_prompt(self, messages: list[dict[str, str]]) -> list[int]:
+        ids: list[int] = []
+        for m in messages:
+            ids.append(ROLE_MARKERS.get(m["role"], OTHER_ROLE_MARKER))
+            ids.extend((BYTE_OFFSET + b) % self.vocab_size for b in m["content"].encode())
+            ids.append(END_OF_TURN)
+        ids.append(ROLE_MARKERS["assistant"])
+        return ids
+
+    def decode(self, token_ids: list[int]) -> str | None:
+        return None
+
+    def _admit(self, seq: Seq) -> None:
+        p = seq.params
+        source = ("seed", p.seed) if p.seed is not None else ("prompt", tuple(seq.prompt))
+        rng = random.Random(derive_seed(self.seed, source, seq.index))
+        length = p.sim_response_length or draw_length(rng, self.sim.length)
+        seq.state = (rng, length)
+
+    def _next_token(self, seq: Seq) -> tuple[int, float]:
+        rng, length = seq.state
+        logprob = -0.001 - rng.expovariate(1.0)
+        if len(seq.tokens) == length - 1:
+            return self.eos_id, logprob
+        token = rng.randrange(self.vocab_size - 1)
+        return (token + 1 if token >= self.eos_id else token), logprob
+
+    def step_seconds(self, batch_size: int, prefill_tokens: int) -> float:
+        """Duration of one decode step of ``batch_size`` sequences, ``prefill_tokens`` of them new prompt tokens."""
+        s = self.sim
+        return (s.c0 + s.c1 * batch_size + s.prefill_per_token * prefill_tokens) * s.time_scale
+
+    async def _step(self, batch: list[Seq]) -> list[tuple[int, float]]:
+        started = monotonic()
+        prefill = 0
+        for seq in batch:
+            if not seq.prefilled:
+                prefill += len(seq.prompt)
+                seq.prefilled = True
+        delay = self.step_seconds(len(batch), prefill)
+        outputs = [self._next_token(seq) for seq in batch]
+        if delay > 0:
+            # Sleep until the step's end time, so bookkeeping does not add to it.
+            await asyncio.sleep(max(0.0, started + delay - monotonic()))
+        return outputs
+
+    async def _load_weights(self, path: Path) -> None:
+        """Nothing to load: the sim only records the new version (the caller does)."""

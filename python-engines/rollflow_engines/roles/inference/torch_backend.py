@@ -1,0 +1,154 @@
+"""The torch backend: a Hugging Face causal LM on CPU behind the step-wise scheduler.
+
+Each decode step recomputes the full forward pass of every running sequence
+(prompt + tokens so far), left-padded with an attention mask and explicit
+position ids, without a KV cache. That costs O(length) per token, which is
+fine for the tiny models this backend exists for (tests, CPU learning runs),
+and keeps continuous batching trivial: a sequence joins or leaves the batch
+between steps with no cache to splice. The forward pass runs in a worker
+thread so the event loop keeps answering HTTP during a step.
+
+Sampling per sequence: temperature 0 is greedy; otherwise softmax(logits/T)
+truncated to the top_p nucleus, drawn with the sequence's own
+torch.Generator (seeded from the request seed and sample index, or from the
+server seed when the request has none). The reported logprob follows the
+convention in contracts.py: softmax(logits/T) before top-p, T=1 when greedy.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+import torch
+
+from ...errors import RequestError
+from ...models import load_model
+from .engine import SamplingParams, Seq, SteppedEngine, derive_seed
+from .metrics import InferenceMetrics
+from .options import Options
+
+
+def sample_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> tuple[int, float]:
+    """(token, logprob) from one row of last-position logits."""
+    temperature = params.temperature if params.temperature > 0 else 1.0
+    logprobs = torch.log_softmax(logits / temperature, dim=-1)
+    if params.temperature == 0:
+        token = int(torch.argmax(logits))
+    else:
+        probs = logprobs.exp()
+        if params.top_p < 1.0:
+            sorted_probs, order = torch.sort(probs, descending=True)
+            # Keep the smallest prefix whose mass reaches top_p (the top token always stays).
+            outside = torch.cumsum(sorted_probs, dim=-1) - sorted_probs >= params.top_p
+            sorted_probs[outside] = 0.0
+            probs = torch.zeros_like(probs).scatter_(0, order, sorted_probs)
+        token = int(torch.multinomial(probs, 1, generator=generator))
+    return token, float(logprobs[token])
+
+
+class TorchEngine(SteppedEngine):
+    backend_name = "torch"
+
+    def __init__(self, options: Options, metrics: InferenceMetrics):
+        super().__init__(options.max_batch, metrics)
+        if options.torch_threads:
+            torch.set_num_threads(options.torch_threads)
+        self.model, self.tokenizer = load_model(options.model, options.model_seed)
+        self.model_name = options.served_model_name or options.model
+        config = self.model.config
+        self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
+        self.max_context: int | None = getattr(config, "max_position_embeddings", None)
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        # End-of-sequence ids may be declared by the tokenizer, the config or the generation config (as an int or a list).
+        eos: set[int] = set()
+        generation_config = getattr(self.model, "generation_config", None)
+        for declared in (self.tokenizer.eos_token_id, getattr(config, "eos_token_id", None),
+                         getattr(generation_config, "eos_token_id", None)):
+            eos.update(declared if isinstance(declared, list) else [] if declared is None else [declared])
+        self.eos_token_ids = frozenset(eos)
+        self._seeds = random.Random(options.seed)  # for requests without a seed
+
+    # --- requests ------------------------------------------------------
+
+    def check_request(self, prompt: list[int], params: SamplingParams) -> None:
+        if params.sim_response_length is not None:
+            raise RequestError("sim_response_length", "only the sim backend honours it", params.sim_response_length)
+        for field, ids in (("prompt", prompt), ("stop_token_ids", params.stop_token_ids)):
+            bad = next((t for t in ids if t >= self.vocab_size), None)
+            if bad is not None:
+                raise RequestError(field, f"token id {bad} is outside the vocabulary (size {self.vocab_size})", bad)
+        if self.max_context is not None and len(prompt) + params.max_tokens > self.max_context:
+            raise RequestError("max_tokens", f"prompt ({len(prompt)} tokens) + max_tokens ({params.max_tokens}) "
+                               f"exceeds the model's context of {self.max_context} tokens", params.max_tokens)
+
+    def chat_prompt(self, messages: list[dict[str, str]]) -> list[int]:
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise RequestError("messages", "this model's tokenizer has no chat template; use /v1/completions")
+        try:
+            out = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        except Exception as e:  # a template may reject a conversation (e.g. role order)
+            raise RequestError("messages", f"chat template failed: {e}") from e
+        ids = out["input_ids"] if hasattr(out, "keys") else out
+        return [int(t) for t in ids]
+
+    def decode(self, token_ids: list[int]) -> str | None:
+        return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+
+    # --- scheduler hooks -----------------------------------------------
+
+    def _admit(self, seq: Seq) -> None:
+        seed = seq.params.seed if seq.params.seed is not None else self._seeds.getrandbits(62)
+        generator = torch.Generator()
+        generator.manual_seed(derive_seed(seed, seq.index))
+        seq.state = generator
+
+    async def _step(self, batch: list[Seq]) -> list[tuple[int, float]]:
+        inputs = [seq.prompt + seq.tokens for seq in batch]  # snapshot on the loop thread
+        return await asyncio.to_thread(self._forward_and_sample, batch, inputs)
+
+    @torch.inference_mode()
+    def _forward_and_sample(self, batch: list[Seq], inputs: list[list[int]]) -> list[tuple[int, float]]:
+        width = max(len(ids) for ids in inputs)
+        input_ids = torch.full((len(inputs), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(inputs), width), dtype=torch.long)
+        for row, ids in enumerate(inputs):
+            input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
+            mask[row, width - len(ids):] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                         use_cache=False, logits_to_keep=1)
+        logits = out.logits[:, -1, :].float()
+        return [sample_token(logits[row], seq.params, seq.state) for row, seq in enumerate(batch)]
+
+    async def _load_weights(self, path: Path) -> None:
+        await asyncio.to_thread(self._load_weights_sync, path)
+
+    def _load_weights_sync(self, path: Path) -> None:
+        """Loads *.safetensors from ``path`` into the model in place, all checks before any copy."""
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+
+        files = sorted(path.glob("*.safetensors")) if path.is_dir() else []
+        if not files:
+            raise RequestError("path", f"{path} holds no *.safetensors files (write them with save_pretrained)", str(path))
+        incoming: dict[str, torch.Tensor] = {}
+        try:
+            for f in files:
+                incoming.update(load_file(f))
+        except (SafetensorError, OSError) as e:
+            raise RequestError("path", f"cannot read weights: {e}", str(path)) from e
+        current = self.model.state_dict()
+        unexpected = sorted(set(incoming) - set(current))
+        if unexpected:
+            raise RequestError("path", f"weights do not fit this model: unexpected tensors {unexpected[:5]}", str(path))
+        for name, tensor in incoming.items():
+            if tensor.shape != current[name].shape:
+                raise RequestError("path", f"tensor {name} has shape {list(tensor.shape)}, the model "
+                                   f"expects {list(current[name].shape)}", str(path))
+        # A missing tensor is fine only if it shares storage with one we load (tied embeddings).
+        loaded_storage = {current[n].data_ptr() for n in incoming}
+        missing = sorted(n for n in set(current) - set(incoming) if current[n].data_ptr() not in loaded_storage)
+        if missing:
+            raise RequestError("path", f"weights do not fit this model: missing tensors {missing[:5]}", str(path))
+        self.model.load_state_dict(incoming, strict=False)

@@ -1,0 +1,155 @@
+"""The vllm backend: vLLM's AsyncLLM (v1 engine) behind the same endpoints.
+
+NOT RUN HERE: written against vLLM's public API as of its v1 engine
+(``AsyncLLM.generate / abort / pause_generation(mode=...) / resume_generation /
+collective_rpc``) but never executed, since this machine has no GPU and no
+vllm. Treat it as a starting point to verify on a GPU host.
+
+vLLM does its own continuous batching, so this class does not use the
+step-wise scheduler; it maps our protocol onto vLLM's:
+- pause abort/keep/wait -> ``pause_generation(mode=...)``; while paused, new
+  requests wait here before they reach vLLM;
+- update_weights -> ``collective_rpc("update_config", ...)`` pointing the model
+  config at the new directory, then ``collective_rpc("reload_weights")``;
+- version_spans: tokens arrive as deltas (RequestOutputKind.DELTA) and are
+  credited to the version loaded when they arrive; a delta in flight across
+  a "keep" pause can be credited to the old version.
+Known gap: vLLM reports logprobs of the raw logits (temperature 1) by default
+(``logprobs_mode="raw_logprobs"``); contracts.py's convention differs when
+temperature is neither 0 nor 1.
+"""
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ...errors import ConflictError, RequestError
+from ...models import resolve_model_path
+from .engine import Generation, InferenceEngine, SamplingParams, derive_seed
+from .metrics import InferenceMetrics
+from .options import Options
+
+
+class VllmEngine(InferenceEngine):
+    backend_name = "vllm"
+
+    def __init__(self, options: Options, metrics: InferenceMetrics):
+        from vllm.engine.arg_utils import AsyncEngineArgs  # guarded: Options refuses vllm when it is missing
+
+        self.options = options
+        self.metrics = metrics
+        self.max_batch = options.max_batch
+        model = str(resolve_model_path(options.model, options.model_seed)) if options.model.startswith("tiny:") else options.model
+        self.model_name = options.served_model_name or options.model
+        self.engine_args = AsyncEngineArgs(model=model, seed=options.seed, max_num_seqs=options.max_batch, **options.vllm)
+        self.llm: Any = None
+        self.tokenizer: Any = None
+        self.version = 0
+        self.pause_mode: str | None = None
+        self._resumed = asyncio.Event()
+        self._resumed.set()
+        self._running: dict[str, int] = {}  # request id -> tokens so far
+        self._waiting = 0
+        metrics.bind(self)
+
+    async def start(self) -> None:
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        if self.llm is None:
+            self.llm = AsyncLLM.from_engine_args(self.engine_args)
+            self.tokenizer = self.llm.get_tokenizer()
+
+    async def stop(self) -> None:
+        if self.llm is not None:
+            self.llm.shutdown()
+            self.llm = None
+
+    def check_request(self, prompt: list[int], params: SamplingParams) -> None:
+        if params.sim_response_length is not None:
+            raise RequestError("sim_response_length", "only the sim backend honours it", params.sim_response_length)
+        # vLLM validates ids and context length itself; its errors surface from generate().
+
+    def chat_prompt(self, messages: list[dict[str, str]]) -> list[int]:
+        try:
+            out = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        except Exception as e:
+            raise RequestError("messages", f"chat template failed: {e}") from e
+        return list(out["input_ids"] if hasattr(out, "keys") else out)
+
+    def decode(self, token_ids: list[int]) -> str | None:
+        return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+
+    async def generate(self, prompt: list[int], params: SamplingParams, n: int) -> list[Generation]:
+        self._waiting += n
+        try:
+            await self._resumed.wait()  # requests arriving while paused run after /resume
+        finally:
+            self._waiting -= n
+        return list(await asyncio.gather(*(self._one(prompt, params, i) for i in range(n))))
+
+    async def _one(self, prompt: list[int], params: SamplingParams, index: int) -> Generation:
+        from vllm import SamplingParams as VllmSamplingParams
+        from vllm import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+
+        sp = VllmSamplingParams(
+            n=1, max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p,
+            seed=None if params.seed is None else derive_seed(params.seed, index) % (2**31),
+            logprobs=0, stop_token_ids=sorted(params.stop_token_ids), ignore_eos=params.ignore_eos,
+            output_kind=RequestOutputKind.DELTA,
+        )
+        request_id = f"rf-{uuid.uuid4().hex}"
+        tokens: list[int] = []
+        logprobs: list[float] = []
+        spans: list[list[int]] = []
+        finish = "abort"
+        self._running[request_id] = 0
+        try:
+            async for out in self.llm.generate(TokensPrompt(prompt_token_ids=prompt), sp, request_id):
+                completion = out.outputs[0]
+                version = self.version
+                for k, token in enumerate(completion.token_ids):
+                    entry = completion.logprobs[k] if completion.logprobs else None
+                    logprobs.append(float(entry[token].logprob) if entry and token in entry else 0.0)
+                    pos = len(tokens)
+                    tokens.append(int(token))
+                    if spans and spans[-1][0] == version:
+                        spans[-1][2] = pos + 1
+                    else:
+                        spans.append([version, pos, pos + 1])
+                self.metrics.tokens_generated.inc(len(completion.token_ids))
+                if out.finished:
+                    finish = completion.finish_reason if completion.finish_reason in ("stop", "length") else "abort"
+        finally:
+            self._running.pop(request_id, None)
+        self.metrics.requests.labels(finish_reason=finish).inc()
+        return Generation(index, tokens, logprobs, finish, [(v, s, e) for v, s, e in spans])
+
+    async def pause(self, mode: str) -> tuple[int, int]:
+        self.pause_mode = mode
+        self._resumed.clear()
+        in_flight = len(self._running)
+        await self.llm.pause_generation(mode=mode)
+        return (in_flight if mode == "abort" else 0), (len(self._running) if mode == "keep" else 0)
+
+    async def resume(self) -> None:
+        await self.llm.resume_generation()
+        self.pause_mode = None
+        self._resumed.set()
+
+    async def update_weights(self, path: str, version: int) -> None:
+        if self.pause_mode is None:
+            raise ConflictError("state", "update_weights needs a paused server: POST /pause first", "running")
+        p: Path = self.check_weights_path(path)
+        await self.llm.collective_rpc("update_config", args=({"model_config": {"model": str(p)}},))
+        await self.llm.collective_rpc("reload_weights")
+        self.version = version
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend_name, "model": self.model_name, "version": self.version,
+            "paused": self.pause_mode is not None, "pause_mode": self.pause_mode,
+            "running": len(self._running), "waiting": self._waiting, "max_batch": self.max_batch,
+        }
