@@ -1,3 +1,16 @@
 // Every activity the worker registers. Workflows see these only as types,
-// through proxyActivities<typeof activities>.
-export { checkEngineHealth } from './health';
+// through proxyActivities<Activities>.
+import type { ActivityDeps } from './deps';
+import { checkEngineHealth } from './health';
+import { rolloutActivities } from './rollout';
+import { trainingActivities } from './training';
+
+export function createActivities(deps: ActivityDeps) {
+  return { checkEngineHealth, ...rolloutActivities(deps), ...trainingActivities(deps) };
+}
+
+export type Activities = ReturnType<typeof createActivities>;
+export { checkEngineHealth };
+export { createDeps, type ActivityDeps } from './deps';
+export type { GenerateTurnInput, Sampling, TrajectoryContext, TurnSummary } from './rollout';
+export type { TrainOptions } from './training';

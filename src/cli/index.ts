@@ -7,6 +7,7 @@ import { ConfigError } from '../configs';
 import { down, status, up } from '../stack';
 import { runWorker } from '../worker';
 import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
+import { runStatus, startRun, steer, type RunOptions } from './run';
 import { runSmoke } from './smoke';
 
 const out = (line: string): void => {
@@ -56,6 +57,33 @@ function buildProgram(): Command {
       const report = await runSmoke(loadFromArgs(file, opts).loaded, out);
       if (!report.ok) process.exitCode = 1;
     });
+
+  withConfigOptions(program.command('run'))
+    .description('start a training run (bringing the embedded stack up if needed); prints the run id and UI link')
+    .option('--wait', 'follow progress, a line per step, until the run ends')
+    .option('--json', 'wait, then print one JSON summary as the last stdout line')
+    .option('--run-id <id>', 'workflow id of the run (default: <exp_name>-<timestamp>)')
+    .action(async (file: string | undefined, opts: ConfigOptions & RunOptions) => {
+      const { loaded, args } = loadFromArgs(file, opts);
+      await startRun(loaded, args, opts, out, (line) => process.stderr.write(`${line}\n`));
+    });
+
+  for (const [name, description] of [
+    ['status', 'print a run\'s status (step, version, buffer, running, consumed, staleness)'],
+    ['suspend', 'stop dispatching new work in a run'],
+    ['resume', 'resume dispatching in a suspended run'],
+  ] as const) {
+    program
+      .command(name)
+      .description(description)
+      .argument('<run>', 'run id')
+      .option('--config <file>', 'run config (for the Temporal address); default: built-in defaults')
+      .action(async (runId: string, opts: { config?: string }) => {
+        const { loaded } = loadFromArgs(opts.config, {});
+        if (name === 'status') await runStatus(loaded.config, runId, out);
+        else await steer(loaded.config, runId, name);
+      });
+  }
 
   return program;
 }

@@ -22,6 +22,7 @@ function endpoint<B extends readonly [string, ...string[]]>(backends: B, default
       url: z.url({ protocol: /^https?$/ }).describe('Base URL of the server, e.g. http://127.0.0.1:8301.'),
       backend: z.enum(backends).default(defaultBackend as never).describe(`Implementation behind the role: ${backends.join(' | ')}.`),
       launch: z.boolean().default(true).describe('Start this server with `rollflow dev up` (loopback URLs only); false for a server you run yourself.'),
+      options: z.record(z.string(), z.unknown()).default({}).describe('Role/backend settings passed to a launched server as --option key=value (see python-engines).'),
     })
     .superRefine((e, ctx) => {
       if (e.launch && !isLoopbackHost(new URL(e.url).hostname)) {
@@ -152,6 +153,9 @@ export const RunConfigSchema = z
     rewards: z.record(z.string(), RewardSchema).default({}).describe('Reward workers by name; each scores the domains in its tag_included.'),
     domain_interleave_probs: z.record(z.string(), z.number().min(0).max(1)).optional().describe('Share of each domain in a batch; must sum to 1.'),
 
+    dataset_size: count(1).default(1024).describe('(rollflow) Distinct prompts (env seeds 0..N-1) one epoch visits, in a seeded order.'),
+    group_filter: z.enum(['none', 'std']).default('none').describe('(rollflow) std drops groups whose rewards are all equal (no GRPO signal); none keeps every group.'),
+    steps_per_workflow_run: count(1).default(20).describe('(rollflow) Training steps per run-workflow execution before continue-as-new keeps its history small.'),
     partial_rollout: z.boolean().default(true).describe('(rollflow) On a weight update abort generation and continue from the partial tokens; false drains instead.'),
     stale_policy: z.enum(['accept', 'drop', 'restart']).default('drop').describe('(rollflow) What to do with a sample staler than ⌈α⌉ steps at consumption.'),
     temporal: TemporalSchema,

@@ -1,9 +1,7 @@
 /**
- * Typed calls to an env/reward server (python-engines --role env). Responses
- * are checked against the shared contract, so drift between the two sides
- * fails loudly at the first call instead of corrupting a trajectory.
+ * Typed calls to an env/reward server (python-engines --role env), responses
+ * checked against the shared contract.
  */
-import type { z } from 'zod';
 import {
   CloseResponseSchema,
   ResetResponseSchema,
@@ -18,8 +16,7 @@ import {
   type StepRequest,
   type StepResponse,
 } from './contracts/env';
-import { EngineRejectedError } from './errors';
-import { requestJson, type RequestOptions } from './http';
+import { callChecked, type RequestOptions } from './http';
 
 export class EnvClient {
   constructor(readonly baseUrl: string) {}
@@ -40,10 +37,7 @@ export class EnvClient {
     return this.post('/reward', req, RewardResponseSchema, opts);
   }
 
-  private async post<T>(path: string, body: unknown, schema: z.ZodType<T>, opts: RequestOptions = {}): Promise<T> {
-    const url = new URL(path, this.baseUrl).toString();
-    const parsed = schema.safeParse(await requestJson<unknown>(url, { ...opts, body }));
-    if (!parsed.success) throw new EngineRejectedError(`${url}: response does not match the contract: ${parsed.error.message}`, 502);
-    return parsed.data;
+  private post<T>(path: string, body: unknown, schema: Parameters<typeof callChecked<T>>[2], opts: RequestOptions = {}): Promise<T> {
+    return callChecked(this.baseUrl, path, schema, { ...opts, body });
   }
 }

@@ -38,3 +38,14 @@ export async function requestJson<T>(url: string, opts: RequestOptions = {}): Pr
     throw new EngineRejectedError(`${url}: response is not JSON: ${text.slice(0, 200)}`, res.status);
   }
 }
+
+/**
+ * A call whose response is checked against the shared contract schema, so
+ * drift between TypeScript and python-engines fails at the first call.
+ */
+export async function callChecked<T>(baseUrl: string, path: string, schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Error } }, opts: RequestOptions = {}): Promise<T> {
+  const url = new URL(path, baseUrl).toString();
+  const parsed = schema.safeParse(await requestJson<unknown>(url, opts));
+  if (!parsed.success) throw new EngineRejectedError(`${url}: response does not match the contract: ${parsed.error.message}`, 502);
+  return parsed.data;
+}

@@ -4,3 +4,7 @@ export { engineHealth, type EngineHealth, type EngineRole, type EngineTarget } f
 export { EnvClient } from './env-client';
 export { generateToCompletion, appendSpans, GenerationAbortedTooOftenError, type Completion, type CompletionCall, type Generation, type VersionSpan } from './continuation';
 export { InferencePool, type Lease } from './pool';
+export { InferenceClient } from './inference-client';
+export { TrainerClient } from './trainer-client';
+export { callChecked } from './http';
+export type { ChatMessage } from './contracts/inference';

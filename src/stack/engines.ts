@@ -2,13 +2,14 @@
 import path from 'node:path';
 import type { RunConfig } from '../configs';
 import { engineHealth, type EngineRole } from '../gpu-bridge';
-import { logsDir, pidsDir, pythonBin, ROOT } from '../paths';
+import { logsDir, pidsDir, pythonBin, ROOT, stateDir } from '../paths';
 import { livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
 
 export interface LaunchedEngine {
   role: EngineRole;
   url: string;
   backend: string;
+  options: Record<string, unknown>;
   process: ManagedProcess;
 }
 
@@ -23,7 +24,7 @@ export function launchedEngines(config: RunConfig): LaunchedEngine[] {
     .map((e) => {
       const port = new URL(e.url).port;
       const name = `engine-${e.role}-${port}`;
-      return { role: e.role, url: e.url, backend: e.backend, process: { name, pidFile: path.join(pidsDir(), `${name}.pid`), logFile: path.join(logsDir(), `${name}.log`), marker: 'rollflow_engines serve' } };
+      return { role: e.role, url: e.url, backend: e.backend, options: e.options, process: { name, pidFile: path.join(pidsDir(), `${name}.pid`), logFile: path.join(logsDir(), `${name}.log`), marker: 'rollflow_engines serve' } };
     });
 }
 
@@ -31,7 +32,10 @@ export async function startEngine(e: LaunchedEngine): Promise<string> {
   const pid = livePid(e.process);
   if (pid !== undefined) return `${e.process.name}: already running (pid ${pid})`;
   const { hostname, port } = new URL(e.url);
+  // A launched trainer exports weights under the state dir unless the config says otherwise.
+  const options = e.role === 'trainer' ? { export_dir: path.join(stateDir(), 'weights', e.process.name), ...e.options } : e.options;
   const args = ['-m', 'rollflow_engines', 'serve', '--role', e.role, '--backend', e.backend, '--host', hostname.replace(/^\[|\]$/g, ''), '--port', port];
+  for (const [k, v] of Object.entries(options)) args.push('--option', `${k}=${JSON.stringify(v)}`);
   const env = { ...process.env, PYTHONPATH: path.join(ROOT, 'python-engines') };
   const started = startDetached(e.process, pythonBin(), args, env);
   await waitUntil(e.process, () => engineHealth(e.url, { timeoutMs: 2_000 }), 120_000);

@@ -4,7 +4,7 @@
  * SIGINT/SIGTERM (Temporal's runtime handles both), finishing what it can.
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
-import * as activities from '../activities';
+import { createActivities, createDeps } from '../activities';
 import type { LoadedConfig } from '../configs';
 import { createLogger, type Logger } from '../logging';
 
@@ -24,7 +24,8 @@ export interface WorkerOptions {
   identity?: string;
 }
 
-export async function createWorker({ config }: LoadedConfig, opts: WorkerOptions = {}): Promise<{ worker: Worker; connection: NativeConnection }> {
+export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {}): Promise<{ worker: Worker; connection: NativeConnection }> {
+  const { config } = loaded;
   const log = createLogger('worker');
   installRuntimeLogger(log);
   const connection = await NativeConnection.connect({ address: config.temporal.address });
@@ -35,7 +36,7 @@ export async function createWorker({ config }: LoadedConfig, opts: WorkerOptions
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.task_queue,
       workflowsPath: opts.workflowsPath ?? require.resolve('../workflows'),
-      activities,
+      activities: createActivities(createDeps(loaded)),
       ...(opts.identity ? { identity: opts.identity } : {}),
     });
   } catch (e) {

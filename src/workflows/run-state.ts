@@ -124,6 +124,11 @@ export class RunState {
     return this.bufferedSamples + this.trainingSamples + this.runningSamples;
   }
 
+  /** Groups started and not yet reported. */
+  get inFlightGroups(): GroupRef[] {
+    return [...this.inFlight.values()].map(({ epoch, position }) => ({ epoch, position }));
+  }
+
   /** True while a taken batch waits for onStepDone. */
   get training(): boolean {
     return this.trainingSamples > 0;

@@ -4,10 +4,10 @@
  * so a failed probe still says which engine is down and why.
  */
 import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import type { Activities } from '../activities';
 import type { EngineHealth, EngineTarget } from '../gpu-bridge';
 
-const { checkEngineHealth } = proxyActivities<typeof activities>({
+const { checkEngineHealth } = proxyActivities<Activities>({
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '500 ms', maximumAttempts: 4, nonRetryableErrorTypes: ['EngineRejectedError'] },
 });

@@ -25,7 +25,7 @@ describe('run config', () => {
   it('accepts an empty config and fills every default', () => {
     const { config, derived } = parseConfig({}, 'test', '/work');
     expect(config.async_generation_ratio).toBe(0);
-    expect(config.engines.inference).toEqual([{ url: 'http://127.0.0.1:8301', backend: 'sim', launch: true }]);
+    expect(config.engines.inference).toEqual([{ url: 'http://127.0.0.1:8301', backend: 'sim', launch: true, options: {} }]);
     expect(config.engines.trainer.backend).toBe('sim');
     expect(config.actor_train.training_args.gradient_accumulation_steps).toBe(1);
     expect(derived.run_dir).toBe('/work/runs/rollflow');
@@ -103,7 +103,7 @@ describe('run config', () => {
     const { config, source } = loadConfig(file, ['async_generation_ratio=2.5', 'engines.inference[0].backend=torch', 'partial_rollout=false']);
     expect(source).toBe(file);
     expect(config.async_generation_ratio).toBe(2.5);
-    expect(config.engines.inference[0]).toEqual({ url: 'http://127.0.0.1:9000', backend: 'torch', launch: true });
+    expect(config.engines.inference[0]).toEqual({ url: 'http://127.0.0.1:9000', backend: 'torch', launch: true, options: {} });
     expect(config.partial_rollout).toBe(false);
   });
 

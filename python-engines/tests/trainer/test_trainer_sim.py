@@ -155,3 +155,19 @@ def test_bad_batch_files_name_the_field(tmp_path, content, name, status, field):
     r = client().post("/train_step", json={"step": 0, "batch_ref": str(path)})
     assert r.status_code == status, r.text
     assert problem_field(r) == field
+
+
+def test_reset_returns_to_version_zero_so_a_new_run_can_start():
+    from fastapi.testclient import TestClient
+
+    from rollflow_engines.app import create_app
+    from rollflow_engines.config import load_config
+
+    client = TestClient(create_app(load_config(None, {"role": "trainer", "backend": "sim"})))
+    sample = {"uid": "u0", "group_id": "g0", "prompt_ids": [1], "response_ids": [2], "old_logprobs": [-1.0], "reward": 1.0}
+    assert client.post("/train_step", json={"step": 0, "batch": [sample]}).status_code == 200
+    assert client.post("/train_step", json={"step": 0, "batch": [{**sample, "uid": "u1"}]}).status_code == 409
+    assert client.post("/reset", json={}).json() == {"version": 0}
+    again = client.post("/train_step", json={"step": 0, "batch": [{**sample, "uid": "u1"}]})
+    assert again.status_code == 200 and again.json()["version"] == 1
+    assert "rollflow_trainer_version 1.0" in client.get("/metrics").text

@@ -89,6 +89,8 @@ export const LogprobsResponseSchema = z.strictObject({
 
 const CheckpointPath = z.string().min(1).describe('Checkpoint directory on the trainer host.');
 
+export const ResetRequestSchema = z.strictObject({});
+export const ResetResponseSchema = z.strictObject({ version: z.number().int().min(0) });
 export const SaveRequestSchema = z.strictObject({ path: CheckpointPath });
 export const SaveResponseSchema = z.strictObject({ path: z.string(), version: z.number().int().min(0) });
 export const LoadRequestSchema = z.strictObject({ path: CheckpointPath });
@@ -113,6 +115,8 @@ export type TrainStepResponse = z.infer<typeof TrainStepResponseSchema>;
 export type TokenSequence = z.infer<typeof TokenSequenceSchema>;
 export type LogprobsRequest = z.infer<typeof LogprobsRequestSchema>;
 export type LogprobsResponse = z.infer<typeof LogprobsResponseSchema>;
+export type ResetRequest = z.infer<typeof ResetRequestSchema>;
+export type ResetResponse = z.infer<typeof ResetResponseSchema>;
 export type SaveRequest = z.infer<typeof SaveRequestSchema>;
 export type SaveResponse = z.infer<typeof SaveResponseSchema>;
 export type LoadRequest = z.infer<typeof LoadRequestSchema>;
@@ -121,6 +125,8 @@ export type ExportWeightsRequest = z.infer<typeof ExportWeightsRequestSchema>;
 export type ExportWeightsResponse = z.infer<typeof ExportWeightsResponseSchema>;
 
 export const TRAINER_CONTRACTS: Record<string, z.ZodType> = {
+  ResetRequest: ResetRequestSchema,
+  ResetResponse: ResetResponseSchema,
   Sample: SampleSchema,
   VersionSpan: VersionSpanSchema,
   TrainStepRequest: TrainStepRequestSchema,

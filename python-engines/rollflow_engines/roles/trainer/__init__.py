@@ -88,4 +88,4 @@ def make_backend(backend: str, options: Options):
 def register(app: FastAPI, backend: str, options: Options) -> None:
     from .api import TrainerServer, register_endpoints
 
-    register_endpoints(app, TrainerServer(make_backend(backend, options), options.export_dir))
+    register_endpoints(app, TrainerServer(lambda: make_backend(backend, options), options.export_dir))

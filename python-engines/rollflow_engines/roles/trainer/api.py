@@ -20,6 +20,7 @@ import os
 import shutil
 import uuid
 from pathlib import Path
+from typing import Callable
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
@@ -28,7 +29,7 @@ from fastapi.routing import APIRoute
 from ...errors import ConflictError, NotFoundError, RequestError
 from .backend import RecordedStep, TrainerBackend, run_in_thread
 from .batch import batch_fingerprint, check_samples, prepare_batch, resolve_samples
-from .contracts import (ExportWeightsRequest, ExportWeightsResponse, LoadRequest, LoadResponse, LogprobsRequest,
+from .contracts import (ResetRequest, ResetResponse, ExportWeightsRequest, ExportWeightsResponse, LoadRequest, LoadResponse, LogprobsRequest,
                         LogprobsResponse, SaveRequest, SaveResponse, TrainStepRequest, TrainStepResponse)
 from .metrics import TrainerMetrics
 
@@ -62,12 +63,25 @@ def scratch_dir_for(target: Path, marker: str, field: str) -> Path:
 class TrainerServer:
     """State of one trainer app: the backend, its lock, its metrics."""
 
-    def __init__(self, backend: TrainerBackend, export_dir: str):
-        self.backend = backend
+    def __init__(self, make_backend: Callable[[], TrainerBackend], export_dir: str):
+        self._make_backend = make_backend
+        self.backend = make_backend()
         self.export_dir = Path(export_dir)
         self.lock = asyncio.Lock()
         self.training_step: int | None = None  # set while a train step runs
-        self.metrics = TrainerMetrics(backend)
+        self.metrics = TrainerMetrics(self.backend)
+
+    # ---- reset: a new run starts from the initial weights
+
+    async def reset(self) -> ResetResponse:
+        """Rebuilds the backend from its launch options: initial weights, a fresh optimizer, version 0.
+        A run calls it first, so runs on one long-lived trainer server do not depend on each other."""
+        if self.training_step is not None:
+            raise ConflictError("step", f"train step {self.training_step} is still running; reset when it is done", self.training_step)
+        async with self.lock:
+            self.backend = await asyncio.to_thread(self._make_backend)
+            self.metrics.attach(self.backend)
+        return ResetResponse(version=self.backend.version)
 
     # ---- train step
 
@@ -202,6 +216,10 @@ def register_endpoints(app: FastAPI, server: TrainerServer) -> None:
     @router.post("/train_step", response_model=TrainStepResponse)
     async def train_step(req: TrainStepRequest) -> TrainStepResponse:
         return await server.train_step(req)
+
+    @router.post("/reset", response_model=ResetResponse)
+    async def reset(_: ResetRequest) -> ResetResponse:
+        return await server.reset()
 
     @router.post("/logprobs", response_model=LogprobsResponse)
     async def logprobs(req: LogprobsRequest) -> LogprobsResponse:

@@ -114,6 +114,14 @@ class LogprobsResponse(_Wire):
     version: int = Field(ge=0, description="Policy version of the weights that computed them.")
 
 
+class ResetRequest(_Wire):
+    """POST /reset: back to the initial weights (from the server's launch options), a fresh optimizer, version 0."""
+
+
+class ResetResponse(_Wire):
+    version: int = Field(ge=0, description="Policy version after the reset (0).")
+
+
 class SaveRequest(_Wire):
     path: str = Field(min_length=1, description="Checkpoint directory to write (replaced atomically if it exists).")
 
@@ -144,5 +152,6 @@ class ExportWeightsResponse(_Wire):
 CONTRACT_MODELS: dict[str, type[BaseModel]] = {
     m.__name__: m
     for m in (Sample, VersionSpan, TrainStepRequest, TrainStepResponse, TokenSequence, LogprobsRequest, LogprobsResponse,
-              SaveRequest, SaveResponse, LoadRequest, LoadResponse, ExportWeightsRequest, ExportWeightsResponse)
+              SaveRequest, SaveResponse, LoadRequest, LoadResponse, ExportWeightsRequest, ExportWeightsResponse,
+              ResetRequest, ResetResponse)
 }

@@ -24,6 +24,10 @@ class TrainerMetrics:
         self.version = Gauge(PREFIX + "version", "Policy version of the weights (train steps applied).", registry=r)
         self.step_seconds = Histogram(PREFIX + "step_seconds", "Wall time of a train step's compute.", registry=r,
                                       buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800))
+        self.attach(backend)
+
+    def attach(self, backend: TrainerBackend) -> None:
+        """Follow ``backend`` (called again when /reset replaces the backend)."""
         self.version.set_function(lambda: backend.version)
         backend.on_commit.append(self.observe)
 

@@ -1,0 +1,168 @@
+/**
+ * Rollout activities (the EnvManager's loop body): env reset/step, one
+ * generation turn, and the finished sample. Token arrays live in the sample
+ * store; workflows pass keys and get small summaries back.
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import { generateToCompletion, type ChatMessage, type Generation, type VersionSpan } from '../gpu-bridge';
+import type { Sample } from '../gpu-bridge/contracts/trainer';
+import { resolveEnv } from '../envs';
+import type { ActivityDeps } from './deps';
+import { withHeartbeat } from './heartbeat';
+
+/** A trajectory's token-level record, kept in the store under its context key. */
+export interface TrajectoryContext {
+  messages: ChatMessage[];
+  prompt_ids: number[];
+  /** Generated tokens and, in multi-turn episodes, the env's tokens between turns (loss_mask 0). */
+  response_ids: number[];
+  old_logprobs: number[];
+  loss_mask: (0 | 1)[];
+  version_spans: VersionSpan[];
+  aborts: number;
+}
+
+export interface Sampling {
+  max_tokens: number;
+  temperature: number;
+  top_p: number;
+  seed: number;
+}
+
+export interface GenerateTurnInput {
+  contextKey: string;
+  observation: string;
+  turn: number;
+  sampling: Sampling;
+  /** Keeps a trajectory's turns on one server. */
+  affinity: string;
+}
+
+export interface TurnSummary {
+  action: string;
+  tokens: number;
+  finish_reason: 'stop' | 'length';
+  aborts: number;
+  versions: number[];
+}
+
+export interface EnvInput {
+  envType: string;
+  envConfig: Record<string, unknown>;
+}
+
+export function rolloutActivities(deps: ActivityDeps) {
+  const envFor = (envType: string) => resolveEnv(envType, deps.env);
+
+  return {
+    async envReset(input: EnvInput & { seed: number }) {
+      const env = envFor(input.envType);
+      return withHeartbeat((signal) => env.reset(env.parseConfig(input.envConfig), input.seed, signal));
+    },
+
+    async envStep(input: EnvInput & { state: unknown; action: string }) {
+      const env = envFor(input.envType);
+      return withHeartbeat((signal) => env.step(env.parseConfig(input.envConfig), input.state, input.action, signal));
+    },
+
+    /**
+     * One turn: the server applies the chat template to the conversation so
+     * far (we never tokenize), generation runs to completion across weight
+     * updates (abort -> continue from partial tokens), and the context grows
+     * by the env's tokens (masked) and the generated ones.
+     */
+    async generateTurn(input: GenerateTurnInput): Promise<TurnSummary> {
+      const ctx: TrajectoryContext =
+        input.turn === 0
+          ? { messages: [], prompt_ids: [], response_ids: [], old_logprobs: [], loss_mask: [], version_spans: [], aborts: 0 }
+          : await deps.store.get<TrajectoryContext>(input.contextKey);
+      ctx.messages.push({ role: 'user', content: input.observation });
+      const { max_tokens, temperature, top_p, seed } = input.sampling;
+
+      return withHeartbeat(async (signal) => {
+        const lease = deps.pool.acquire(input.affinity);
+        let text = '';
+        let prompt: number[];
+        let generation: Generation;
+        try {
+          const client = deps.inference.get(lease.url)!;
+          const chat = await client.chat({ messages: ctx.messages, max_tokens, temperature, top_p, seed: seed + input.turn, n: 1 }, { signal });
+          prompt = chat.prompt_token_ids;
+          const first = chat.choices[0]!;
+          text = first.message.content ?? '';
+          const partial: Generation = { token_ids: first.token_ids, logprobs: first.logprobs, finish_reason: 'length', version_spans: first.version_spans, aborts: 0 };
+          generation =
+            first.finish_reason === 'abort'
+              ? await generateToCompletion(
+                  async (call) => {
+                    const r = await client.complete({ prompt: call.prompt, max_tokens: call.max_tokens, temperature, top_p, seed: seed + input.turn + 7919 * (call.attempt + 1) }, { signal });
+                    text += r.choices[0]!.text ?? '';
+                    return r.choices[0]!;
+                  },
+                  prompt,
+                  max_tokens,
+                  { partial: { ...partial, aborts: 1 } },
+                )
+              : { ...partial, finish_reason: first.finish_reason };
+        } finally {
+          lease.release();
+        }
+        appendTurn(ctx, prompt, generation, input.turn);
+        ctx.messages.push({ role: 'assistant', content: text });
+        await deps.store.put(input.contextKey, ctx);
+        return { action: text, tokens: generation.token_ids.length, finish_reason: generation.finish_reason, aborts: generation.aborts, versions: [...new Set(generation.version_spans.map((s) => s.version))] };
+      });
+    },
+
+    /** Writes the finished trajectory as one training sample; returns its key and the summary the group needs. */
+    async finishTrajectory(input: { contextKey: string; sampleKey: string; uid: string; groupId: string; reward: number }) {
+      const ctx = await deps.store.get<TrajectoryContext>(input.contextKey);
+      const sample: Sample = {
+        uid: input.uid,
+        group_id: input.groupId,
+        prompt_ids: ctx.prompt_ids,
+        response_ids: ctx.response_ids,
+        old_logprobs: ctx.old_logprobs,
+        reward: input.reward,
+        loss_mask: ctx.loss_mask,
+        version_spans: ctx.version_spans,
+      };
+      await deps.store.put(input.sampleKey, sample);
+      const versions = ctx.version_spans.map((s) => s.version);
+      return {
+        sampleKey: input.sampleKey,
+        tokens: ctx.response_ids.length,
+        minVersion: versions.length ? Math.min(...versions) : -1,
+        maxVersion: versions.length ? Math.max(...versions) : -1,
+        versionsSpanned: new Set(versions).size,
+        aborts: ctx.aborts,
+      };
+    },
+  };
+}
+
+/** Adds one turn to the context, keeping token ids end to end across turns. */
+function appendTurn(ctx: TrajectoryContext, prompt: number[], g: Generation, turn: number): void {
+  if (turn === 0) {
+    ctx.prompt_ids = prompt;
+  } else {
+    // The server re-rendered the whole conversation; what we already hold must be its exact prefix.
+    const held = [...ctx.prompt_ids, ...ctx.response_ids];
+    if (prompt.length < held.length || held.some((t, i) => prompt[i] !== t)) {
+      throw ApplicationFailure.nonRetryable(
+        `turn ${turn}: the chat template re-tokenized earlier turns differently; continuing would train on tokens the model never produced`,
+        'TokenizationDriftError',
+      );
+    }
+    const envTokens = prompt.slice(held.length);
+    ctx.response_ids.push(...envTokens);
+    ctx.old_logprobs.push(...envTokens.map(() => 0));
+    ctx.loss_mask.push(...envTokens.map(() => 0 as const));
+  }
+  const offset = ctx.response_ids.length;
+  ctx.response_ids.push(...g.token_ids);
+  ctx.old_logprobs.push(...g.logprobs);
+  ctx.loss_mask.push(...g.token_ids.map(() => 1 as const));
+  ctx.version_spans.push(...g.version_spans.map((s) => ({ version: s.version, start: s.start + offset, end: s.end + offset })));
+  ctx.aborts += g.aborts;
+}

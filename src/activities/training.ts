@@ -1,0 +1,64 @@
+/**
+ * Training-side activities: assemble a batch, run the train step, export the
+ * new weights, and the weight sync (ROLL Flash's suspend -> model_update ->
+ * resume) on every inference server.
+ */
+import { appendFile, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Sample, TrainStepRequest } from '../gpu-bridge/contracts/trainer';
+import type { ActivityDeps } from './deps';
+import { withHeartbeat } from './heartbeat';
+
+export type TrainOptions = Omit<TrainStepRequest, 'step' | 'batch' | 'batch_ref'>;
+
+export function trainingActivities(deps: ActivityDeps) {
+  return {
+    /** A new run starts from the initial weights: reset the trainer to version 0 and export them for the inference servers. */
+    async initTrainer(): Promise<{ path: string; version: number }> {
+      return withHeartbeat(async (signal) => {
+        await deps.trainer.reset({ signal });
+        return deps.trainer.exportWeights({ version: 0 }, { signal });
+      });
+    },
+
+    /** Gathers the batch's samples into one JSON-lines file the trainer reads; returns its path. */
+    async writeBatch(input: { batchKey: string; sampleKeys: string[] }): Promise<string> {
+      const samples = await Promise.all(input.sampleKeys.map((k) => deps.store.get<Sample>(k)));
+      await deps.store.putLines(input.batchKey, samples);
+      return deps.store.locate(input.batchKey);
+    },
+
+    /** One train step; the trainer is idempotent by step, so a retried activity never trains a batch twice. */
+    async runTrainStep(input: { step: number; batchPath: string; options: TrainOptions }) {
+      return withHeartbeat((signal) => deps.trainer.trainStep({ step: input.step, batch_ref: input.batchPath, ...input.options }, { signal }));
+    },
+
+    async exportWeights(input: { version: number }): Promise<{ path: string; version: number }> {
+      return withHeartbeat((signal) => deps.trainer.exportWeights({ version: input.version }, { signal }));
+    },
+
+    /**
+     * pause -> update_weights -> resume on every inference server. With
+     * partial rollout the pause aborts in-flight generations (the bridge
+     * continues them from their partial tokens under the new weights);
+     * without it, the pause drains them first. Every step is safe to repeat,
+     * so a retry after a crash midway converges.
+     */
+    async syncWeights(input: { path: string; version: number; partialRollout: boolean }) {
+      return withHeartbeat(async (signal) => {
+        const clients = [...deps.inference.values()];
+        const started = Date.now();
+        const paused = await Promise.all(clients.map((c) => c.pause({ mode: input.partialRollout ? 'abort' : 'wait' }, { signal })));
+        await Promise.all(clients.map((c) => c.updateWeights({ path: input.path, version: input.version }, { signal })));
+        await Promise.all(clients.map((c) => c.resume({ signal })));
+        return { aborted: paused.reduce((n, p) => n + p.aborted, 0), seconds: (Date.now() - started) / 1000 };
+      });
+    },
+
+    /** Appends one metrics record to <run_dir>/metrics.jsonl (the run's step log). */
+    async appendMetrics(input: { runDir: string; record: Record<string, unknown> }): Promise<void> {
+      await mkdir(input.runDir, { recursive: true });
+      await appendFile(path.join(input.runDir, 'metrics.jsonl'), `${JSON.stringify(input.record)}\n`);
+    },
+  };
+}

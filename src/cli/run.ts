@@ -1,0 +1,109 @@
+/** `rollflow run | status | suspend | resume`: start a training run and follow or steer it. */
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { connectClient, workflowUrl } from '../client/connect';
+import { buildPlan } from '../client/plan';
+import type { LoadedConfig, RunConfig } from '../configs';
+import { up } from '../stack';
+import { resume, run, status, suspend, type RunStatus } from '../workflows/run';
+import { KIND, RUN_ID } from '../workflows/search-attributes';
+
+export interface RunOptions {
+  wait?: boolean;
+  json?: boolean;
+  runId?: string;
+}
+
+const stamp = () => new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
+
+export async function startRun(loaded: LoadedConfig, configArgs: string[], opts: RunOptions, out: (line: string) => void, err: (line: string) => void): Promise<void> {
+  const { config } = loaded;
+  const runId = opts.runId ?? `${config.exp_name}-${stamp()}`;
+  const plan = buildPlan(loaded, runId); // a config that cannot run fails before anything starts
+  if (config.temporal.embedded && loaded.derived.temporal.loopback) await up(loaded, configArgs, err);
+  const started = Date.now();
+  const client = await connectClient(config);
+  try {
+    const handle = await client.workflow.start(run, {
+      taskQueue: config.temporal.task_queue,
+      workflowId: runId,
+      args: [{ plan }],
+      typedSearchAttributes: [
+        { key: RUN_ID, value: runId },
+        { key: KIND, value: 'run' },
+      ],
+    });
+    out(`run ${runId} started: ${workflowUrl(config, runId)}`);
+    if (!opts.wait && !opts.json) return;
+    const final = await follow(client, runId, opts.json ? () => undefined : out);
+    await handle.result();
+    if (opts.json) out(JSON.stringify(await summary(config, loaded.derived.sample_store_path, final, (Date.now() - started) / 1000)));
+  } finally {
+    await client.connection.close();
+  }
+}
+
+/** Prints a line per finished step until the run completes; returns its final status. */
+async function follow(client: Client, runId: string, out: (line: string) => void): Promise<RunStatus> {
+  const handle = client.workflow.getHandle(runId);
+  let lastStep = -1;
+  for (;;) {
+    const desc = await handle.describe();
+    if (desc.status.name !== 'RUNNING' && desc.status.name !== 'CONTINUED_AS_NEW') {
+      return (await handle.result()) as RunStatus;
+    }
+    const s = await handle.query(status).catch(() => undefined);
+    if (s && s.step !== lastStep) {
+      lastStep = s.step;
+      out(`step ${s.step}/${s.maxSteps}  version ${s.version}  reward ${s.lastRewardMean.toFixed(3)}  staleness max ${s.staleness.max}  in system ${s.samplesInSystem}/${s.maxSamplesInSystem}`);
+    }
+    if (s && s.step >= s.maxSteps) return (await handle.result()) as RunStatus;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+/** The one-line JSON summary; unique uids are counted from the batch files the trainer read, not from the run's own counters. */
+async function summary(config: RunConfig, storeDir: string, s: RunStatus, wall_s: number) {
+  const batchDir = path.join(storeDir, s.runId, 'batches');
+  const uids = new Set<string>();
+  let lines = 0;
+  for (const f of (await readdir(batchDir)).filter((n) => n.endsWith('.jsonl'))) {
+    for (const line of (await readFile(path.join(batchDir, f), 'utf8')).split('\n').filter(Boolean)) {
+      uids.add((JSON.parse(line) as { uid: string }).uid);
+      lines++;
+    }
+  }
+  return {
+    run_id: s.runId,
+    steps: s.step,
+    samples_consumed: lines,
+    unique_uids_consumed: uids.size,
+    dropped: s.counters.droppedSamples,
+    max_staleness: s.staleness.max,
+    mean_staleness: s.staleness.mean,
+    partial_ratio: s.partial.ratio,
+    max_partial_span: s.partial.maxSpan,
+    wall_s,
+    peak_samples_in_system: s.peakSamplesInSystem,
+    async_generation_ratio: config.async_generation_ratio,
+  };
+}
+
+export async function runStatus(config: RunConfig, runId: string, out: (line: string) => void): Promise<void> {
+  const client = await connectClient(config);
+  try {
+    out(JSON.stringify(await client.workflow.getHandle(runId).query(status), null, 2));
+  } finally {
+    await client.connection.close();
+  }
+}
+
+export async function steer(config: RunConfig, runId: string, action: 'suspend' | 'resume'): Promise<void> {
+  const client = await connectClient(config);
+  try {
+    await client.workflow.getHandle(runId).signal(action === 'suspend' ? suspend : resume);
+  } finally {
+    await client.connection.close();
+  }
+}

@@ -1,0 +1,52 @@
+/** Typed calls to one inference server (python-engines --role inference, or any server speaking the same protocol). */
+import {
+  ChatCompletionResponseSchema,
+  CompletionResponseSchema,
+  EngineStateSchema,
+  PauseResponseSchema,
+  UpdateWeightsResponseSchema,
+  type ChatCompletionRequest,
+  type ChatCompletionResponse,
+  type CompletionRequest,
+  type CompletionResponse,
+  type EngineState,
+  type PauseRequest,
+  type PauseResponse,
+  type UpdateWeightsRequest,
+  type UpdateWeightsResponse,
+} from './contracts/inference';
+import { callChecked, type RequestOptions } from './http';
+
+// Generation may legitimately wait a long time: a paused server holds requests until it resumes.
+const GENERATE_TIMEOUT_MS = 60 * 60_000;
+
+export class InferenceClient {
+  constructor(readonly baseUrl: string) {}
+
+  complete(req: CompletionRequest, opts: RequestOptions = {}): Promise<CompletionResponse> {
+    return callChecked(this.baseUrl, '/v1/completions', CompletionResponseSchema, { timeoutMs: GENERATE_TIMEOUT_MS, ...opts, body: req });
+  }
+
+  chat(req: ChatCompletionRequest, opts: RequestOptions = {}): Promise<ChatCompletionResponse> {
+    return callChecked(this.baseUrl, '/v1/chat/completions', ChatCompletionResponseSchema, { timeoutMs: GENERATE_TIMEOUT_MS, ...opts, body: req });
+  }
+
+  /** Weight sync, step 1: abort (partial rollout) or wait for (drain) in-flight requests; new ones are held. */
+  pause(req: PauseRequest, opts: RequestOptions = {}): Promise<PauseResponse> {
+    return callChecked(this.baseUrl, '/pause', PauseResponseSchema, { timeoutMs: GENERATE_TIMEOUT_MS, ...opts, body: req });
+  }
+
+  /** Weight sync, step 2: load version n+1 (only while paused). */
+  updateWeights(req: UpdateWeightsRequest, opts: RequestOptions = {}): Promise<UpdateWeightsResponse> {
+    return callChecked(this.baseUrl, '/update_weights', UpdateWeightsResponseSchema, { timeoutMs: 10 * 60_000, ...opts, body: req });
+  }
+
+  /** Weight sync, step 3: admit held and new requests again. */
+  resume(opts: RequestOptions = {}): Promise<EngineState> {
+    return callChecked(this.baseUrl, '/resume', EngineStateSchema, { ...opts, body: {} });
+  }
+
+  state(opts: RequestOptions = {}): Promise<EngineState> {
+    return callChecked(this.baseUrl, '/state', EngineStateSchema, opts);
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * Timeouts and retry policies per kind of call. Long calls heartbeat, so a
+ * dead worker is noticed in heartbeatTimeout, not startToCloseTimeout.
+ * Failure types that retrying cannot fix are named here, not matched by text.
+ */
+import type { ActivityOptions } from '@temporalio/workflow';
+
+const NON_RETRYABLE = ['EngineRejectedError', 'TokenizationDriftError', 'InvalidKeyError', 'SampleNotFoundError', 'EnvConfigError'];
+
+/** Generation: may wait out weight syncs and long tails. */
+export const GENERATE: ActivityOptions = {
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '60 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: NON_RETRYABLE },
+};
+
+/** Env reset/step: seconds to minutes; a fail-stop env is cut by the timeout and retried (the env replays). */
+export const ENV: ActivityOptions = {
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '60 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: NON_RETRYABLE },
+};
+
+/** Store reads and writes: quick, retried fast. */
+export const STORE: ActivityOptions = {
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '200 ms', maximumInterval: '10 seconds', nonRetryableErrorTypes: NON_RETRYABLE },
+};
+
+/** Train step, export, weight sync: minutes; heartbeats while they run. */
+export const TRAIN: ActivityOptions = {
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '60 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: NON_RETRYABLE },
+};

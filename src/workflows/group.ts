@@ -1,0 +1,69 @@
+/**
+ * group: one prompt group (GRPO group / env group). Starts its G
+ * trajectories on the same env seed, applies the group filter, and sends the
+ * run one summary signal (so the run receives one signal per group, not per
+ * sample). It reports to the run's workflow id, which always reaches the
+ * newest run after continue-as-new.
+ */
+import { defineSignal, executeChild, getExternalWorkflowHandle, log, workflowInfo } from '@temporalio/workflow';
+import type { GroupRef, GroupResult } from './run-state';
+import { KIND, RUN_ID } from './search-attributes';
+import { trajectory, type EnvSpec, type TrajectoryInput } from './trajectory';
+import type { Sampling } from '../activities';
+
+/** Sent by each group to its run when its samples are done; idempotent by (epoch, position). */
+export const groupDone = defineSignal<[GroupResult]>('groupDone');
+
+export type GroupFilter = 'none' | 'std';
+
+export interface GroupInput {
+  runId: string;
+  ref: GroupRef;
+  groupUid: string;
+  groupSize: number;
+  startVersion: number;
+  env: EnvSpec;
+  envSeed: number;
+  sampling: Sampling;
+  /** std: drop groups whose rewards are all equal (no learning signal for GRPO). */
+  filter: GroupFilter;
+}
+
+export async function group(input: GroupInput): Promise<GroupResult> {
+  const results = await Promise.all(
+    Array.from({ length: input.groupSize }, (_, i) => {
+      const uid = `${input.groupUid}-s${i}`;
+      const args: TrajectoryInput = { runId: input.runId, uid, groupId: input.groupUid, env: input.env, envSeed: input.envSeed, sampling: { ...input.sampling, seed: input.sampling.seed + 1_000_003 * i } };
+      return executeChild(trajectory, {
+        workflowId: `${workflowInfo().workflowId}/s${i}`,
+        args: [args],
+        typedSearchAttributes: [
+          { key: RUN_ID, value: input.runId },
+          { key: KIND, value: 'trajectory' },
+        ],
+      });
+    }),
+  );
+  const rewards = results.map((r) => r.reward);
+  const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
+  const accepted = input.filter === 'none' || rewards.some((r) => Math.abs(r - mean) > 1e-12);
+  const result: GroupResult = {
+    ...input.ref,
+    startVersion: input.startVersion,
+    endVersion: Math.max(input.startVersion, ...results.map((r) => r.maxVersion)),
+    samples: results.length,
+    accepted,
+    rewardMean: mean,
+    tokens: results.reduce((n, r) => n + r.tokens, 0),
+    partialSamples: results.filter((r) => r.versionsSpanned > 1).length,
+    maxSpan: Math.max(...results.map((r) => r.versionsSpanned)),
+    storeKeys: results.map((r) => r.sampleKey),
+  };
+  try {
+    await getExternalWorkflowHandle(input.runId).signal(groupDone, result);
+  } catch (err) {
+    // The run finished (or was terminated) while this group ran: nothing is waiting for it.
+    log.warn('run no longer accepts group results', { runId: input.runId, error: String(err) });
+  }
+  return result;
+}

@@ -1,0 +1,248 @@
+/**
+ * run: the controller of one training run (ROLL Flash's AsyncController),
+ * workflow id = run id. A thin loop over RunState:
+ *
+ * - the dispatcher starts a `group` child whenever admission control (the
+ *   async ratio) allows, in the seeded per-epoch prompt order;
+ * - group results arrive by signal (idempotent: RunState ignores repeats);
+ * - the trainer loop takes a batch when one is ready, runs a `trainStep`
+ *   child, syncs the weights (suspend -> model_update -> resume), marks the
+ *   batch consumed and writes the step's metrics;
+ * - every few steps it continues-as-new with RunState's snapshot; group
+ *   children are ABANDONed, so they outlive the old run and report to the
+ *   same workflow id, which reaches the new run.
+ */
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineSignal,
+  executeChild,
+  getExternalWorkflowHandle,
+  ParentClosePolicy,
+  proxyActivities,
+  setHandler,
+  startChild,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities, Sampling, TrainOptions } from '../activities';
+import { TRAIN } from './activity-options';
+import { group, groupDone, type GroupFilter, type GroupInput } from './group';
+import { groupUid, RunState, type AdmissionLimits, type GroupRef, type RunCounters, type RunSnapshot } from './run-state';
+import { KIND, POLICY_VERSION, RUN_ID, STEP } from './search-attributes';
+import { epochOrder, splitmix32 } from './shuffle';
+import { trainStep } from './train-step';
+import type { EnvSpec } from './trajectory';
+
+const { initTrainer, syncWeights, appendMetrics } = proxyActivities<Activities>(TRAIN);
+
+/** Everything the run needs, computed from the run config on the client (workflows never read files). */
+export interface RunPlan {
+  runId: string;
+  runDir: string;
+  limits: AdmissionLimits;
+  datasetSize: number;
+  seed: number;
+  maxSteps: number;
+  partialRollout: boolean;
+  env: EnvSpec;
+  sampling: Omit<Sampling, 'seed'>;
+  filter: GroupFilter;
+  train: TrainOptions;
+  /** Continue-as-new after this many steps in one workflow run. */
+  stepsPerRun: number;
+}
+
+/** Running totals over consumed batches, carried across continue-as-new. */
+export interface RunStats {
+  batches: number;
+  samples: number;
+  stalenessSum: number;
+  stalenessMax: number;
+  partialSamples: number;
+  maxPartialSpan: number;
+  lastRewardMean: number;
+  /** Most samples ever buffered, training or running right after a dispatch: admission control's bound, as recorded. */
+  peakSamplesInSystem: number;
+}
+
+export interface RunInput {
+  plan: RunPlan;
+  snapshot?: RunSnapshot;
+  stats?: RunStats;
+  suspended?: boolean;
+}
+
+export interface RunStatus {
+  runId: string;
+  step: number;
+  maxSteps: number;
+  version: number;
+  suspended: boolean;
+  buffered: number;
+  running: number;
+  training: boolean;
+  samplesInSystem: number;
+  maxSamplesInSystem: number;
+  counters: RunCounters;
+  staleness: { mean: number; max: number };
+  partial: { ratio: number; maxSpan: number };
+  lastRewardMean: number;
+  peakSamplesInSystem: number;
+}
+
+export const suspend = defineSignal('suspend');
+export const resume = defineSignal('resume');
+export const status = defineQuery<RunStatus>('status');
+
+const emptyStats = (): RunStats => ({ batches: 0, samples: 0, stalenessSum: 0, stalenessMax: 0, partialSamples: 0, maxPartialSpan: 0, lastRewardMean: 0, peakSamplesInSystem: 0 });
+
+export async function run(input: RunInput): Promise<RunStatus> {
+  const { plan } = input;
+  const state = input.snapshot ? RunState.restore(input.snapshot) : new RunState(plan.limits, plan.datasetSize);
+  const stats = input.stats ?? emptyStats();
+  let suspended = input.suspended ?? false;
+
+  const report = (): RunStatus => ({
+    runId: plan.runId,
+    step: state.step,
+    maxSteps: plan.maxSteps,
+    version: state.version,
+    suspended,
+    buffered: state.bufferedSamples,
+    running: state.runningSamples,
+    training: state.training,
+    samplesInSystem: state.samplesInSystem,
+    maxSamplesInSystem: plan.limits.maxSamplesInSystem,
+    counters: { ...state.counters },
+    staleness: { mean: stats.samples ? stats.stalenessSum / stats.samples : 0, max: stats.stalenessMax },
+    partial: { ratio: stats.samples ? stats.partialSamples / stats.samples : 0, maxSpan: stats.maxPartialSpan },
+    lastRewardMean: stats.lastRewardMean,
+    peakSamplesInSystem: stats.peakSamplesInSystem,
+  });
+  setHandler(groupDone, (result) => void state.onGroupResult(result));
+  setHandler(suspend, () => void (suspended = true));
+  setHandler(resume, () => void (suspended = false));
+  setHandler(status, report);
+
+  if (!input.snapshot) {
+    // Every server starts this run at version 0, whatever runs it served before.
+    const initial = await initTrainer();
+    await syncWeights({ path: initial.path, version: initial.version, partialRollout: false });
+  }
+
+  // ---- dispatcher: admission-controlled group starts
+  const orders = new Map<number, number[]>();
+  const envSeedOf = (ref: GroupRef) => {
+    if (!orders.has(ref.epoch)) orders.set(ref.epoch, epochOrder(plan.datasetSize, plan.seed, ref.epoch));
+    return orders.get(ref.epoch)![ref.position]!;
+  };
+  const startGroup = (ref: GroupRef) => {
+    const uid = groupUid(ref);
+    const args: GroupInput = {
+      runId: plan.runId,
+      ref,
+      groupUid: uid,
+      groupSize: plan.limits.groupSize,
+      startVersion: state.version,
+      env: plan.env,
+      envSeed: envSeedOf(ref),
+      sampling: { ...plan.sampling, seed: Math.floor(splitmix32(plan.seed ^ (ref.epoch * 7919 + ref.position))() * 2 ** 31) },
+      filter: plan.filter,
+    };
+    return startChild(group, {
+      workflowId: `${plan.runId}/${uid}`,
+      args: [args],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      typedSearchAttributes: [
+        { key: RUN_ID, value: plan.runId },
+        { key: KIND, value: 'group' },
+      ],
+    });
+  };
+  let stopDispatch = false;
+  const dispatcher = (async () => {
+    for (;;) {
+      await condition(() => stopDispatch || (!suspended && state.canDispatch()));
+      if (stopDispatch) return;
+      const refs: GroupRef[] = [];
+      while (state.canDispatch()) refs.push(state.dispatch());
+      stats.peakSamplesInSystem = Math.max(stats.peakSamplesInSystem, state.samplesInSystem);
+      await Promise.all(refs.map(startGroup));
+    }
+  })();
+
+  // ---- trainer loop
+  const firstStep = state.step;
+  let lastStepEnd = Date.now();
+  while (state.step < plan.maxSteps) {
+    await condition(() => state.batchReady());
+    const batch = state.takeBatch()!;
+    const batchAt = Date.now();
+    const trained = await executeChild(trainStep, {
+      workflowId: `${plan.runId}/train-${batch.step}`,
+      args: [{ runId: plan.runId, step: batch.step, sampleKeys: batch.groups.flatMap((g) => g.storeKeys), options: plan.train }],
+      typedSearchAttributes: [
+        { key: RUN_ID, value: plan.runId },
+        { key: KIND, value: 'trainStep' },
+        { key: STEP, value: batch.step },
+      ],
+    });
+    const trainedAt = Date.now();
+    const sync = await syncWeights({ path: trained.weightsPath, version: trained.version, partialRollout: plan.partialRollout });
+    state.onStepDone(batch);
+    const samples = batch.groups.reduce((n, g) => n + g.samples, 0);
+    const partialSamples = batch.groups.reduce((n, g) => n + g.partialSamples, 0);
+    const maxSpan = Math.max(...batch.groups.map((g) => g.maxSpan));
+    const rewardMean = batch.groups.reduce((n, g) => n + g.rewardMean * g.samples, 0) / samples;
+    Object.assign(stats, {
+      lastRewardMean: rewardMean,
+      batches: stats.batches + 1,
+      samples: stats.samples + samples,
+      stalenessSum: stats.stalenessSum + batch.staleness.mean * samples,
+      stalenessMax: Math.max(stats.stalenessMax, batch.staleness.max),
+      partialSamples: stats.partialSamples + partialSamples,
+      maxPartialSpan: Math.max(stats.maxPartialSpan, maxSpan),
+    });
+    const now = Date.now();
+    await appendMetrics({
+      runDir: plan.runDir,
+      record: {
+        step: batch.step,
+        version: state.version,
+        'rollout/samples': samples,
+        'rollout/tokens': batch.groups.reduce((n, g) => n + g.tokens, 0),
+        'rollout/reward_mean': rewardMean,
+        'staleness/mean': batch.staleness.mean,
+        'staleness/max': batch.staleness.max,
+        'partial/ratio': partialSamples / samples,
+        'partial/max_span': maxSpan,
+        'timing/wait_batch': (batchAt - lastStepEnd) / 1000,
+        'timing/train': (trainedAt - batchAt) / 1000,
+        'timing/sync_weights': (now - trainedAt) / 1000,
+        'idle/trainer': (batchAt - lastStepEnd) / Math.max(1, now - lastStepEnd),
+        'sync/aborted_requests': sync.aborted,
+        ...Object.fromEntries(Object.entries(trained.metrics).map(([k, v]) => [`train/${k}`, v])),
+      },
+    });
+    lastStepEnd = now;
+    upsertSearchAttributes([
+      { key: STEP, value: state.step },
+      { key: POLICY_VERSION, value: state.version },
+    ]);
+    if (state.step < plan.maxSteps && (state.step - firstStep >= plan.stepsPerRun || workflowInfo().continueAsNewSuggested)) break;
+  }
+
+  stopDispatch = true;
+  await dispatcher;
+  if (state.step < plan.maxSteps) {
+    // Keep history small: carry the state into a fresh run; in-flight groups keep reporting to this workflow id.
+    await condition(allHandlersFinished);
+    return continueAsNew<typeof run>({ plan, snapshot: state.snapshot(), stats, suspended });
+  }
+  // Done: groups still generating are no longer needed.
+  await Promise.all(state.inFlightGroups.map((ref) => getExternalWorkflowHandle(`${plan.runId}/${groupUid(ref)}`).cancel().catch(() => undefined)));
+  return report();
+}
