@@ -4,7 +4,7 @@
  * store; workflows pass keys and get small summaries back.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import { generateToCompletion, type ChatMessage, type Generation, type VersionSpan } from '../gpu-bridge';
+import { generateToCompletion, type ChatMessage, type CompletionCall, type Generation, type VersionSpan } from '../gpu-bridge';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
 import { resolveEnv } from '../envs';
 import type { ActivityDeps } from './deps';
@@ -81,29 +81,30 @@ export function rolloutActivities(deps: ActivityDeps) {
 
       return withHeartbeat(async (signal) => {
         const lease = deps.pool.acquire(input.affinity);
+        const client = deps.inference.get(lease.url)!;
         let text = '';
+        const complete = async (call: CompletionCall) => {
+          const r = await client.complete({ prompt: call.prompt, max_tokens: call.max_tokens, temperature, top_p, seed: seed + input.turn + 7919 * (call.attempt + 1) }, { signal });
+          text += r.choices[0]!.text ?? '';
+          return r.choices[0]!;
+        };
         let prompt: number[];
         let generation: Generation;
         try {
-          const client = deps.inference.get(lease.url)!;
-          const chat = await client.chat({ messages: ctx.messages, max_tokens, temperature, top_p, seed: seed + input.turn, n: 1 }, { signal });
-          prompt = chat.prompt_token_ids;
-          const first = chat.choices[0]!;
-          text = first.message.content ?? '';
-          const partial: Generation = { token_ids: first.token_ids, logprobs: first.logprobs, finish_reason: 'length', version_spans: first.version_spans, aborts: 0 };
-          generation =
-            first.finish_reason === 'abort'
-              ? await generateToCompletion(
-                  async (call) => {
-                    const r = await client.complete({ prompt: call.prompt, max_tokens: call.max_tokens, temperature, top_p, seed: seed + input.turn + 7919 * (call.attempt + 1) }, { signal });
-                    text += r.choices[0]!.text ?? '';
-                    return r.choices[0]!;
-                  },
-                  prompt,
-                  max_tokens,
-                  { partial: { ...partial, aborts: 1 } },
-                )
-              : { ...partial, finish_reason: first.finish_reason };
+          if (input.turn === 0) {
+            // The server applies the chat template; we never tokenize.
+            const chat = await client.chat({ messages: ctx.messages, max_tokens, temperature, top_p, seed: seed + input.turn, n: 1 }, { signal });
+            prompt = chat.prompt_token_ids;
+            const first = chat.choices[0]!;
+            text = first.message.content ?? '';
+            const partial: Generation = { token_ids: first.token_ids, logprobs: first.logprobs, finish_reason: 'length', version_spans: first.version_spans, aborts: 1 };
+            generation = first.finish_reason === 'abort' ? await generateToCompletion(complete, prompt, max_tokens, { partial }) : { ...partial, aborts: 0, finish_reason: first.finish_reason };
+          } else {
+            // Later turns: the exact ids held so far, plus only the new turn's ids (earlier turns are never re-tokenized).
+            const next = await client.continuation({ history: ctx.messages.slice(0, -1), messages: ctx.messages.slice(-1) }, { signal });
+            prompt = [...ctx.prompt_ids, ...ctx.response_ids, ...next.token_ids];
+            generation = await generateToCompletion(complete, prompt, max_tokens);
+          }
         } finally {
           lease.release();
         }
@@ -146,11 +147,11 @@ function appendTurn(ctx: TrajectoryContext, prompt: number[], g: Generation, tur
   if (turn === 0) {
     ctx.prompt_ids = prompt;
   } else {
-    // The server re-rendered the whole conversation; what we already hold must be its exact prefix.
+    // The prompt was built as held ids + continuation ids; guard the invariant that training relies on.
     const held = [...ctx.prompt_ids, ...ctx.response_ids];
     if (prompt.length < held.length || held.some((t, i) => prompt[i] !== t)) {
       throw ApplicationFailure.nonRetryable(
-        `turn ${turn}: the chat template re-tokenized earlier turns differently; continuing would train on tokens the model never produced`,
+        `turn ${turn}: the prompt does not extend the ids already held; continuing would train on tokens the model never saw`,
         'TokenizationDriftError',
       );
     }

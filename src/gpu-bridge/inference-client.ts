@@ -1,12 +1,15 @@
 /** Typed calls to one inference server (python-engines --role inference, or any server speaking the same protocol). */
 import {
   ChatCompletionResponseSchema,
+  ChatContinuationResponseSchema,
   CompletionResponseSchema,
   EngineStateSchema,
   PauseResponseSchema,
   UpdateWeightsResponseSchema,
   type ChatCompletionRequest,
   type ChatCompletionResponse,
+  type ChatContinuationRequest,
+  type ChatContinuationResponse,
   type CompletionRequest,
   type CompletionResponse,
   type EngineState,
@@ -29,6 +32,11 @@ export class InferenceClient {
 
   chat(req: ChatCompletionRequest, opts: RequestOptions = {}): Promise<ChatCompletionResponse> {
     return callChecked(this.baseUrl, '/v1/chat/completions', ChatCompletionResponseSchema, { timeoutMs: GENERATE_TIMEOUT_MS, ...opts, body: req });
+  }
+
+  /** Token ids that follow a generated assistant turn: its end, the new turns, the next assistant header. */
+  continuation(req: ChatContinuationRequest, opts: RequestOptions = {}): Promise<ChatContinuationResponse> {
+    return callChecked(this.baseUrl, '/v1/chat/continuation', ChatContinuationResponseSchema, { ...opts, body: req });
   }
 
   /** Weight sync, step 1: abort (partial rollout) or wait for (drain) in-flight requests; new ones are held. */

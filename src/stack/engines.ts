@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { RunConfig } from '../configs';
 import { engineHealth, type EngineRole } from '../gpu-bridge';
 import { logsDir, pidsDir, pythonBin, ROOT, stateDir } from '../paths';
-import { livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
+import { ensureStarted, livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
 
 export interface LaunchedEngine {
   role: EngineRole;
@@ -29,17 +29,16 @@ export function launchedEngines(config: RunConfig): LaunchedEngine[] {
 }
 
 export async function startEngine(e: LaunchedEngine): Promise<string> {
-  const pid = livePid(e.process);
-  if (pid !== undefined) return `${e.process.name}: already running (pid ${pid})`;
   const { hostname, port } = new URL(e.url);
   // A launched trainer exports weights under the state dir unless the config says otherwise.
   const options = e.role === 'trainer' ? { export_dir: path.join(stateDir(), 'weights', e.process.name), ...e.options } : e.options;
   const args = ['-m', 'rollflow_engines', 'serve', '--role', e.role, '--backend', e.backend, '--host', hostname.replace(/^\[|\]$/g, ''), '--port', port];
   for (const [k, v] of Object.entries(options)) args.push('--option', `${k}=${JSON.stringify(v)}`);
   const env = { ...process.env, PYTHONPATH: path.join(ROOT, 'python-engines') };
-  const started = startDetached(e.process, pythonBin(), args, env);
+  const { pid, action } = await ensureStarted(e.process, JSON.stringify(args), () => startDetached(e.process, pythonBin(), args, env, JSON.stringify(args)));
+  if (action === 'already running') return `${e.process.name}: already running (pid ${pid})`;
   await waitUntil(e.process, () => engineHealth(e.url, { timeoutMs: 2_000 }), 120_000);
-  return `${e.process.name}: started (pid ${started}) at ${e.url}`;
+  return `${e.process.name}: ${action === 'restarted' ? 'restarted with new settings' : 'started'} (pid ${pid}) at ${e.url}`;
 }
 
 export async function engineStatus(e: LaunchedEngine): Promise<{ ok: boolean; line: string }> {

@@ -16,10 +16,16 @@ export interface ManagedProcess {
   marker: string;
 }
 
+/** What a process was started with (arguments, code version); a different one means it must be restarted. */
+export function recordedFingerprint(p: ManagedProcess): string | undefined {
+  if (!existsSync(p.pidFile)) return undefined;
+  return readFileSync(p.pidFile, 'utf8').split('\n')[1] || undefined;
+}
+
 /** The pid in the pid file when that process is alive and is ours; otherwise undefined. */
 export function livePid(p: ManagedProcess): number | undefined {
   if (!existsSync(p.pidFile)) return undefined;
-  const pid = Number(readFileSync(p.pidFile, 'utf8').trim());
+  const pid = Number(readFileSync(p.pidFile, 'utf8').split('\n')[0]);
   if (!Number.isInteger(pid) || pid <= 0) return undefined;
   try {
     process.kill(pid, 0);
@@ -30,14 +36,14 @@ export function livePid(p: ManagedProcess): number | undefined {
   }
 }
 
-export function startDetached(p: ManagedProcess, command: string, args: string[], env: NodeJS.ProcessEnv = process.env): number {
+export function startDetached(p: ManagedProcess, command: string, args: string[], env: NodeJS.ProcessEnv = process.env, fingerprint = ''): number {
   mkdirSync(path.dirname(p.pidFile), { recursive: true });
   mkdirSync(path.dirname(p.logFile), { recursive: true });
   const out = openSync(p.logFile, 'a');
   try {
     const child = spawn(command, args, { detached: true, stdio: ['ignore', out, out], env });
     if (child.pid === undefined) throw new Error(`could not start ${p.name}: ${command}`);
-    writeFileSync(p.pidFile, `${child.pid}\n`);
+    writeFileSync(p.pidFile, `${child.pid}\n${fingerprint}\n`);
     child.unref();
     return child.pid;
   } finally {
@@ -65,6 +71,17 @@ function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Starts `p` unless a live process with the same fingerprint runs already; a
+ * live one with another fingerprint (new arguments, rebuilt code) is replaced.
+ */
+export async function ensureStarted(p: ManagedProcess, fingerprint: string, start: () => number): Promise<{ pid: number; action: 'started' | 'restarted' | 'already running' }> {
+  const running = livePid(p);
+  if (running !== undefined && recordedFingerprint(p) === fingerprint) return { pid: running, action: 'already running' };
+  if (running !== undefined) await stopProcess(p);
+  return { pid: start(), action: running === undefined ? 'started' : 'restarted' };
 }
 
 /** Polls `probe` until it returns a value or the process dies or the deadline passes. */

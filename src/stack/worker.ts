@@ -2,12 +2,13 @@
  * The background worker of `rollflow dev up`: `rollflow worker` in its own
  * process. It is ready when Temporal lists it as a poller of the task queue.
  */
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import type { Client } from '@temporalio/client';
 import type { LoadedConfig } from '../configs';
 import { cliEntry, logsDir, pidsDir } from '../paths';
-import { livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
+import { ensureStarted, livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
 
 export function workerProcess({ config }: LoadedConfig): ManagedProcess {
   const name = `worker-${config.temporal.task_queue}`;
@@ -26,12 +27,14 @@ export async function pollers(client: Client, { config }: LoadedConfig): Promise
 
 export async function startWorker(client: Client, loaded: LoadedConfig, configArgs: string[]): Promise<string> {
   const proc = workerProcess(loaded);
-  const running = livePid(proc);
-  if (running !== undefined) return `${proc.name}: already running (pid ${running})`;
-  const pid = startDetached(proc, process.execPath, [cliEntry, 'worker', ...configArgs]);
-  const identity = `${pid}@`;
-  await waitUntil(proc, async () => ((await pollers(client, loaded)).some((id) => id.startsWith(identity)) ? true : undefined), 180_000);
-  return `${proc.name}: started (pid ${pid}) on task queue ${loaded.config.temporal.task_queue}`;
+  // A rebuilt dist/ or other connection/engine/store settings mean the running worker is stale; run-level
+  // settings (α, steps, …) travel in each run's plan, so they do not.
+  const { temporal, engines } = loaded.config;
+  const fingerprint = JSON.stringify({ temporal, engines, store: loaded.derived.sample_store_path, built: statSync(cliEntry).mtimeMs });
+  const { pid, action } = await ensureStarted(proc, fingerprint, () => startDetached(proc, process.execPath, [cliEntry, 'worker', ...configArgs], process.env, fingerprint));
+  if (action === 'already running') return `${proc.name}: already running (pid ${pid})`;
+  await waitUntil(proc, async () => ((await pollers(client, loaded)).some((id) => id.startsWith(`${pid}@`)) ? true : undefined), 180_000);
+  return `${proc.name}: ${action === 'restarted' ? 'restarted (code rebuilt or config changed)' : 'started'} (pid ${pid}) on task queue ${loaded.config.temporal.task_queue}`;
 }
 
 export async function workerStatus(client: Client | undefined, loaded: LoadedConfig): Promise<{ ok: boolean; line: string }> {

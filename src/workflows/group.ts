@@ -5,10 +5,10 @@
  * sample). It reports to the run's workflow id, which always reaches the
  * newest run after continue-as-new.
  */
-import { defineSignal, executeChild, getExternalWorkflowHandle, log, workflowInfo } from '@temporalio/workflow';
+import { ChildWorkflowFailure, defineSignal, executeChild, getExternalWorkflowHandle, log, workflowInfo } from '@temporalio/workflow';
 import type { GroupRef, GroupResult } from './run-state';
 import { KIND, RUN_ID } from './search-attributes';
-import { trajectory, type EnvSpec, type TrajectoryInput } from './trajectory';
+import { trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
 import type { Sampling } from '../activities';
 
 /** Sent by each group to its run when its samples are done; idempotent by (epoch, position). */
@@ -30,7 +30,26 @@ export interface GroupInput {
 }
 
 export async function group(input: GroupInput): Promise<GroupResult> {
-  const results = await Promise.all(
+  let result: GroupResult;
+  try {
+    result = summarize(input, await runTrajectories(input));
+  } catch (err) {
+    // A trajectory failed for good (retries exhausted or a non-retryable error). The run must still hear
+    // about this group, or its admission capacity would stay taken forever.
+    const cause = err instanceof ChildWorkflowFailure && err.cause ? err.cause : err;
+    result = { ...input.ref, startVersion: input.startVersion, endVersion: input.startVersion, samples: input.groupSize, accepted: false, rewardMean: 0, tokens: 0, partialSamples: 0, maxSpan: 0, storeKeys: [], error: cause instanceof Error ? cause.message : String(cause) };
+  }
+  try {
+    await getExternalWorkflowHandle(input.runId).signal(groupDone, result);
+  } catch (err) {
+    // The run finished (or was terminated) while this group ran: nothing is waiting for it.
+    log.warn('run no longer accepts group results', { runId: input.runId, error: String(err) });
+  }
+  return result;
+}
+
+function runTrajectories(input: GroupInput): Promise<TrajectorySummary[]> {
+  return Promise.all(
     Array.from({ length: input.groupSize }, (_, i) => {
       const uid = `${input.groupUid}-s${i}`;
       const args: TrajectoryInput = { runId: input.runId, uid, groupId: input.groupUid, env: input.env, envSeed: input.envSeed, sampling: { ...input.sampling, seed: input.sampling.seed + 1_000_003 * i } };
@@ -44,10 +63,13 @@ export async function group(input: GroupInput): Promise<GroupResult> {
       });
     }),
   );
+}
+
+function summarize(input: GroupInput, results: TrajectorySummary[]): GroupResult {
   const rewards = results.map((r) => r.reward);
   const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
   const accepted = input.filter === 'none' || rewards.some((r) => Math.abs(r - mean) > 1e-12);
-  const result: GroupResult = {
+  return {
     ...input.ref,
     startVersion: input.startVersion,
     endVersion: Math.max(input.startVersion, ...results.map((r) => r.maxVersion)),
@@ -59,11 +81,4 @@ export async function group(input: GroupInput): Promise<GroupResult> {
     maxSpan: Math.max(...results.map((r) => r.versionsSpanned)),
     storeKeys: results.map((r) => r.sampleKey),
   };
-  try {
-    await getExternalWorkflowHandle(input.runId).signal(groupDone, result);
-  } catch (err) {
-    // The run finished (or was terminated) while this group ran: nothing is waiting for it.
-    log.warn('run no longer accepts group results', { runId: input.runId, error: String(err) });
-  }
-  return result;
 }

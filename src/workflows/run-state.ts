@@ -52,6 +52,8 @@ export interface GroupResult extends GroupRef {
   maxSpan: number;
   /** Sample store keys of the group's samples. */
   storeKeys: string[];
+  /** Set when the group could not produce its samples (a trajectory failed for good); such a group is not trained. */
+  error?: string;
 }
 
 export interface Batch {
@@ -63,7 +65,7 @@ export interface Batch {
 }
 
 /** buffered: waits for a batch; stale: arrived over the staleness bound and was dropped or queued for restart. */
-export type ResultOutcome = 'buffered' | 'stale' | 'filtered' | 'duplicate' | 'unknown';
+export type ResultOutcome = 'buffered' | 'stale' | 'filtered' | 'failed' | 'duplicate' | 'unknown';
 
 export interface RunSnapshot {
   limits: AdmissionLimits;
@@ -87,6 +89,7 @@ export interface RunCounters {
   restartedSamples: number;
   staleAcceptedSamples: number;
   duplicateResults: number;
+  failedGroups: number;
 }
 
 export class RunState {
@@ -100,7 +103,7 @@ export class RunState {
   private trainingSamples = 0;
   /** Positions done for good (trained, filtered or dropped), per epoch: never dispatched again, even after a resume. */
   private consumed = new Map<number, IntervalSet>();
-  readonly counters: RunCounters = { dispatchedGroups: 0, consumedSamples: 0, filteredGroups: 0, droppedSamples: 0, restartedSamples: 0, staleAcceptedSamples: 0, duplicateResults: 0 };
+  readonly counters: RunCounters = { dispatchedGroups: 0, consumedSamples: 0, filteredGroups: 0, droppedSamples: 0, restartedSamples: 0, staleAcceptedSamples: 0, duplicateResults: 0, failedGroups: 0 };
 
   constructor(
     readonly limits: AdmissionLimits,
@@ -177,6 +180,11 @@ export class RunState {
       return 'unknown';
     }
     this.inFlight.delete(uid);
+    if (result.error !== undefined) {
+      this.markDone(result); // skipped for this epoch, like a filtered group; its capacity is free again
+      this.counters.failedGroups++;
+      return 'failed';
+    }
     if (!result.accepted) {
       this.markDone(result);
       this.counters.filteredGroups++;

@@ -13,6 +13,7 @@
  *   same workflow id, which reaches the new run.
  */
 import {
+  ApplicationFailure,
   allHandlersFinished,
   condition,
   continueAsNew,
@@ -122,7 +123,10 @@ export async function run(input: RunInput): Promise<RunStatus> {
     lastRewardMean: stats.lastRewardMean,
     peakSamplesInSystem: stats.peakSamplesInSystem,
   });
-  setHandler(groupDone, (result) => void state.onGroupResult(result));
+  let lastGroupError: string | undefined;
+  setHandler(groupDone, (result) => {
+    if (state.onGroupResult(result) === 'failed') lastGroupError = result.error;
+  });
   setHandler(suspend, () => void (suspended = true));
   setHandler(resume, () => void (suspended = false));
   setHandler(status, report);
@@ -177,8 +181,17 @@ export async function run(input: RunInput): Promise<RunStatus> {
   // ---- trainer loop
   const firstStep = state.step;
   let lastStepEnd = Date.now();
+  // A run whose groups keep failing (a bad env config, a broken engine) stops with the cause instead of spinning.
+  const failingBadly = () => {
+    const { failedGroups, dispatchedGroups } = state.counters;
+    return failedGroups >= 4 && failedGroups >= 0.2 * dispatchedGroups;
+  };
   while (state.step < plan.maxSteps) {
-    await condition(() => state.batchReady());
+    await condition(() => state.batchReady() || failingBadly());
+    if (failingBadly()) {
+      stopDispatch = true;
+      throw ApplicationFailure.nonRetryable(`${state.counters.failedGroups} of ${state.counters.dispatchedGroups} groups failed; last error: ${lastGroupError}`, 'RunFailingError');
+    }
     const batch = state.takeBatch()!;
     const batchAt = Date.now();
     const trained = await executeChild(trainStep, {

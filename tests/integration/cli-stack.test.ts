@@ -2,10 +2,10 @@
 // real engine processes and a worker; `smoke` runs a workflow through them;
 // a dead engine is named in the report; `dev down` stops everything.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, ROOT, TestDevServer } from './helpers/dev-server';
+import { freePort, readPid, ROOT, TestDevServer } from './helpers/dev-server';
 
 const cli = path.join(ROOT, 'bin/rollflow');
 let server: TestDevServer;
@@ -75,7 +75,7 @@ describe('rollflow CLI on the embedded stack', () => {
 
   it('names the engine that is down', () => {
     const pidFile = readdirPid('engine-env-');
-    process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGKILL');
+    process.kill(readPid(pidFile), 'SIGKILL');
     const r = rollflow('smoke', config);
     expect(r.status).toBe(1);
     expect(r.stdout).toMatch(/FAIL {2}env {7}http:\/\/127\.0\.0\.1:\d+ EngineUnavailableError: .*ECONNREFUSED/);

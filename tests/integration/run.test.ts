@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { status as statusQuery } from '../../src/workflows/run';
-import { freePort, ROOT, TestDevServer } from './helpers/dev-server';
+import { freePort, readPid, ROOT, TestDevServer } from './helpers/dev-server';
 
 const B = 8; // 2 groups of 4
 let server: TestDevServer;
@@ -42,6 +42,8 @@ function runJson(runId: string, ...sets: string[]): Summary {
 
 interface BatchSample {
   uid: string;
+  prompt_ids: number[];
+  loss_mask: number[];
   response_ids: number[];
   old_logprobs: number[];
   version_spans: { version: number; start: number; end: number }[];
@@ -70,6 +72,8 @@ num_return_sequences_in_group: 4
 dataset_size: 64
 custom_envs:
   arith: { env_type: arithmetic, max_steps: 1, max_tokens_per_step: 64 }
+  lake: { env_type: frozen_lake, max_steps: 3, max_tokens_per_step: 16, env_config: { max_turns: 3 } }
+train_env_manager: { num_env_groups: 2, group_size: 4, tags: [arith] }
 temporal: { address: "${server.address}", ui_url: "http://127.0.0.1:${server.uiPort}", task_queue: run-test }
 engines:
   # long-tailed response lengths and a real decode cost, so generations overlap training and weight syncs
@@ -139,6 +143,20 @@ describe('training runs', () => {
     }
   });
 
+  it('multi-turn episodes keep token ids end to end, env tokens masked out of the loss', () => {
+    const s = runJson('lake', 'train_env_manager.tags=[lake]', 'max_steps=2', 'async_generation_ratio=0');
+    expect(s.unique_uids_consumed).toBe(2 * B);
+    for (const sample of batches('lake').flat()) {
+      const generated = sample.version_spans.reduce((n, v) => n + v.end - v.start, 0);
+      expect(sample.loss_mask.filter((m) => m === 1)).toHaveLength(generated);
+      expect(sample.loss_mask).toContain(0); // the env's turns sit between the generated ones
+      sample.loss_mask.forEach((m, i) => m === 0 && expect(sample.old_logprobs[i]).toBe(0));
+      // three turns: three generated stretches separated by env tokens
+      const stretches = sample.loss_mask.filter((m, i) => m === 1 && sample.loss_mask[i - 1] !== 1).length;
+      expect(stretches).toBe(3);
+    }
+  });
+
   it('survives kill -9 of the worker mid-run: a new worker finishes it, nothing lost or repeated', async () => {
     const started = rollflow('run', config, '--run-id', 'killed', '--set', 'async_generation_ratio=1', '--set', 'max_steps=8');
     expect(started.status, started.stderr).toBe(0);
@@ -151,7 +169,7 @@ describe('training runs', () => {
       await sleep(200);
     }
     const pidFile = path.join(server.stateDir, 'pids', 'worker-run-test.pid');
-    process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGKILL');
+    process.kill(readPid(pidFile), 'SIGKILL');
     const up = rollflow('dev', 'up', config); // starts a fresh worker
     expect(up.status, up.stderr).toBe(0);
     expect(up.stdout).toContain('worker-run-test: started');

@@ -177,3 +177,19 @@ describe('RunState results and policies', () => {
     expect(() => new RunState(limits(4, 2, 0), 0)).toThrow('empty');
   });
 });
+
+describe('RunState failed groups', () => {
+  it('frees the capacity of a group that failed, counts it, and never trains it', () => {
+    const s = new RunState(limits(4, 2, 0), 10);
+    const [a, b] = [s.dispatch(), s.dispatch()];
+    expect(s.canDispatch()).toBe(false);
+    expect(s.onGroupResult(result(a, 0, 2, { accepted: false, error: 'env exploded' }))).toBe('failed');
+    expect(s.canDispatch()).toBe(true);
+    expect(s.counters.failedGroups).toBe(1);
+    s.onGroupResult(result(b, 0, 2));
+    const c = s.dispatch();
+    expect(c.position).toBe(2); // the failed prompt is skipped this epoch
+    s.onGroupResult(result(c, 0, 2));
+    expect(s.takeBatch()!.groups.map((g) => g.position)).toEqual([1, 2]);
+  });
+});

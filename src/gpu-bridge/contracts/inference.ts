@@ -99,6 +99,15 @@ export const ChatCompletionResponseSchema = z.strictObject({
   usage: UsageSchema,
 });
 
+export const ChatContinuationRequestSchema = z.strictObject({
+  history: z.array(ChatMessageSchema).min(2).describe('The conversation so far, ending with the assistant turn just generated.'),
+  messages: z.array(ChatMessageSchema).min(1).describe("The new turns (e.g. the env's observation)."),
+});
+
+export const ChatContinuationResponseSchema = z.strictObject({
+  token_ids: z.array(z.number().int()).describe("Ids to append after the assistant turn's generated ids."),
+});
+
 export const PauseRequestSchema = z.strictObject({
   mode: PauseMode.describe('abort: in-flight requests return now (finish_reason abort, partial tokens); keep: frozen until /resume; wait: /pause returns once they finish.'),
 });
@@ -141,6 +150,8 @@ export type ChatMessage = z.infer<typeof ChatMessageSchema>;
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
 export type ChatCompletionChoice = z.infer<typeof ChatCompletionChoiceSchema>;
 export type ChatCompletionResponse = z.infer<typeof ChatCompletionResponseSchema>;
+export type ChatContinuationRequest = z.infer<typeof ChatContinuationRequestSchema>;
+export type ChatContinuationResponse = z.infer<typeof ChatContinuationResponseSchema>;
 export type PauseRequest = z.infer<typeof PauseRequestSchema>;
 export type PauseResponse = z.infer<typeof PauseResponseSchema>;
 export type UpdateWeightsRequest = z.infer<typeof UpdateWeightsRequestSchema>;
@@ -148,6 +159,8 @@ export type UpdateWeightsResponse = z.infer<typeof UpdateWeightsResponseSchema>;
 export type EngineState = z.infer<typeof EngineStateSchema>;
 
 export const INFERENCE_CONTRACTS: Record<string, z.ZodType> = {
+  ChatContinuationRequest: ChatContinuationRequestSchema,
+  ChatContinuationResponse: ChatContinuationResponseSchema,
   CompletionRequest: CompletionRequestSchema,
   CompletionResponse: CompletionResponseSchema,
   ChatCompletionRequest: ChatCompletionRequestSchema,

@@ -3,7 +3,7 @@
  * temporal/dev-server.sh on free ports with a throw-away state dir.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -61,4 +61,9 @@ export class TestDevServer {
   stop(): ScriptResult {
     return this.run('stop');
   }
+}
+
+/** The pid in one of rollflow's pid files (first line; the second is the launch fingerprint). */
+export function readPid(pidFile: string): number {
+  return Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
 }

@@ -10,7 +10,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from ...errors import RequestError
 from .contracts import (
-    AssistantMessage, ChatCompletionChoice, ChatCompletionRequest, ChatCompletionResponse, CompletionChoice,
+    AssistantMessage, ChatCompletionChoice, ChatCompletionRequest, ChatCompletionResponse, ChatContinuationRequest,
+    ChatContinuationResponse, CompletionChoice,
     CompletionRequest, CompletionResponse, EngineState, PauseRequest, PauseResponse, SamplingFields,
     UpdateWeightsRequest, UpdateWeightsResponse, Usage, VersionSpan,
 )
@@ -70,6 +71,11 @@ def register_routes(app: FastAPI, engine: InferenceEngine, options: Options) -> 
                                           version_spans=_spans(g)) for g in gens],
             usage=_usage(prompt, gens),
         )
+
+    @app.post("/v1/chat/continuation")
+    async def chat_continuation(req: ChatContinuationRequest) -> ChatContinuationResponse:
+        ids = engine.chat_continuation([m.model_dump() for m in req.history], [m.model_dump() for m in req.messages])
+        return ChatContinuationResponse(token_ids=ids)
 
     @app.post("/pause")
     async def pause(req: PauseRequest) -> PauseResponse:

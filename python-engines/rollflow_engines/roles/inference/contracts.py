@@ -139,6 +139,22 @@ class ChatCompletionResponse(_Wire):
     usage: Usage
 
 
+class ChatContinuationRequest(_Request):
+    """POST /v1/chat/continuation: the token ids that follow an assistant turn already generated.
+
+    Multi-turn rollouts keep token ids end to end: the caller holds the exact ids
+    of the conversation so far and asks only for the ids of what comes next
+    (the end of the assistant turn, the env's new messages, the next assistant
+    header). Earlier turns are never re-tokenized."""
+
+    history: list[ChatMessage] = Field(min_length=2, description="The conversation so far, ending with the assistant turn just generated.")
+    messages: list[ChatMessage] = Field(min_length=1, description="The new turns (e.g. the env's observation as a user message).")
+
+
+class ChatContinuationResponse(_Wire):
+    token_ids: list[int] = Field(description="Ids to append after the assistant turn's generated ids; ends with the next assistant header.")
+
+
 class PauseRequest(_Request):
     """POST /pause. abort: stop in-flight requests now (they return partial tokens, finish_reason "abort");
     keep: freeze them until /resume; wait: admit nothing new and return once in-flight requests finish."""
@@ -183,6 +199,7 @@ CONTRACT_MODELS: dict[str, type[BaseModel]] = {
     m.__name__: m
     for m in (
         CompletionRequest, CompletionResponse, ChatCompletionRequest, ChatCompletionResponse,
+        ChatContinuationRequest, ChatContinuationResponse,
         PauseRequest, PauseResponse, UpdateWeightsRequest, UpdateWeightsResponse, EngineState,
     )
 }

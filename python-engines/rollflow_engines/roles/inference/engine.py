@@ -118,6 +118,10 @@ class InferenceEngine(ABC):
         """Token ids of the chat-templated conversation, ending with the assistant turn's header."""
 
     @abstractmethod
+    def chat_continuation(self, history: list[dict[str, str]], messages: list[dict[str, str]]) -> list[int]:
+        """Token ids that follow the generated last turn of ``history``: its end, ``messages``, the next assistant header."""
+
+    @abstractmethod
     def decode(self, token_ids: list[int]) -> str | None:
         """Text of a completion, or None when the backend has no tokenizer."""
 
@@ -323,3 +327,26 @@ class SteppedEngine(InferenceEngine):
     async def _notify(self) -> None:
         async with self._changed:
             self._changed.notify_all()
+
+
+def hf_chat_continuation(tokenizer, history: list[dict[str, str]], messages: list[dict[str, str]]) -> list[int]:
+    """Chat-template continuation for Hugging Face tokenizers (torch, vllm backends).
+
+    Renders the conversation up to the last assistant turn's content, and the
+    whole conversation with the new messages and a generation prompt; the ids of
+    the text between the two are the continuation. Templates that rewrite
+    earlier turns (so the first text is not a prefix of the second) are refused:
+    their multi-turn token ids cannot be kept end to end.
+    """
+    from ...errors import RequestError
+
+    if history[-1]["role"] != "assistant":
+        raise RequestError("history", "must end with the assistant turn just generated")
+    try:
+        head = tokenizer.apply_chat_template(history[:-1], add_generation_prompt=True, tokenize=False) + history[-1]["content"]
+        full = tokenizer.apply_chat_template(history + messages, add_generation_prompt=True, tokenize=False)
+    except Exception as e:  # a template may reject a conversation (e.g. role order)
+        raise RequestError("messages", f"chat template failed: {e}") from e
+    if not full.startswith(head):
+        raise RequestError("history", "this chat template re-renders earlier turns, so continuation tokens cannot be isolated")
+    return [int(t) for t in tokenizer.encode(full[len(head):], add_special_tokens=False)]

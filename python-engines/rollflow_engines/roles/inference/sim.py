@@ -67,6 +67,10 @@ class SimEngine(SteppedEngine):
         ids.append(ROLE_MARKERS["assistant"])
         return ids
 
+    def chat_continuation(self, history: list[dict[str, str]], messages: list[dict[str, str]]) -> list[int]:
+        # Close the generated assistant turn, then the new turns and the next assistant header, as chat_prompt does.
+        return [END_OF_TURN, *self.chat_prompt(messages)]
+
     def decode(self, token_ids: list[int]) -> str | None:
         return None
 

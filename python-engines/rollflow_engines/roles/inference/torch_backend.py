@@ -24,7 +24,7 @@ import torch
 
 from ...errors import RequestError
 from ...models import load_model
-from .engine import SamplingParams, Seq, SteppedEngine, derive_seed
+from .engine import SamplingParams, Seq, SteppedEngine, derive_seed, hf_chat_continuation
 from .metrics import InferenceMetrics
 from .options import Options
 
@@ -91,6 +91,9 @@ class TorchEngine(SteppedEngine):
             raise RequestError("messages", f"chat template failed: {e}") from e
         ids = out["input_ids"] if hasattr(out, "keys") else out
         return [int(t) for t in ids]
+
+    def chat_continuation(self, history: list[dict[str, str]], messages: list[dict[str, str]]) -> list[int]:
+        return hf_chat_continuation(self.tokenizer, history, messages)
 
     def decode(self, token_ids: list[int]) -> str | None:
         return self.tokenizer.decode(token_ids, skip_special_tokens=True)

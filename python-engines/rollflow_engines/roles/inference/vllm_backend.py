@@ -27,7 +27,7 @@ from typing import Any
 
 from ...errors import ConflictError, RequestError
 from ...models import resolve_model_path
-from .engine import Generation, InferenceEngine, SamplingParams, derive_seed
+from .engine import Generation, InferenceEngine, SamplingParams, derive_seed, hf_chat_continuation
 from .metrics import InferenceMetrics
 from .options import Options
 
@@ -77,6 +77,9 @@ class VllmEngine(InferenceEngine):
         except Exception as e:
             raise RequestError("messages", f"chat template failed: {e}") from e
         return list(out["input_ids"] if hasattr(out, "keys") else out)
+
+    def chat_continuation(self, history: list[dict[str, str]], messages: list[dict[str, str]]) -> list[int]:
+        return hf_chat_continuation(self.tokenizer, history, messages)
 
     def decode(self, token_ids: list[int]) -> str | None:
         return self.tokenizer.decode(token_ids, skip_special_tokens=True)
