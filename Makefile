@@ -5,13 +5,13 @@
 SHELL := bash
 .DEFAULT_GOAL := help
 ROLLFLOW := bin/rollflow
-DEMO_CONFIG ?= examples/default.yaml
+DEMO_CONFIG ?= examples/sim-rlvr.yaml
 TS_SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
 .PHONY: help setup node python temporal-cli system-packages build lint typecheck test demo down status clean python-lock
 
 help:
-	@echo "make demo   - set up, start the embedded stack (Temporal + engines + worker), run the main job"
+	@echo "make demo   - set up, start the embedded stack (Temporal + engines + worker), run a sim training run"
 	@echo "make test   - set up, lint, type-check, run vitest + pytest"
 	@echo "make down   - stop the embedded stack;  make status - show it"
 
@@ -50,9 +50,11 @@ typecheck: node
 test: setup build lint typecheck
 	scripts/run-tests.sh
 
+# The main job: an asynchronous RL run (async ratio 1) on the sim engines, a line per step.
 demo: setup build
 	$(ROLLFLOW) dev up $(DEMO_CONFIG)
 	$(ROLLFLOW) smoke $(DEMO_CONFIG)
+	$(ROLLFLOW) run $(DEMO_CONFIG) --wait
 	@echo "The stack keeps running: Temporal UI at http://127.0.0.1:8233 ; stop it with 'make down'."
 
 down: build
