@@ -13,4 +13,4 @@ export type Activities = ReturnType<typeof createActivities>;
 export { checkEngineHealth };
 export { createDeps, type ActivityDeps } from './deps';
 export type { GenerateTurnInput, Sampling, TrajectoryContext, TurnSummary } from './rollout';
-export type { TrainOptions } from './training';
+export type { CheckpointManifest, TrainOptions } from './training';

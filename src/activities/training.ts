@@ -3,13 +3,27 @@
  * new weights, and the weight sync (ROLL Flash's suspend -> model_update ->
  * resume) on every inference server.
  */
-import { appendFile, mkdir } from 'node:fs/promises';
+import { appendFile, mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Sample, TrainStepRequest } from '../gpu-bridge/contracts/trainer';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
 
 export type TrainOptions = Omit<TrainStepRequest, 'step' | 'batch' | 'batch_ref'>;
+
+/** What a checkpoint records (SkyRL's consumed-UID checkpoint): enough to resume exactly. */
+export interface CheckpointManifest {
+  run_id: string;
+  step: number;
+  version: number;
+  /** Per epoch, the positions in that epoch's seeded order already consumed (trained, filtered, dropped or failed). */
+  consumed: [epoch: number, ranges: [number, number][]][];
+  seed: number;
+  dataset_size: number;
+  config_hash: string;
+  /** Set by saveCheckpoint: the trainer's model + optimizer + RNG state. */
+  trainer_checkpoint?: string;
+}
 
 export function trainingActivities(deps: ActivityDeps) {
   return {
@@ -18,6 +32,26 @@ export function trainingActivities(deps: ActivityDeps) {
       return withHeartbeat(async (signal) => {
         await deps.trainer.reset({ signal });
         return deps.trainer.exportWeights({ version: 0 }, { signal });
+      });
+    },
+
+    /** A resumed run starts from a checkpoint: the trainer loads it, and exports its weights for the inference servers. */
+    async resumeTrainer(input: { trainerCheckpoint: string }): Promise<{ path: string; version: number }> {
+      return withHeartbeat(async (signal) => {
+        const loaded = await deps.trainer.load({ path: input.trainerCheckpoint }, { signal });
+        return deps.trainer.exportWeights({ version: loaded.version }, { signal });
+      });
+    },
+
+    /** Trainer state first, manifest last: a manifest exists only for a complete checkpoint. */
+    async saveCheckpoint(input: { dir: string; manifest: CheckpointManifest }): Promise<string> {
+      return withHeartbeat(async (signal) => {
+        await deps.trainer.save({ path: path.join(input.dir, 'trainer') }, { signal });
+        await mkdir(input.dir, { recursive: true });
+        const tmp = path.join(input.dir, `manifest.json.tmp-${process.pid}`);
+        await writeFile(tmp, JSON.stringify({ ...input.manifest, trainer_checkpoint: path.join(input.dir, 'trainer') }, null, 2));
+        await rename(tmp, path.join(input.dir, 'manifest.json'));
+        return input.dir;
       });
     },
 

@@ -63,6 +63,7 @@ function buildProgram(): Command {
     .option('--wait', 'follow progress, a line per step, until the run ends')
     .option('--json', 'wait, then print one JSON summary as the last stdout line')
     .option('--run-id <id>', 'workflow id of the run (default: <exp_name>-<timestamp>)')
+    .option('--resume-from <checkpoint>', 'start from a checkpoint (its directory): consumed prompts are skipped, the step count continues')
     .action(async (file: string | undefined, opts: ConfigOptions & RunOptions) => {
       const { loaded, args } = loadFromArgs(file, opts);
       await startRun(loaded, args, opts, out, (line) => process.stderr.write(`${line}\n`));

@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { connectClient, workflowUrl } from '../client/connect';
+import { readCheckpoint } from '../client/checkpoint';
 import { buildPlan } from '../client/plan';
 import type { LoadedConfig, RunConfig } from '../configs';
 import { up } from '../stack';
@@ -10,6 +11,7 @@ import { resume, run, status, suspend, type RunStatus } from '../workflows/run';
 import { KIND, RUN_ID } from '../workflows/search-attributes';
 
 export interface RunOptions {
+  resumeFrom?: string;
   wait?: boolean;
   json?: boolean;
   runId?: string;
@@ -21,6 +23,7 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
   const { config } = loaded;
   const runId = opts.runId ?? `${config.exp_name}-${stamp()}`;
   const plan = buildPlan(loaded, runId); // a config that cannot run fails before anything starts
+  const resumeFrom = opts.resumeFrom ? readCheckpoint(opts.resumeFrom, loaded, err) : undefined;
   if (config.temporal.embedded && loaded.derived.temporal.loopback) await up(loaded, configArgs, err);
   const started = Date.now();
   const client = await connectClient(config);
@@ -28,13 +31,13 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
     const handle = await client.workflow.start(run, {
       taskQueue: config.temporal.task_queue,
       workflowId: runId,
-      args: [{ plan }],
+      args: [{ plan, resumeFrom }],
       typedSearchAttributes: [
         { key: RUN_ID, value: runId },
         { key: KIND, value: 'run' },
       ],
     });
-    out(`run ${runId} started: ${workflowUrl(config, runId)}`);
+    out(`run ${runId} started${resumeFrom ? ` from step ${resumeFrom.step} of ${resumeFrom.run_id}` : ''}: ${workflowUrl(config, runId)}`);
     if (!opts.wait && !opts.json) return;
     const final = await follow(client, runId, opts.json ? () => undefined : out);
     await handle.result();

@@ -41,5 +41,7 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     filter: config.group_filter,
     train: { pg_variant: config.pg_variant, adv_estimator: config.adv_estimator, reward_norm: config.reward_norm, ppo_epochs: config.ppo_epochs, temperature: gen.temperature },
     stepsPerRun: config.steps_per_workflow_run,
+    saveSteps: config.save_steps,
+    configHash: loaded.hash,
   };
 }

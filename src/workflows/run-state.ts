@@ -280,7 +280,7 @@ export class RunState {
   }
 
   /** A fresh run that resumes from a checkpoint: keeps the consumed set, version and step; everything in flight is regenerated. */
-  static resumeFrom(checkpoint: Pick<RunSnapshot, 'version' | 'step' | 'consumed'>, limits: AdmissionLimits, datasetSize: number): RunState {
+  static resumeFrom(checkpoint: { version: number; step: number; consumed: RunSnapshot['consumed'] }, limits: AdmissionLimits, datasetSize: number): RunState {
     const state = new RunState(limits, datasetSize);
     state.version = checkpoint.version;
     state.step = checkpoint.step;

@@ -28,7 +28,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, Sampling, TrainOptions } from '../activities';
+import type { Activities, CheckpointManifest, Sampling, TrainOptions } from '../activities';
 import { TRAIN } from './activity-options';
 import { group, groupDone, type GroupFilter, type GroupInput } from './group';
 import { groupUid, RunState, type AdmissionLimits, type GroupRef, type RunCounters, type RunSnapshot } from './run-state';
@@ -37,7 +37,7 @@ import { epochOrder, splitmix32 } from './shuffle';
 import { trainStep } from './train-step';
 import type { EnvSpec } from './trajectory';
 
-const { initTrainer, syncWeights, appendMetrics } = proxyActivities<Activities>(TRAIN);
+const { initTrainer, resumeTrainer, saveCheckpoint, syncWeights, appendMetrics } = proxyActivities<Activities>(TRAIN);
 
 /** Everything the run needs, computed from the run config on the client (workflows never read files). */
 export interface RunPlan {
@@ -54,6 +54,9 @@ export interface RunPlan {
   train: TrainOptions;
   /** Continue-as-new after this many steps in one workflow run. */
   stepsPerRun: number;
+  /** Checkpoint every N steps (0: only at the end). */
+  saveSteps: number;
+  configHash: string;
 }
 
 /** Running totals over consumed batches, carried across continue-as-new. */
@@ -71,6 +74,8 @@ export interface RunStats {
 
 export interface RunInput {
   plan: RunPlan;
+  /** Start from this checkpoint instead of the initial weights. */
+  resumeFrom?: CheckpointManifest;
   snapshot?: RunSnapshot;
   stats?: RunStats;
   suspended?: boolean;
@@ -102,7 +107,11 @@ const emptyStats = (): RunStats => ({ batches: 0, samples: 0, stalenessSum: 0, s
 
 export async function run(input: RunInput): Promise<RunStatus> {
   const { plan } = input;
-  const state = input.snapshot ? RunState.restore(input.snapshot) : new RunState(plan.limits, plan.datasetSize);
+  const state = input.snapshot
+    ? RunState.restore(input.snapshot)
+    : input.resumeFrom
+      ? RunState.resumeFrom(input.resumeFrom, plan.limits, plan.datasetSize)
+      : new RunState(plan.limits, plan.datasetSize);
   const stats = input.stats ?? emptyStats();
   let suspended = input.suspended ?? false;
 
@@ -132,8 +141,8 @@ export async function run(input: RunInput): Promise<RunStatus> {
   setHandler(status, report);
 
   if (!input.snapshot) {
-    // Every server starts this run at version 0, whatever runs it served before.
-    const initial = await initTrainer();
+    // Every server starts this run at its first version (0, or the checkpoint's), whatever it served before.
+    const initial = input.resumeFrom?.trainer_checkpoint ? await resumeTrainer({ trainerCheckpoint: input.resumeFrom.trainer_checkpoint }) : await initTrainer();
     await syncWeights({ path: initial.path, version: initial.version, partialRollout: false });
   }
 
@@ -241,6 +250,13 @@ export async function run(input: RunInput): Promise<RunStatus> {
       },
     });
     lastStepEnd = now;
+    if ((plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps) {
+      const { consumed } = state.snapshot();
+      await saveCheckpoint({
+        dir: `${plan.runDir}/checkpoints/step-${String(state.step).padStart(6, '0')}`,
+        manifest: { run_id: plan.runId, step: state.step, version: state.version, consumed, seed: plan.seed, dataset_size: plan.datasetSize, config_hash: plan.configHash },
+      });
+    }
     upsertSearchAttributes([
       { key: STEP, value: state.step },
       { key: POLICY_VERSION, value: state.version },

@@ -157,6 +157,26 @@ describe('training runs', () => {
     }
   });
 
+  it('resumes from a checkpoint: consumed prompts are skipped, the step count continues without a jump or repeat', () => {
+    runJson('ckpt-a', 'async_generation_ratio=1', 'max_steps=4', 'save_steps=2');
+    const checkpoint = path.join(server.stateDir, 'run', 'checkpoints', 'step-000002');
+    const manifest = JSON.parse(readFileSync(path.join(checkpoint, 'manifest.json'), 'utf8')) as { step: number; version: number; run_id: string };
+    expect(manifest).toMatchObject({ step: 2, version: 2, run_id: 'ckpt-a' });
+
+    const r = rollflow('run', config, '--json', '--run-id', 'ckpt-b', '--resume-from', checkpoint, '--set', 'async_generation_ratio=1', '--set', 'max_steps=4', '--set', 'save_steps=2');
+    expect(r.status, r.stderr).toBe(0);
+    const b = JSON.parse(r.stdout.trim().split('\n').pop()!) as Summary;
+    expect([b.steps, b.samples_consumed, b.unique_uids_consumed]).toEqual([4, 2 * B, 2 * B]);
+    const dir = path.join(server.stateDir, 'run', 'samples', 'ckpt-b', 'batches');
+    expect(readdirSync(dir).sort()).toEqual(['step-000002.jsonl', 'step-000003.jsonl']); // steps 2 and 3: no jump, no repeat
+    const consumedBefore = new Set(batches('ckpt-a').slice(0, 2).flat().map((x) => x.uid));
+    expect(batches('ckpt-b').flat().filter((x) => consumedBefore.has(x.uid))).toEqual([]);
+
+    const bad = rollflow('run', config, '--resume-from', checkpoint, '--set', 'seed=99');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("seed: got 99; 42, the checkpoint's seed");
+  });
+
   it('survives kill -9 of the worker mid-run: a new worker finishes it, nothing lost or repeated', async () => {
     const started = rollflow('run', config, '--run-id', 'killed', '--set', 'async_generation_ratio=1', '--set', 'max_steps=8');
     expect(started.status, started.stderr).toBe(0);
