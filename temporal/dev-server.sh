@@ -40,7 +40,8 @@ start() {
   local cli; cli=$("$here/ensure-cli.sh")
   mkdir -p "$TEMPORAL_DIR"
   local args=(server start-dev --db-filename "$TEMPORAL_DB" --ip "$TEMPORAL_IP"
-              --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" --log-format json --log-level warn)
+              --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" --log-format json --log-level warn
+              --sqlite-pragma journal_mode=wal --sqlite-pragma "synchronous=$TEMPORAL_SQLITE_SYNC")
   local kv
   while read -r kv; do args+=(--dynamic-config-value "$kv"); done < <(dynamic_config_pairs "$here/dynamic-config.yaml")
   while read -r kv; do args+=(--search-attribute "$kv"); done < <(read_list "$here/search-attributes.txt")

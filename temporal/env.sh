@@ -14,6 +14,11 @@ TEMPORAL_DB="${TEMPORAL_DB:-$TEMPORAL_DIR/temporal.db}"
 TEMPORAL_PIDFILE="${TEMPORAL_PIDFILE:-$TEMPORAL_DIR/server.pid}"
 TEMPORAL_LOG="${TEMPORAL_LOG:-$TEMPORAL_DIR/server.log}"
 TEMPORAL_START_TIMEOUT="${TEMPORAL_START_TIMEOUT:-90}"
+# SQLite durability: WAL with synchronous=NORMAL survives any process being killed
+# (what rollflow's fault tests do) but may lose the last transactions on an OS
+# crash or power loss; it removes an fsync per transaction, which on slow disks
+# is the dev server's bottleneck. Set TEMPORAL_SQLITE_SYNC=FULL to fsync every commit.
+TEMPORAL_SQLITE_SYNC="${TEMPORAL_SQLITE_SYNC:-NORMAL}"
 
 rf_say() { echo "rollflow/temporal: $*" >&2; }
 rf_die() { rf_say "error: $*"; exit 1; }

@@ -176,12 +176,14 @@ export async function run(input: RunInput): Promise<RunStatus> {
     });
   };
   let stopDispatch = false;
+  // Admission allows it, and the remaining steps still need it (no groups started only to be cancelled at the end).
+  const wanted = () => state.canDispatch() && state.samplesInSystem < (plan.maxSteps - state.step) * plan.limits.samplesPerStep;
   const dispatcher = (async () => {
     for (;;) {
-      await condition(() => stopDispatch || (!suspended && state.canDispatch()));
+      await condition(() => stopDispatch || (!suspended && wanted()));
       if (stopDispatch) return;
       const refs: GroupRef[] = [];
-      while (state.canDispatch()) refs.push(state.dispatch());
+      while (wanted()) refs.push(state.dispatch());
       stats.peakSamplesInSystem = Math.max(stats.peakSamplesInSystem, state.samplesInSystem);
       await Promise.all(refs.map(startGroup));
     }
