@@ -132,9 +132,19 @@ export async function run(input: RunInput): Promise<RunStatus> {
     lastRewardMean: stats.lastRewardMean,
     peakSamplesInSystem: stats.peakSamplesInSystem,
   });
+  // Rollout idle time (verl's rollouter/idle_ratio): stretches with no trajectory running.
+  let rolloutIdleMs = 0;
+  let rolloutIdleSince: number | undefined = Date.now();
+  const noteRolloutActivity = () => {
+    if (state.runningSamples > 0 && rolloutIdleSince !== undefined) {
+      rolloutIdleMs += Date.now() - rolloutIdleSince;
+      rolloutIdleSince = undefined;
+    } else if (state.runningSamples === 0 && rolloutIdleSince === undefined) rolloutIdleSince = Date.now();
+  };
   let lastGroupError: string | undefined;
   setHandler(groupDone, (result) => {
     if (state.onGroupResult(result) === 'failed') lastGroupError = result.error;
+    noteRolloutActivity();
   });
   setHandler(suspend, () => void (suspended = true));
   setHandler(resume, () => void (suspended = false));
@@ -184,6 +194,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
       if (stopDispatch) return;
       const refs: GroupRef[] = [];
       while (wanted()) refs.push(state.dispatch());
+      noteRolloutActivity();
       stats.peakSamplesInSystem = Math.max(stats.peakSamplesInSystem, state.samplesInSystem);
       await Promise.all(refs.map(startGroup));
     }
@@ -231,9 +242,13 @@ export async function run(input: RunInput): Promise<RunStatus> {
       maxPartialSpan: Math.max(stats.maxPartialSpan, maxSpan),
     });
     const now = Date.now();
+    const idleMs = rolloutIdleMs + (rolloutIdleSince === undefined ? 0 : now - rolloutIdleSince);
+    rolloutIdleMs = 0;
+    if (rolloutIdleSince !== undefined) rolloutIdleSince = now;
     await appendMetrics({
       runDir: plan.runDir,
       record: {
+        run_id: plan.runId,
         step: batch.step,
         version: state.version,
         'rollout/samples': samples,
@@ -247,6 +262,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
         'timing/train': (trainedAt - batchAt) / 1000,
         'timing/sync_weights': (now - trainedAt) / 1000,
         'idle/trainer': (batchAt - lastStepEnd) / Math.max(1, now - lastStepEnd),
+        'idle/rollout': idleMs / Math.max(1, now - lastStepEnd),
         'sync/aborted_requests': sync.aborted,
         ...Object.fromEntries(Object.entries(trained.metrics).map(([k, v]) => [`train/${k}`, v])),
       },

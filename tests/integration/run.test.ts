@@ -100,6 +100,14 @@ describe('training runs', () => {
     batches('sync').forEach((batch, step) => {
       for (const sample of batch) expect(sample.version_spans.map((v) => v.version)).toEqual([step]);
     });
+    // synchronous: nothing generates while a batch trains and syncs, so rollout is idle part of every step
+    const metrics = readFileSync(path.join(server.stateDir, 'run', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number | string>);
+    const mine = metrics.filter((m) => m.run_id === 'sync');
+    expect(mine.map((m) => m.step)).toEqual([0, 1, 2, 3, 4]);
+    for (const m of mine) {
+      expect(m['idle/rollout']).toBeGreaterThan(0);
+      expect(m['idle/rollout']).toBeLessThanOrEqual(1);
+    }
   });
 
   it('α = 2 with drop: staleness never above 2, never more than 3B in the system', () => {
