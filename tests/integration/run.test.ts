@@ -56,6 +56,17 @@ function batches(runId: string): BatchSample[][] {
     .map((f) => readFileSync(path.join(dir, f), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as BatchSample));
 }
 
+/** Polls `probe` (a recorded state, not a clock) until it yields a value; the deadline only guards against a hang. */
+async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 300_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition never held');
+    await sleep(200);
+  }
+}
+
 beforeAll(async () => {
   expect(readdirSync(path.join(ROOT, 'dist')).length, 'run `make build` first').toBeGreaterThan(0);
   server = await TestDevServer.create();
@@ -185,17 +196,29 @@ describe('training runs', () => {
     expect(bad.stderr).toContain("seed: got 99; 42, the checkpoint's seed");
   });
 
+  it('suspend stops dispatching new work; resume lets the run finish', async () => {
+    expect(rollflow('run', config, '--run-id', 'suspended', '--set', 'async_generation_ratio=1', '--set', 'max_steps=8').status).toBe(0);
+    const handle = client.workflow.getHandle('suspended');
+    await until(async () => ((await handle.query(statusQuery)).step >= 1 ? true : undefined));
+    expect(rollflow('suspend', 'suspended', '--config', config).status).toBe(0);
+    // The run stalls: nothing running or training, with free capacity and steps left. Training is never
+    // gated by suspend, so free capacity with nothing running means dispatch alone was stopped.
+    const stalled = await until(async () => {
+      const st = await handle.query(statusQuery);
+      return st.suspended && st.running === 0 && !st.training ? st : undefined;
+    });
+    expect(stalled.step).toBeLessThan(8);
+    expect(stalled.samplesInSystem).toBeLessThan(stalled.maxSamplesInSystem);
+    expect(rollflow('resume', 'suspended', '--config', config).status).toBe(0);
+    const final = await handle.result();
+    expect([final.step, final.suspended]).toEqual([8, false]);
+  });
+
   it('survives kill -9 of the worker mid-run: a new worker finishes it, nothing lost or repeated', async () => {
     const started = rollflow('run', config, '--run-id', 'killed', '--set', 'async_generation_ratio=1', '--set', 'max_steps=8');
     expect(started.status, started.stderr).toBe(0);
     const handle = client.workflow.getHandle('killed');
-    // wait (by recorded progress, with a deadline) until the run is under way
-    for (let i = 0; ; i++) {
-      const st = await handle.query(statusQuery).catch(() => undefined);
-      if (st && st.step >= 2) break;
-      if (i > 600) throw new Error('run made no progress');
-      await sleep(200);
-    }
+    await until(async () => ((await handle.query(statusQuery)).step >= 2 ? true : undefined));
     const pidFile = path.join(server.stateDir, 'pids', 'worker-run-test.pid');
     process.kill(readPid(pidFile), 'SIGKILL');
     const up = rollflow('dev', 'up', config); // starts a fresh worker

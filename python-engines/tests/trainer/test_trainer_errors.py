@@ -1,13 +1,8 @@
 """Garbage in gets a 4xx naming the field, never a 500."""
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from .helpers import client, group_batch, problem_field, sample
-
-CHILD_ENV_PATH = str(Path(__file__).resolve().parents[2])
 
 
 def with_sample(**changes) -> dict:
@@ -91,12 +86,7 @@ def test_other_endpoints_reject(path, body, field):
     assert problem_field(r) == field
 
 
-def test_megatron_without_megatron_exits_2_before_serving():
-    import os
-
-    proc = subprocess.run(
-        [sys.executable, "-m", "rollflow_engines", "serve", "--role", "trainer", "--backend", "megatron", "--port", "1"],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": CHILD_ENV_PATH},
-    )
+def test_megatron_without_megatron_exits_2_before_serving(serve_cli):
+    proc = serve_cli("--role", "trainer", "--backend", "megatron", "--port", "1")
     assert proc.returncode == 2, proc.stderr
     assert "options.backend" in proc.stderr and "megatron-core" in proc.stderr
