@@ -8,12 +8,13 @@ ROLLFLOW := bin/rollflow
 DEMO_CONFIG ?= examples/sim-rlvr.yaml
 TS_SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
-.PHONY: help setup node python temporal-cli system-packages build lint typecheck test demo down status clean python-lock
+.PHONY: help setup node python temporal-cli system-packages build lint typecheck test demo down status clean python-lock cluster-up cluster-down cluster-status
 
 help:
 	@echo "make demo   - set up, start the embedded stack (Temporal + engines + worker), run a sim training run"
 	@echo "make test   - set up, lint, type-check, run vitest + pytest"
 	@echo "make down   - stop the embedded stack;  make status - show it"
+	@echo "make cluster-up / cluster-down / cluster-status - the local Temporal cluster on PostgreSQL (builds the server once)"
 
 setup: node python temporal-cli system-packages
 
@@ -62,6 +63,18 @@ down: build
 
 status: build
 	$(ROLLFLOW) dev status $(DEMO_CONFIG)
+
+# The local Temporal cluster on PostgreSQL (temporal/cluster.sh): builds the
+# server from the Go module proxy on first use, so it is not part of `make test`.
+# Point a config at it with temporal.address=127.0.0.1:7333 and temporal.embedded=false.
+cluster-up:
+	temporal/cluster.sh start
+
+cluster-down:
+	temporal/cluster.sh stop
+
+cluster-status:
+	temporal/cluster.sh status
 
 clean:
 	rm -rf dist node_modules .venv

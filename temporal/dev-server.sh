@@ -6,8 +6,6 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/env.sh"
 
-read_list() { grep -v '^[[:space:]]*\(#\|$\)' "$1"; }
-
 # dynamic-config.yaml ("key:" then "  - value: v") -> key=v lines
 dynamic_config_pairs() {
   awk '/^[[:space:]]*#/ || NF == 0 { next }
@@ -15,10 +13,7 @@ dynamic_config_pairs() {
        /^[[:space:]]*- value:/ { sub(/^[[:space:]]*- value:[[:space:]]*/, ""); print key "=" $0 }' "$1"
 }
 
-healthy() {
-  local cli; cli=$("$here/ensure-cli.sh")
-  "$cli" operator cluster health --address "$TEMPORAL_IP:$TEMPORAL_PORT" 2>/dev/null | grep -q SERVING
-}
+healthy() { rf_healthy "$TEMPORAL_IP:$TEMPORAL_PORT"; }
 
 start() {
   local pid; pid=$(rf_live_pid)
@@ -44,7 +39,7 @@ start() {
               --sqlite-pragma journal_mode=wal --sqlite-pragma "synchronous=$TEMPORAL_SQLITE_SYNC")
   local kv
   while read -r kv; do args+=(--dynamic-config-value "$kv"); done < <(dynamic_config_pairs "$here/dynamic-config.yaml")
-  while read -r kv; do args+=(--search-attribute "$kv"); done < <(read_list "$here/search-attributes.txt")
+  while read -r kv; do args+=(--search-attribute "$kv"); done < <(rf_read_list "$here/search-attributes.txt")
 
   # setsid: the server outlives the shell (and the make target) that started it.
   setsid "$cli" "${args[@]}" >>"$TEMPORAL_LOG" 2>&1 </dev/null &
@@ -67,12 +62,7 @@ stop() {
   if [ -z "$pid" ]; then
     rm -f "$TEMPORAL_PIDFILE"; rf_say "not running"; return 0
   fi
-  kill -TERM "$pid"
-  local deadline=$(( $(date +%s) + 30 ))
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ "$(date +%s)" -ge "$deadline" ]; then rf_say "pid $pid ignored SIGTERM for 30s; sending SIGKILL"; kill -KILL "$pid"; fi
-    sleep 0.2
-  done
+  rf_stop_pid "$pid"
   rm -f "$TEMPORAL_PIDFILE"
   rf_say "stopped (pid $pid)"
 }

@@ -20,19 +20,61 @@ TEMPORAL_START_TIMEOUT="${TEMPORAL_START_TIMEOUT:-90}"
 # is the dev server's bottleneck. Set TEMPORAL_SQLITE_SYNC=FULL to fsync every commit.
 TEMPORAL_SQLITE_SYNC="${TEMPORAL_SQLITE_SYNC:-NORMAL}"
 
+# The local cluster (temporal/cluster.sh): the Temporal server binary, the same
+# version the CLI's dev server embeds, on its own PostgreSQL instance.
+TEMPORAL_SERVER_VERSION="v1.29.1"
+TEMPORAL_CLUSTER_DIR="${TEMPORAL_CLUSTER_DIR:-$ROLLFLOW_STATE/cluster}"
+TEMPORAL_CLUSTER_IP="${TEMPORAL_CLUSTER_IP:-127.0.0.1}"
+# Frontend gRPC port; the cluster also uses the next eight (history, matching and
+# worker gRPC, four membership ports, Prometheus metrics). Away from the dev server's 7233/8233.
+TEMPORAL_CLUSTER_PORT="${TEMPORAL_CLUSTER_PORT:-7333}"
+# Fixed when the databases are created (Temporal cannot reshard); see cluster.sh.
+TEMPORAL_CLUSTER_SHARDS="${TEMPORAL_CLUSTER_SHARDS:-4}"
+TEMPORAL_CLUSTER_PG_PORT="${TEMPORAL_CLUSTER_PG_PORT:-5439}"
+# PostgreSQL refuses to run as root: when we are root it runs as this user.
+TEMPORAL_CLUSTER_PG_OS_USER="${TEMPORAL_CLUSTER_PG_OS_USER:-postgres}"
+# on = every commit is fsynced (a production server's setting); off trades the
+# last ~0.6 s of commits on a PostgreSQL crash for fewer fsyncs.
+TEMPORAL_CLUSTER_PG_SYNC_COMMIT="${TEMPORAL_CLUSTER_PG_SYNC_COMMIT:-on}"
+TEMPORAL_CLUSTER_LOG_LEVEL="${TEMPORAL_CLUSTER_LOG_LEVEL:-warn}"
+TEMPORAL_CLUSTER_START_TIMEOUT="${TEMPORAL_CLUSTER_START_TIMEOUT:-120}"
+
 rf_say() { echo "rollflow/temporal: $*" >&2; }
 rf_die() { rf_say "error: $*"; exit 1; }
 
 # Is something accepting TCP connections on $1:$2?
 rf_port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
-# The pid of the live server we started, or nothing. A pid file whose process
-# is gone, or whose pid now belongs to another program, is stale.
-rf_live_pid() {
-  [ -f "$TEMPORAL_PIDFILE" ] || return 0
-  local pid; pid=$(cat "$TEMPORAL_PIDFILE" 2>/dev/null)
+# Lines of a list file, without comments and blank lines.
+rf_read_list() { grep -v '^[[:space:]]*\(#\|$\)' "$1"; }
+
+# rf_pid_from PIDFILE MARKER: the pid in PIDFILE if that process is alive and
+# its command line contains MARKER, else nothing. A pid file whose process is
+# gone, or whose pid now belongs to another program, is stale.
+rf_pid_from() {
+  [ -f "$1" ] || return 0
+  local pid; pid=$(cat "$1" 2>/dev/null)
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null \
-     && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'server start-dev'; then
+     && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$2"; then
     echo "$pid"
   fi
+}
+
+# The pid of the live dev server we started, or nothing.
+rf_live_pid() { rf_pid_from "$TEMPORAL_PIDFILE" 'server start-dev'; }
+
+# rf_stop_pid PID: SIGTERM, then SIGKILL if it is still there after 30 s.
+rf_stop_pid() {
+  kill -TERM "$1" 2>/dev/null || return 0
+  local deadline=$(( $(date +%s) + 30 ))
+  while kill -0 "$1" 2>/dev/null; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then rf_say "pid $1 ignored SIGTERM for 30s; sending SIGKILL"; kill -KILL "$1" 2>/dev/null || true; fi
+    sleep 0.2
+  done
+}
+
+# rf_healthy HOST:PORT: does a Temporal frontend there answer SERVING?
+rf_healthy() {
+  local cli; cli=$("$ROLLFLOW_ROOT/temporal/ensure-cli.sh")
+  "$cli" operator cluster health --address "$1" 2>/dev/null | grep -q SERVING
 }
