@@ -1,16 +1,25 @@
 """RL algorithms as pure torch functions, registered under the run config's names.
 
-- ``losses.POLICY_LOSSES``: ``pg_variant`` -> loss(logprobs, old_logprobs, advantages, mask, params)
+- ``losses.POLICY_LOSSES``: ``pg_variant`` -> loss(LossInputs, LossParams) -> per-token loss
 - ``losses.LOSS_AGGREGATIONS``: ``loss_agg_mode`` -> how per-token losses are reduced
-- ``advantages.REWARD_NORMS``: ``reward_norm`` -> fn(rewards, group_ids, params)
-- ``advantages.ADVANTAGE_ESTIMATORS``: ``adv_estimator`` -> fn(rewards, group_ids, params)
+- ``objective.objective``: policy loss + KL + entropy + value loss, the number a train step differentiates
+- ``objective.KL_ESTIMATORS``: ``kl_loss_type`` -> k1 | k3
+- ``objective.IS_WEIGHT_LEVELS``: train/infer correction ``weight_type`` -> token | sequence
+- ``advantages.REWARD_NORMS``: ``reward_norm`` -> (mean level, std level) of ``normalize_rewards``
+- ``advantages.ADVANTAGE_ESTIMATORS``: sequence-level ``adv_estimator`` -> fn(rewards, group_ids, params)
+- ``advantages.VALUE_ESTIMATORS``: token-level ``adv_estimator`` with a value head -> fn(rewards, values, mask, params)
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .advantages import ADV_ESTIMATOR_NAMES, ADVANTAGE_ESTIMATORS, REWARD_NORM_NAMES, REWARD_NORMS, AdvantageParams
-from .losses import LOSS_AGGREGATIONS, PG_VARIANTS, POLICY_LOSSES, LossParams
+from .advantages import (ADV_ESTIMATOR_NAMES, ADVANTAGE_ESTIMATORS, NORM_LEVELS, REWARD_NORM_NAMES, REWARD_NORMS,
+                         VALUE_ESTIMATORS, AdvantageParams, normalize_rewards, whiten)
+from .losses import LOSS_AGGREGATIONS, PG_VARIANTS, POLICY_LOSSES, LossInputs, LossParams
+from .objective import IS_WEIGHT_LEVELS, KL_ESTIMATORS, needs_prox_logprobs, objective
+
+# Every adv_estimator name, whichever registry holds it.
+ALL_ADVANTAGE_ESTIMATORS: dict[str, object] = {**ADVANTAGE_ESTIMATORS, **VALUE_ESTIMATORS}
 
 
 def check_registered(kind: str, name: str, registry: Mapping[str, object], config_names: Iterable[str] = ()) -> str:
@@ -28,6 +37,8 @@ def check_registered(kind: str, name: str, registry: Mapping[str, object], confi
 
 
 __all__ = [
-    "ADVANTAGE_ESTIMATORS", "ADV_ESTIMATOR_NAMES", "AdvantageParams", "LOSS_AGGREGATIONS", "LossParams",
-    "PG_VARIANTS", "POLICY_LOSSES", "REWARD_NORMS", "REWARD_NORM_NAMES", "check_registered",
+    "ADVANTAGE_ESTIMATORS", "ADV_ESTIMATOR_NAMES", "ALL_ADVANTAGE_ESTIMATORS", "AdvantageParams", "IS_WEIGHT_LEVELS",
+    "KL_ESTIMATORS", "LOSS_AGGREGATIONS", "LossInputs", "LossParams", "NORM_LEVELS", "PG_VARIANTS", "POLICY_LOSSES",
+    "REWARD_NORMS", "REWARD_NORM_NAMES", "VALUE_ESTIMATORS", "check_registered", "needs_prox_logprobs",
+    "normalize_rewards", "objective", "whiten",
 ]

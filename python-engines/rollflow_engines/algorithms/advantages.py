@@ -1,20 +1,25 @@
 """Reward normalisation and advantage estimators: small pure functions by config name.
 
-Both kinds share one signature::
+A train step first normalises the scalar rewards (``normalize_rewards`` with the
+mean/std levels of ``REWARD_NORMS[reward_norm]``, or ROLL's norm_mean_type /
+norm_std_type), then runs the advantage estimator. Estimators come in two
+registries because they need different inputs:
 
-    fn(rewards, group_ids, params) -> Tensor[num_samples]
+- ``ADVANTAGE_ESTIMATORS`` (sequence level, no value model)::
 
-- ``rewards``: float tensor [N], one scalar reward per sample (response);
-- ``group_ids``: which prompt group each sample belongs to (GRPO group): a
-  list of str/int or a long tensor [N]; any hashable labels, order irrelevant;
-- ``params``: ``AdvantageParams``; each function reads only what it uses.
+      fn(rewards [N], group_ids, params) -> advantages [N]
 
-The result is sequence-level; the caller broadcasts it to the response tokens.
-The trainer applies ``REWARD_NORMS[reward_norm]`` first, then
-``ADVANTAGE_ESTIMATORS[adv_estimator]`` on the normalised rewards.
+  the caller broadcasts each advantage to its response tokens;
 
-Group statistics use the unbiased (Bessel-corrected) standard deviation, as
-TRL and verl do; a group of one sample has std 0, so its mean-centred value is 0.
+- ``VALUE_ESTIMATORS`` (token level, with the value head's values)::
+
+      fn(rewards [N] or [N, T], values [N, T], mask [N, T], params) -> (advantages [N, T], returns [N, T])
+
+``group_ids`` says which prompt group (GRPO group) each sample belongs to: a list
+of str/int or a long tensor [N]; any hashable labels, order irrelevant.
+
+Group and batch statistics use the unbiased (Bessel-corrected) standard
+deviation, as TRL, verl and ROLL do; a group of one has std 0.
 """
 from __future__ import annotations
 
@@ -24,9 +29,10 @@ from typing import Protocol, Sequence
 import torch
 from torch import Tensor
 
-# The run config's names (src/configs/schema.ts); gae needs a value model and comes later.
+# The run config's names (src/configs/schema.ts).
 ADV_ESTIMATOR_NAMES = ("grpo", "reinforce", "gae")
 REWARD_NORM_NAMES = ("none", "group", "batch", "group_mean_batch_std")
+NORM_LEVELS = ("none", "group", "batch")  # ROLL's norm_mean_type / norm_std_type values ("running" is not implemented)
 
 
 @dataclass(frozen=True)
@@ -34,10 +40,17 @@ class AdvantageParams:
     eps: float = 1e-6  # added to every std before dividing
     std_normalize: bool = True  # grpo: divide by the group std (False: Dr. GRPO's mean-centring only)
     baseline: str = "group_mean"  # reinforce: "group_mean" subtracts the group mean, "none" uses r as is
+    gamma: float = 1.0  # gae: discount γ per token (ROLL gamma)
+    lambd: float = 0.95  # gae: λ of the exponentially weighted TD errors (ROLL lambd)
+    whiten_advantages: bool = False  # whiten the final token advantages over the batch's loss tokens (ROLL)
 
 
 class AdvantageFn(Protocol):
     def __call__(self, rewards: Tensor, group_ids: Sequence[object] | Tensor, params: AdvantageParams) -> Tensor: ...
+
+
+class ValueAdvantageFn(Protocol):
+    def __call__(self, rewards: Tensor, values: Tensor, mask: Tensor, params: AdvantageParams) -> tuple[Tensor, Tensor]: ...
 
 
 # ---- group statistics
@@ -71,40 +84,36 @@ def _batch_std(values: Tensor) -> Tensor:
     return values.std() if values.numel() > 1 else torch.zeros((), dtype=values.dtype)
 
 
-# ---- reward normalisation (run config `reward_norm`)
+# ---- reward normalisation (run config `reward_norm`, or ROLL's norm_mean_type / norm_std_type)
 
-def norm_none(rewards: Tensor, group_ids: Sequence[object] | Tensor, params: AdvantageParams) -> Tensor:
-    """r, unchanged."""
-    return rewards.clone()
+def normalize_rewards(rewards: Tensor, group_ids: Sequence[object] | Tensor, mean_type: str, std_type: str,
+                      eps: float = 1e-6) -> Tensor:
+    """(r − μ) / (σ + eps), each statistic taken at its own level, as ROLL's reward normalisation:
 
+        μ = mean over the sample's group (mean_type "group"), over the batch ("batch"), or 0 ("none");
+        σ = std of the raw rewards over the group ("group"), over the batch ("batch"); "none": no division.
 
-def norm_group(rewards: Tensor, group_ids: Sequence[object] | Tensor, params: AdvantageParams) -> Tensor:
-    """(r − mean_group) / (std_group + eps)."""
+    group mean + batch std is LitePPO's normalisation (ROLL: norm_mean_type group, norm_std_type batch).
+    """
     idx = group_index(group_ids)
-    return (rewards - group_mean(rewards, idx)) / (group_std(rewards, idx) + params.eps)
+    mean = {"none": torch.zeros_like(rewards), "group": group_mean(rewards, idx),
+            "batch": rewards.mean().expand_as(rewards)}[mean_type]
+    if std_type == "none":
+        return rewards - mean
+    std = group_std(rewards, idx) if std_type == "group" else _batch_std(rewards).expand_as(rewards)
+    return (rewards - mean) / (std + eps)
 
 
-def norm_batch(rewards: Tensor, group_ids: Sequence[object] | Tensor, params: AdvantageParams) -> Tensor:
-    """(r − mean_batch) / (std_batch + eps)."""
-    return (rewards - rewards.mean()) / (_batch_std(rewards) + params.eps)
-
-
-def norm_group_mean_batch_std(rewards: Tensor, group_ids: Sequence[object] | Tensor, params: AdvantageParams) -> Tensor:
-    """c = r − mean_group; c / (std_batch(c) + eps)  (REINFORCE++-baseline style)."""
-    idx = group_index(group_ids)
-    centred = rewards - group_mean(rewards, idx)
-    return centred / (_batch_std(centred) + params.eps)
-
-
-REWARD_NORMS: dict[str, AdvantageFn] = {
-    "none": norm_none,
-    "group": norm_group,
-    "batch": norm_batch,
-    "group_mean_batch_std": norm_group_mean_batch_std,
+# reward_norm name -> (mean level, std level) of normalize_rewards
+REWARD_NORMS: dict[str, tuple[str, str]] = {
+    "none": ("none", "none"),  # r
+    "group": ("group", "group"),  # (r − mean_group) / (std_group + eps)
+    "batch": ("batch", "batch"),  # (r − mean_batch) / (std_batch + eps)
+    "group_mean_batch_std": ("group", "batch"),  # (r − mean_group) / (std_batch(r) + eps): LitePPO
 }
 
 
-# ---- advantage estimators (run config `adv_estimator`)
+# ---- sequence-level advantage estimators (run config `adv_estimator`)
 
 def grpo(rewards: Tensor, group_ids: Sequence[object] | Tensor, params: AdvantageParams) -> Tensor:
     """GRPO: A = (r − mean_group) / (std_group + eps); with std_normalize=False, A = r − mean_group."""
@@ -124,3 +133,62 @@ ADVANTAGE_ESTIMATORS: dict[str, AdvantageFn] = {
     "grpo": grpo,
     "reinforce": reinforce,
 }
+
+
+# ---- token-level estimators with a value model
+
+def last_token_rewards(rewards: Tensor, mask: Tensor) -> Tensor:
+    """[N, T]: each response's scalar reward on its last token with mask 1, zeros elsewhere."""
+    positions = torch.arange(mask.shape[1]).expand_as(mask)
+    last = torch.where(mask > 0, positions, torch.full_like(positions, -1)).max(-1).values  # −1: no counted token
+    out = torch.zeros(mask.shape, dtype=rewards.dtype)
+    rows = (last >= 0).nonzero().squeeze(-1)
+    out[rows, last[rows]] = rewards[rows]
+    return out
+
+
+def gae(rewards: Tensor, values: Tensor, mask: Tensor, params: AdvantageParams) -> tuple[Tensor, Tensor]:
+    """Generalised advantage estimation (Schulman et al. 2016) over the response tokens, for PPO with a value head.
+
+        δ_t = r_t + γ · V_{t+1} − V_t
+        A_t = δ_t + γλ · A_{t+1}
+        R_t = A_t + V_t                                         (the value head's target)
+
+    ``rewards`` is per token [N, T], or one scalar per response [N], which goes on the
+    response's last counted token (r_t = 0 elsewhere). V_{t+1} and A_{t+1} belong to
+    the next token with mask 1; past the last one they are 0 (the episode ends).
+    Tokens with mask 0 (padding, env observations of a multi-turn response) are not
+    actions: they are skipped, get A = R = 0, and rewards placed on them are ignored.
+    ``values`` carry no gradient. γ = params.gamma, λ = params.lambd.
+    """
+    if rewards.dim() == 1:
+        rewards = last_token_rewards(rewards, mask)
+    values = values.detach()
+    counted = mask > 0
+    advantages = torch.zeros_like(values)
+    next_value = torch.zeros(values.shape[0], dtype=values.dtype)
+    next_adv = torch.zeros(values.shape[0], dtype=values.dtype)
+    for t in reversed(range(values.shape[1])):
+        delta = rewards[:, t] + params.gamma * next_value - values[:, t]
+        adv = delta + params.gamma * params.lambd * next_adv
+        here = counted[:, t]
+        advantages[:, t] = torch.where(here, adv, torch.zeros_like(adv))
+        next_value = torch.where(here, values[:, t], next_value)
+        next_adv = torch.where(here, adv, next_adv)
+    returns = torch.where(counted, advantages + values, torch.zeros_like(values))
+    return advantages, returns
+
+
+VALUE_ESTIMATORS: dict[str, ValueAdvantageFn] = {
+    "gae": gae,
+}
+
+
+def whiten(advantages: Tensor, mask: Tensor, eps: float = 1e-6) -> Tensor:
+    """(A − mean) / (std + eps) over the tokens with mask 1 (unbiased std); 0 where mask is 0 (ROLL whiten_advantages)."""
+    counted = mask > 0
+    values = advantages[counted]
+    if values.numel() == 0:
+        return torch.zeros_like(advantages)
+    std = values.std() if values.numel() > 1 else torch.zeros((), dtype=values.dtype)
+    return torch.where(counted, (advantages - values.mean()) / (std + eps), torch.zeros_like(advantages))

@@ -46,3 +46,13 @@ def ok(response) -> dict:
 
 def problem_field(response) -> str:
     return response.json()["problems"][0]["field"]
+
+
+def logprobs(c, sequences, temperature: float = 1.0) -> list[list[float]]:
+    return ok(c.post("/logprobs", json={"sequences": sequences, "temperature": temperature}))["logprobs"]
+
+
+def on_policy(c, batch: list[dict]) -> list[dict]:
+    """The batch with old_logprobs from the trainer's current weights, as a synchronous rollout would have them."""
+    current = logprobs(c, [{"prompt_ids": s["prompt_ids"], "response_ids": s["response_ids"]} for s in batch])
+    return [{**s, "old_logprobs": lp} for s, lp in zip(batch, current)]

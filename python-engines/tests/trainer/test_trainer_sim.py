@@ -20,7 +20,8 @@ def test_train_step_reports_batch_statistics_and_the_loss_under_pi_old():
     assert REQUIRED_METRICS <= set(m)
     assert (body["step"], body["version"], body["replayed"]) == (0, 1, False)
     assert (m["samples"], m["tokens"], m["rewards/mean"]) == (2.0, 3.0, 0.5)
-    assert m["advantages/mean"] == pytest.approx(0.0, abs=1e-6)
+    # advantages/* are over loss tokens, as the loss sees them: (0.7071·2 − 0.7071·1) / 3 = 0.235702
+    assert m["advantages/mean"] == pytest.approx(0.5 ** 0.5 / 3, abs=1e-6)
     # vanilla with log π := log π_old: token mean of −A·old = (0.7071·1 · 2 − 0.7071·0.5) / 3 = 0.353553
     assert m["losses/pg_loss"] == pytest.approx(0.353553, abs=1e-5)
     assert (m["actor/ratio_mean"], m["actor/clipfrac"], m["actor/approxkl"]) == (1.0, 0.0, 0.0)

@@ -8,7 +8,7 @@ import torch
 
 from rollflow_engines.models import load_model
 
-from .helpers import group_batch, ok, problem_field, sample, torch_client
+from .helpers import group_batch, logprobs, ok, on_policy, problem_field, sample, torch_client
 
 SEQUENCES = [  # different lengths, so a micro-batch needs padding
     {"prompt_ids": [1, 20, 30], "response_ids": [50, 60, 70, 2]},
@@ -25,16 +25,6 @@ def reference_logprobs(model, seq: dict, temperature: float = 1.0) -> list[float
     p = len(seq["prompt_ids"])
     logp = torch.log_softmax(logits[p - 1:-1] / temperature, dim=-1)
     return logp.gather(-1, ids[0, p:, None]).squeeze(-1).tolist()
-
-
-def logprobs(c, sequences, temperature: float = 1.0) -> list[list[float]]:
-    return ok(c.post("/logprobs", json={"sequences": sequences, "temperature": temperature}))["logprobs"]
-
-
-def on_policy(c, batch: list[dict]) -> list[dict]:
-    """The batch with old_logprobs from the trainer's current weights, as a synchronous rollout would have them."""
-    current = logprobs(c, [{"prompt_ids": s["prompt_ids"], "response_ids": s["response_ids"]} for s in batch])
-    return [{**s, "old_logprobs": lp} for s, lp in zip(batch, current)]
 
 
 def without_timing(metrics: dict) -> dict:

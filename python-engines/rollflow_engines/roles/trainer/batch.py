@@ -15,7 +15,10 @@ import torch
 from pydantic import TypeAdapter, ValidationError
 from torch import Tensor
 
-from ...algorithms import ADVANTAGE_ESTIMATORS, REWARD_NORMS, AdvantageParams, LossParams
+from ...algorithms import (ADVANTAGE_ESTIMATORS, POLICY_LOSSES, VALUE_ESTIMATORS, AdvantageParams, LossInputs, LossParams,
+                           needs_prox_logprobs, normalize_rewards, whiten)
+from ...algorithms.advantages import ValueAdvantageFn
+from ...algorithms.losses import PolicyLoss
 from ...errors import NotFoundError, RequestError
 from .contracts import Sample, TrainStepRequest
 
@@ -106,14 +109,28 @@ def batch_fingerprint(samples: list[Sample]) -> str:
 
 # ---- advantages and the per-step plan
 
+@dataclass(frozen=True)
+class StepNeeds:
+    """Inputs a step computes before its first optimizer update (a no-grad pass), beyond π_θ itself."""
+
+    prox_logprobs: bool  # log π_prox under the weights at the step's start (decoupled_ppo, train/infer correction)
+    values: bool  # the value head's values V_old (a value-based adv_estimator: gae)
+    ref_logprobs: bool  # log π_ref of the frozen initial weights (use_kl_loss)
+
+
 @dataclass
 class PreparedBatch:
     """Everything a backend needs, computed once per train step (before any epoch)."""
 
     samples: list[Sample]
     rewards: Tensor  # [N] raw rewards
-    advantages: Tensor  # [N] sequence-level advantages
+    scores: Tensor  # [N] normalised rewards, the estimator's input
+    advantages: Tensor | None  # [N] sequence-level advantages; None when a value estimator computes them per token
+    value_estimator: ValueAdvantageFn | None  # VALUE_ESTIMATORS[adv_estimator], run once the values are known
+    adv_params: AdvantageParams
+    policy_loss: PolicyLoss
     loss_params: LossParams
+    needs: StepNeeds
     fingerprint: str
 
     @property
@@ -128,28 +145,103 @@ class PreparedBatch:
 def prepare_batch(samples: list[Sample], req: TrainStepRequest) -> PreparedBatch:
     rewards = torch.tensor([s.reward for s in samples], dtype=torch.float32)
     group_ids = [s.group_id for s in samples]
-    params = AdvantageParams(eps=req.adv_eps, std_normalize=req.adv_std_normalize, baseline=req.adv_baseline)
-    normalised = REWARD_NORMS[req.reward_norm](rewards, group_ids, params)
-    advantages = ADVANTAGE_ESTIMATORS[req.adv_estimator](normalised, group_ids, params)
+    adv_params = AdvantageParams(eps=req.adv_eps, std_normalize=req.adv_std_normalize, baseline=req.adv_baseline,
+                                 gamma=req.gamma, lambd=req.lambd, whiten_advantages=req.whiten_advantages)
+    scores = normalize_rewards(rewards, group_ids, *req.reward_norm_levels(), eps=req.adv_eps)
+    # The two estimator registries take different inputs (advantages.py); which one holds the name decides.
+    value_estimator = VALUE_ESTIMATORS.get(req.adv_estimator)
+    advantages = None if value_estimator else ADVANTAGE_ESTIMATORS[req.adv_estimator](scores, group_ids, adv_params)
+    is_weight = req.train_infer_correction.is_weight
     loss_params = LossParams(
+        loss_agg_mode=req.loss_agg_mode,
         clip_low=req.pg_clip_low if req.pg_clip_low is not None else req.pg_clip,
         clip_high=req.pg_clip_high if req.pg_clip_high is not None else req.pg_clip,
-        dual_clip=req.dual_clip,
-        loss_agg_mode=req.loss_agg_mode,
+        dual_clip=req.effective_dual_clip(),
+        tis_lower_bound=req.tis_lower_bound, tis_upper_bound=req.tis_upper_bound,
+        cispo_epsilon_low=req.cispo_epsilon_low, cispo_epsilon_high=req.cispo_epsilon_high,
+        topr_positive_weight=req.topr_positive_weight, topr_negative_weight=req.topr_negative_weight,
+        behav_imp_weight_cap=req.behav_imp_weight_cap,
+        train_infer_is_weight_type=is_weight.weight_type if is_weight.enabled else None,
+        train_infer_is_upper_bound=is_weight.upper_bound,
+        use_kl_loss=req.use_kl_loss, kl_loss_coef=req.kl_loss_coef, kl_loss_type=req.kl_loss_type,
+        entropy_loss_coef=req.entropy_loss_coef,
+        value_loss_coef=req.value_loss_coef, value_clip=req.value_clip,
     )
-    return PreparedBatch(samples, rewards, advantages, loss_params, batch_fingerprint(samples))
+    policy = POLICY_LOSSES[req.pg_variant]
+    needs = StepNeeds(prox_logprobs=needs_prox_logprobs(policy, loss_params), values=value_estimator is not None,
+                      ref_logprobs=req.use_kl_loss)
+    return PreparedBatch(samples, rewards, scores, advantages, value_estimator, adv_params, policy, loss_params, needs,
+                         batch_fingerprint(samples))
 
 
-def batch_metrics(batch: PreparedBatch, version: int) -> dict[str, float]:
-    """Metrics that depend on the batch only: rewards, advantages, sizes, staleness."""
-    r, a = batch.rewards, batch.advantages
+# ---- per-micro-batch inputs
+
+@dataclass
+class MicroInputs:
+    """One micro-batch's tensors, [b, T] unless noted. The step-start fields are filled before
+    the first optimizer update and stay fixed for the whole step (all its epochs)."""
+
+    index: list[int]  # positions of its samples in the batch
+    tokens: "MicroBatch"
+    old_logprobs: Tensor  # log π_old, the inference server's
+    mask: Tensor  # loss mask: response mask × the samples' loss_mask
+    rewards: Tensor  # [b] raw rewards
+    advantages: Tensor | None = None  # set by fill_advantages
+    returns: Tensor | None = None  # value estimators only
+    prox_logprobs: Tensor | None = None  # step start, if needs.prox_logprobs
+    old_values: Tensor | None = None  # step start, if needs.values
+    ref_logprobs: Tensor | None = None  # if needs.ref_logprobs
+
+    def loss_inputs(self, logprobs: Tensor, entropy: Tensor | None = None, values: Tensor | None = None) -> LossInputs:
+        """The objective's inputs given this pass's π_θ (and entropy and values, when computed)."""
+        assert self.advantages is not None, "fill_advantages first"
+        device = logprobs.device
+        to = (lambda t: t.to(device) if t is not None else None)  # noqa: E731
+        return LossInputs(logprobs=logprobs, old_logprobs=to(self.old_logprobs), advantages=to(self.advantages),
+                          mask=to(self.mask), rewards=to(self.rewards), prox_logprobs=to(self.prox_logprobs),
+                          ref_logprobs=to(self.ref_logprobs), entropy=entropy, values=values,
+                          old_values=to(self.old_values), returns=to(self.returns))
+
+
+def micro_inputs(batch: PreparedBatch, index: list[int], pad_id: int, padding_side: str = "right",
+                 min_length: int = 0) -> MicroInputs:
+    samples = [batch.samples[i] for i in index]
+    tokens = pad_sequences([(s.prompt_ids, s.response_ids) for s in samples], pad_id, padding_side, min_length)
+    width = tokens.response_mask.shape[1]
+    return MicroInputs(index=index, tokens=tokens, old_logprobs=per_token(samples, [s.old_logprobs for s in samples], width),
+                       mask=loss_mask_of(samples, width) * tokens.response_mask, rewards=batch.rewards[index])
+
+
+def fill_advantages(batch: PreparedBatch, micro: list[MicroInputs]) -> None:
+    """Each micro-batch's token advantages: the sequence advantage broadcast to its tokens, or the value
+    estimator run on its step-start values; then, with whiten_advantages, whitened over the whole batch."""
+    for m in micro:
+        width = m.mask.shape[1]
+        if batch.value_estimator is None:
+            m.advantages = batch.advantages[m.index][:, None].expand(-1, width).clone()
+        else:
+            if m.old_values is None:
+                raise RuntimeError("a value estimator needs the step-start values (StepNeeds.values)")
+            m.advantages, m.returns = batch.value_estimator(batch.scores[m.index], m.old_values, m.mask, batch.adv_params)
+    if batch.adv_params.whiten_advantages:
+        width = max(m.mask.shape[1] for m in micro)
+        pad = lambda t: torch.nn.functional.pad(t, (0, width - t.shape[1]))  # noqa: E731
+        whitened = whiten(torch.cat([pad(m.advantages) for m in micro]), torch.cat([pad(m.mask) for m in micro]), batch.adv_params.eps)
+        for m, rows in zip(micro, whitened.split([len(m.index) for m in micro])):
+            m.advantages = rows[:, :m.mask.shape[1]]
+
+
+def batch_metrics(batch: PreparedBatch, version: int, micro: list[MicroInputs]) -> dict[str, float]:
+    """Metrics that depend on the batch only: rewards, advantages (over loss tokens, as the loss sees them), sizes, staleness."""
+    r = batch.rewards
+    adv = torch.cat([m.advantages[m.mask > 0] for m in micro])
     lengths = torch.tensor([float(len(s.response_ids)) for s in batch.samples])
     out = {
         "samples": float(len(batch.samples)),
         "tokens": float(batch.tokens),
         "actor/loss_tokens": float(batch.loss_tokens),
         "rewards/mean": r.mean().item(), "rewards/std": _std(r), "rewards/max": r.max().item(), "rewards/min": r.min().item(),
-        "advantages/mean": a.mean().item(), "advantages/std": _std(a), "advantages/max": a.max().item(), "advantages/min": a.min().item(),
+        "advantages/mean": adv.mean().item(), "advantages/std": _std(adv), "advantages/max": adv.max().item(), "advantages/min": adv.min().item(),
         "response_length/mean": lengths.mean().item(), "response_length/max": lengths.max().item(),
     }
     # Staleness = trained-on version − oldest version that generated a token of the sample.
@@ -210,17 +302,42 @@ def effective_temperature(temperature: float) -> float:
     return temperature if temperature > 0 else 1.0
 
 
+def _response_log_softmax(logits: Tensor, mb: MicroBatch, temperature: float) -> Tensor:
+    """[B, T, V] log softmax(logits / temperature) at each response token's logit position, in float32."""
+    index = mb.response_index
+    picked = logits.gather(1, index[..., None].expand(-1, -1, logits.shape[-1]))
+    return torch.log_softmax(picked.float() / effective_temperature(temperature), dim=-1)
+
+
 def response_logprobs(logits: Tensor, mb: MicroBatch, temperature: float) -> Tensor:
     """[B, T]: log softmax(logits[b, p] / temperature)[input_ids[b, p + 1]] for each response
     token's logit position p, in float32; 0 beyond each response's end.
 
     Only the response positions go through the softmax, so memory is B·T·V, not B·L·V.
     """
+    return response_logprobs_and_entropy(logits, mb, temperature, entropy=False)[0]
+
+
+def response_logprobs_and_entropy(logits: Tensor, mb: MicroBatch, temperature: float,
+                                  entropy: bool = True) -> tuple[Tensor, Tensor | None]:
+    """``response_logprobs`` and, from the same softmax, the entropy H = −Σ_v p_v log p_v of
+    each response position's next-token distribution ([B, T]; 0 beyond each response's end)."""
+    log_p = _response_log_softmax(logits, mb, temperature)
+    targets = mb.input_ids.gather(1, mb.response_index + 1)
+    inside = mb.response_mask > 0
+    logp = log_p.gather(-1, targets[..., None]).squeeze(-1)
+    logp = torch.where(inside, logp, torch.zeros_like(logp))
+    if not entropy:
+        return logp, None
+    h = -(log_p.exp() * log_p).sum(-1)
+    return logp, torch.where(inside, h, torch.zeros_like(h))
+
+
+def response_hidden(hidden: Tensor, mb: MicroBatch) -> Tensor:
+    """[B, T, H]: the hidden state at each response token's logit position, i.e. of the state
+    s_t = (prompt, y_<t) in which y_t is chosen; the value head reads V(s_t) from it."""
     index = mb.response_index
-    picked = logits.gather(1, index[..., None].expand(-1, -1, logits.shape[-1]))
-    targets = mb.input_ids.gather(1, index + 1)
-    logp = torch.log_softmax(picked.float() / effective_temperature(temperature), dim=-1).gather(-1, targets[..., None]).squeeze(-1)
-    return torch.where(mb.response_mask > 0, logp, torch.zeros_like(logp))
+    return hidden.gather(1, index[..., None].expand(-1, -1, hidden.shape[-1]))
 
 
 def per_token(samples: list[Sample], values: list[list[float]] | None, width: int) -> Tensor:

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from ...algorithms import (ADV_ESTIMATOR_NAMES, ADVANTAGE_ESTIMATORS, LOSS_AGGREGATIONS, PG_VARIANTS, POLICY_LOSSES,
+from ...algorithms import (ADV_ESTIMATOR_NAMES, ALL_ADVANTAGE_ESTIMATORS, LOSS_AGGREGATIONS, PG_VARIANTS, POLICY_LOSSES,
                            REWARD_NORM_NAMES, REWARD_NORMS, check_registered)
 
 TokenIds = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
@@ -51,20 +51,55 @@ class Sample(_Wire):
     version_spans: list[VersionSpan] | None = Field(default=None, description="Policy version per span of response tokens (start/end per weight update).")
 
 
+class TrainInferISWeight(_Wire):
+    """ROLL train_infer_correction.is_weight: the truncated importance weight w = min(π_train/π_infer, C)."""
+
+    enabled: bool = Field(default=False, description="Multiply the policy loss by w and take the ratio against π_train (the trainer's logprobs at the start of the step) instead of π_infer.")
+    weight_type: Literal["token", "sequence"] = Field(default="token", description="token: w per token; sequence: one w per response from the product of its token ratios.")
+    upper_bound: float | None = Field(default=5.0, gt=0, description="C, the cap of w; null: no cap.")
+
+
+class TrainInferCorrection(_Wire):
+    """ROLL train_infer_correction: correcting for the trainer and the inference server disagreeing on logprobs."""
+
+    is_weight: TrainInferISWeight = Field(default_factory=TrainInferISWeight, description="The truncated IS weight.")
+
+
 class TrainStepRequest(_Wire):
-    """One training step on one batch: inline ``batch`` or ``batch_ref``, not both."""
+    """One training step on one batch: inline ``batch`` or ``batch_ref``, not both. Algorithm
+    parameters follow ROLL's names and defaults where ROLL has them (see rollflow_engines.algorithms)."""
 
     step: int = Field(ge=0, description="0-based step; must equal the trainer's version (repeating the last step replays its response).")
     batch: list[Sample] | None = Field(default=None, description="The samples, inline.")
     batch_ref: str | None = Field(default=None, min_length=1, description="Path of a .jsonl (one Sample a line) or .json (array of Sample, or {\"samples\": [...]}) file on the trainer's machine.")
     pg_variant: str = Field(default="ppo", description="Policy-gradient loss (run config pg_variant).")
-    adv_estimator: str = Field(default="grpo", description="Advantage estimator (run config adv_estimator).")
+    adv_estimator: str = Field(default="grpo", description="Advantage estimator (run config adv_estimator); gae trains a value head.")
     reward_norm: str = Field(default="group", description="Reward normalisation applied before the estimator (run config reward_norm).")
+    norm_mean_type: Literal["group", "batch", "none"] | None = Field(default=None, description="ROLL's reward-normalisation mean level; when it or norm_std_type is given, the pair replaces reward_norm (the missing one meaning none).")
+    norm_std_type: Literal["group", "batch", "none"] | None = Field(default=None, description="ROLL's reward-normalisation std level; group mean + batch std is LitePPO.")
     ppo_epochs: int = Field(default=1, ge=1, description="Passes over the batch in this step.")
     pg_clip: float = Field(default=0.2, gt=0, description="PPO clip ε for both sides unless pg_clip_low/high are set.")
     pg_clip_low: float | None = Field(default=None, gt=0, lt=1, description="PPO lower clip: ratio >= 1 - pg_clip_low.")
     pg_clip_high: float | None = Field(default=None, gt=0, description="PPO upper clip: ratio <= 1 + pg_clip_high.")
-    dual_clip: float | None = Field(default=None, gt=1, description="Dual-clip constant c > 1 for negative advantages; null disables it.")
+    dual_clip: float | None = Field(default=None, gt=1, description="Dual-clip constant c > 1 for negative advantages; null: dual_clip_loss decides.")
+    dual_clip_loss: bool = Field(default=False, description="ROLL's switch for the dual clip; without dual_clip it uses ROLL's c = 1 + 2·pg_clip.")
+    tis_lower_bound: float = Field(default=0.0, ge=0, description="tis, topr: lower bound of the truncated ratio.")
+    tis_upper_bound: float = Field(default=1.0, gt=0, description="tis, topr: upper bound of the truncated ratio.")
+    cispo_epsilon_low: float = Field(default=0.1, ge=0, le=1, description="cispo: the IS weight is at least 1 - cispo_epsilon_low.")
+    cispo_epsilon_high: float = Field(default=0.1, ge=0, description="cispo: the IS weight is at most 1 + cispo_epsilon_high.")
+    topr_positive_weight: float = Field(default=1.0, ge=0, description="topr: weight of the positive-reward samples' term.")
+    topr_negative_weight: float = Field(default=1.0, ge=0, description="topr: weight of the other samples' term.")
+    behav_imp_weight_cap: float | None = Field(default=5.0, gt=1, description="decoupled_ppo: tokens whose behaviour weight π_prox/π_old exceeds this are dropped; null keeps all.")
+    train_infer_correction: TrainInferCorrection = Field(default_factory=TrainInferCorrection, description="Train/infer mismatch correction (ROLL train_infer_correction).")
+    use_kl_loss: bool = Field(default=False, description="Add kl_loss_coef · KL(π_θ ‖ π_ref) to the loss, π_ref = the initial weights.")
+    kl_loss_coef: float = Field(default=0.0, ge=0, description="β of the KL loss.")
+    kl_loss_type: Literal["k1", "k3"] = Field(default="k3", description="KL estimator: k1 = log π_θ − log π_ref; k3 = π_ref/π_θ − log(π_ref/π_θ) − 1.")
+    entropy_loss_coef: float = Field(default=0.0, ge=0, description="Entropy bonus: the loss subtracts entropy_loss_coef · H(π_θ).")
+    gamma: float = Field(default=1.0, ge=0, le=1, description="gae: discount per token.")
+    lambd: float = Field(default=0.95, ge=0, le=1, description="gae: λ.")
+    value_loss_coef: float = Field(default=0.5, ge=0, description="gae: weight of the value head's loss in the total.")
+    value_clip: float | None = Field(default=None, gt=0, description="gae: clip of the value loss around the step's starting values; null: unclipped.")
+    whiten_advantages: bool = Field(default=False, description="Whiten the token advantages over the batch's loss tokens before the loss.")
     loss_agg_mode: str = Field(default="token_mean", description="token_mean | seq_mean_token_mean | seq_mean_token_sum.")
     temperature: float = Field(default=1.0, ge=0, description="Sampling temperature of the rollout; logprobs are recomputed under softmax(logits / temperature), 0 meaning 1.")
     adv_eps: float = Field(default=1e-6, gt=0, description="Added to standard deviations before dividing.")
@@ -79,7 +114,7 @@ class TrainStepRequest(_Wire):
     @field_validator("adv_estimator")
     @classmethod
     def _adv_estimator(cls, v: str) -> str:
-        return check_registered("adv_estimator", v, ADVANTAGE_ESTIMATORS, ADV_ESTIMATOR_NAMES)
+        return check_registered("adv_estimator", v, ALL_ADVANTAGE_ESTIMATORS, ADV_ESTIMATOR_NAMES)
 
     @field_validator("reward_norm")
     @classmethod
@@ -91,12 +126,33 @@ class TrainStepRequest(_Wire):
     def _loss_agg_mode(cls, v: str) -> str:
         return check_registered("loss_agg_mode", v, LOSS_AGGREGATIONS)
 
+    @field_validator("tis_upper_bound")
+    @classmethod
+    def _tis_bounds(cls, v: float, info: ValidationInfo) -> float:
+        low = info.data.get("tis_lower_bound")
+        if low is not None and v < low:
+            raise ValueError(f"tis_upper_bound {v} is below tis_lower_bound {low}")
+        return v
+
+    def reward_norm_levels(self) -> tuple[str, str]:
+        """(mean level, std level) of the reward normalisation: ROLL's pair when either is given
+        (the other then means "none"), else the reward_norm preset."""
+        if self.norm_mean_type is None and self.norm_std_type is None:
+            return REWARD_NORMS[self.reward_norm]
+        return self.norm_mean_type or "none", self.norm_std_type or "none"
+
+    def effective_dual_clip(self) -> float | None:
+        """c of the dual clip: dual_clip if given, else ROLL's 1 + 2·pg_clip when dual_clip_loss, else off."""
+        if self.dual_clip is not None:
+            return self.dual_clip
+        return 1.0 + 2.0 * self.pg_clip if self.dual_clip_loss else None
+
 
 class TrainStepResponse(_Wire):
     step: int = Field(ge=0, description="The step that was trained.")
     version: int = Field(ge=0, description="Policy version of the weights after the step (step + 1).")
     replayed: bool = Field(default=False, description="True when this step had already been trained and its recorded response is returned (a retried call).")
-    metrics: dict[str, float] = Field(description="losses/pg_loss, losses/total, actor/clipfrac, actor/approxkl, actor/ratio_mean, grad_norm, tokens, samples, advantages/mean, rewards/mean, timing/train_s, …")
+    metrics: dict[str, float] = Field(description="losses/pg_loss, losses/kl, losses/entropy, losses/value_loss, losses/total, actor/clipfrac, actor/approxkl, actor/ratio_mean, actor/is_weight_mean, grad_norm, tokens, samples, advantages/mean, rewards/mean, timing/train_s, …")
 
 
 class TokenSequence(_Wire):

@@ -10,10 +10,15 @@ Expect to debug it on the first GPU machine. Known limits, by design for now:
 - one process (world size 1): tensor/pipeline parallel sizes > 1 need every
   rank to run the same step, i.e. rank 0 broadcasting each HTTP request to
   worker ranks — not written yet; start-up refuses a world size > 1;
-- right padding only (Megatron's causal mask + a key-padding mask).
+- right padding only (Megatron's causal mask + a key-padding mask);
+- no value head and no KL reference model yet: adv_estimator gae and
+  use_kl_loss are refused with a 400 naming the field;
+- the entropy is taken from the full-vocabulary logits, right only while the
+  tensor-parallel size is 1 (a vocab-parallel entropy comes with tp > 1).
 
-Same step structure, algorithms and logprob convention as the torch backend
-(see torch_backend.py and contracts.py); only the model plumbing differs.
+Same step structure, algorithms (``objective`` over ``POLICY_LOSSES``, the
+step-start proximal pass) and logprob convention as the torch backend (see
+torch_backend.py and contracts.py); only the model plumbing differs.
 """
 from __future__ import annotations
 
@@ -30,10 +35,12 @@ from megatron.core.pipeline_parallel import get_forward_backward_func
 from megatron.core.tensor_parallel import model_parallel_cuda_manual_seed, vocab_parallel_cross_entropy
 from transformers import AutoTokenizer
 
-from ...algorithms import LOSS_AGGREGATIONS, POLICY_LOSSES
+from ...algorithms import LOSS_AGGREGATIONS, objective
+from ...errors import RequestError
 from ...models import resolve_model_path
 from .backend import MetricAverager, RecordedStep, TrainerBackend, run_in_thread
-from .batch import MicroBatch, PreparedBatch, batch_metrics, effective_temperature, loss_mask_of, pad_sequences, per_token
+from .batch import (MicroBatch, MicroInputs, PreparedBatch, batch_metrics, effective_temperature, fill_advantages,
+                    micro_inputs, pad_sequences, response_logprobs_and_entropy)
 from .contracts import TokenSequence, TrainStepRequest, TrainStepResponse
 
 
@@ -93,7 +100,8 @@ class MegatronTrainer(TrainerBackend):
     # ---- one pass of the pipeline schedule over micro-batches
 
     def _run_schedule(self, micro: list[dict], seq_length: int, forward_only: bool, loss_of) -> list[dict]:
-        """get_forward_backward_func over ``micro``; ``loss_of(item, logprobs)`` -> (loss, reported dict).
+        """get_forward_backward_func over ``micro`` (dicts with "tokens", "index", "temperature");
+        ``loss_of(item, logprobs, entropy)`` -> (loss, reported dict).
 
         Megatron divides each micro-batch loss by the number of micro-batches; callers
         pre-scale so the sum over micro-batches is the exact aggregate they want.
@@ -105,10 +113,17 @@ class MegatronTrainer(TrainerBackend):
 
             def loss_func(output: torch.Tensor):
                 # log π(y) = −cross-entropy over the tensor-parallel vocabulary shards.
-                token_lp = -vocab_parallel_cross_entropy(output[:, :-1].float() / effective_temperature(item["temperature"]), mb.input_ids[:, 1:].cuda())
+                temperature = effective_temperature(item["temperature"])
+                token_lp = -vocab_parallel_cross_entropy(output[:, :-1].float() / temperature, mb.input_ids[:, 1:].cuda())
                 index, rmask = mb.response_index.cuda(), mb.response_mask.cuda()
                 logprobs = torch.where(rmask > 0, token_lp.gather(1, index), torch.zeros_like(rmask))
-                return loss_of(item, logprobs)
+                entropy = None
+                if item.get("entropy"):  # full vocabulary: tp = 1 (module docstring)
+                    cuda_mb = MicroBatch(mb.input_ids.cuda(), mb.attention_mask.cuda(), mb.position_ids.cuda(), index, rmask)
+                    entropy = response_logprobs_and_entropy(output, cuda_mb, item["temperature"])[1]
+                    if not item.get("entropy_grad"):
+                        entropy = entropy.detach()
+                return loss_of(item, logprobs, entropy)
 
             return logits, loss_func
 
@@ -121,36 +136,58 @@ class MegatronTrainer(TrainerBackend):
             forward_only=forward_only,
         )
 
+    def _scored_logprobs(self, micro: list[dict], seq_length: int) -> list[torch.Tensor]:
+        """log π of each micro-batch under the current weights, no gradient."""
+        for m in self.model:
+            m.eval()
+        items = [{**item, "entropy": False} for item in micro]
+        with torch.no_grad():
+            reported = self._run_schedule(items, seq_length, True, lambda item, lp, _h: (lp.sum() * 0, {"logprobs": lp.cpu()}))
+        return [rep["logprobs"] for rep in reported]
+
     # ---- train step
 
     async def train_step(self, req: TrainStepRequest, batch: PreparedBatch) -> TrainStepResponse:
+        if batch.needs.values:
+            raise RequestError("adv_estimator", f"{req.adv_estimator} needs a value head, which the megatron backend does not have yet", req.adv_estimator)
+        if batch.needs.ref_logprobs:
+            raise RequestError("use_kl_loss", "the megatron backend has no KL reference model yet", True)
         return await run_in_thread(self._train_step, req, batch)
 
     def _train_step(self, req: TrainStepRequest, batch: PreparedBatch) -> TrainStepResponse:
         started = time.perf_counter()
         o = self.options
-        loss_fn, agg = POLICY_LOSSES[req.pg_variant], LOSS_AGGREGATIONS[req.loss_agg_mode]
+        agg = LOSS_AGGREGATIONS[req.loss_agg_mode]
         n = len(batch.samples)
         seq_length = max(len(s.prompt_ids) + len(s.response_ids) for s in batch.samples)
         per_update = o.micro_batch_size * o.gradient_accumulation_steps if o.gradient_accumulation_steps else n
+        minis = []
+        for start in range(0, n, per_update):
+            mini = list(range(start, min(start + per_update, n)))
+            minis.append([self._micro(batch, mini[j:j + o.micro_batch_size], seq_length, req.temperature)
+                          for j in range(0, len(mini), o.micro_batch_size)])
+        every_item = [item for mini in minis for item in mini]
+        if batch.needs.prox_logprobs:  # the proximal pass, before the step's first update
+            for item, lp in zip(every_item, self._scored_logprobs(every_item, seq_length)):
+                item["micro"].prox_logprobs = lp
+        fill_advantages(batch, [item["micro"] for item in every_item])
         for m in self.model:
             m.train()
         averaged, grad_norms, updates, skipped = MetricAverager(), [], 0, 0
         for _epoch in range(req.ppo_epochs):
-            for start in range(0, n, per_update):
-                mini = list(range(start, min(start + per_update, n)))
-                micro = [self._micro(batch, mini[j:j + o.micro_batch_size], seq_length, req.temperature)
-                         for j in range(0, len(mini), o.micro_batch_size)]
-                weights = [agg.weight(i["mask"]) for i in micro]
+            for micro in minis:
+                weights = [agg.weight(i["micro"].mask) for i in micro]
                 total = sum(weights)
                 if total == 0:
                     continue
                 for item, w in zip(micro, weights):
                     item["scale"] = w / total * len(micro)  # undo Megatron's 1/num_microbatches
+                    item["entropy_grad"] = batch.loss_params.entropy_loss_coef > 0
 
-                def loss_of(item, logprobs):
-                    loss, metrics = loss_fn(logprobs, item["old"].cuda(), item["adv"].cuda(), item["mask"].cuda(), batch.loss_params)
-                    averaged.add(metrics, agg.weight(item["mask"]))
+                def loss_of(item, logprobs, entropy):
+                    m: MicroInputs = item["micro"]
+                    loss, metrics = objective(batch.policy_loss, m.loss_inputs(logprobs, entropy), batch.loss_params)
+                    averaged.add(metrics, agg.weight(m.mask))
                     return loss * item["scale"], {}
 
                 self._run_schedule(micro, seq_length, False, loss_of)
@@ -158,9 +195,8 @@ class MegatronTrainer(TrainerBackend):
                 ok, norm, _zeros = self.optimizer.step()
                 grad_norms.append(float(norm) if norm is not None else float("nan"))
                 updates, skipped = updates + int(bool(ok)), skipped + int(not ok)
-        metrics = batch_metrics(batch, self.version)
+        metrics = batch_metrics(batch, self.version, [item["micro"] for item in every_item])
         metrics.update(averaged.means())
-        metrics["losses/total"] = metrics.get("losses/pg_loss", 0.0)
         metrics["grad_norm"] = sum(grad_norms) / len(grad_norms) if grad_norms else 0.0
         metrics["actor/optimizer_steps"], metrics["actor/skipped_steps"] = float(updates), float(skipped)
         metrics["actor/lr"] = float(self.optimizer.param_groups[0]["lr"])
@@ -168,20 +204,14 @@ class MegatronTrainer(TrainerBackend):
         return self.commit(req, batch, metrics)
 
     def _micro(self, batch: PreparedBatch, index: list[int], seq_length: int, temperature: float) -> dict:
-        samples = [batch.samples[i] for i in index]
-        tokens = pad_sequences([(s.prompt_ids, s.response_ids) for s in samples], self.pad_id, "right", seq_length)
-        width = tokens.response_mask.shape[1]
-        return {"index": index, "tokens": tokens, "temperature": temperature,
-                "old": per_token(samples, [s.old_logprobs for s in samples], width),
-                "adv": batch.advantages[index][:, None].expand(-1, width),
-                "mask": loss_mask_of(samples, width) * tokens.response_mask}
+        m = micro_inputs(batch, index, self.pad_id, "right", seq_length)
+        return {"index": index, "tokens": m.tokens, "temperature": temperature, "micro": m, "entropy": True}
 
     # ---- logprobs
 
     async def logprobs(self, sequences: list[TokenSequence], temperature: float) -> list[list[float]]:
         return await run_in_thread(self._logprobs, sequences, temperature)
 
-    @torch.no_grad()
     def _logprobs(self, sequences: list[TokenSequence], temperature: float) -> list[list[float]]:
         seq_length = max(len(s.prompt_ids) + len(s.response_ids) for s in sequences)
         size = self.options.micro_batch_size
@@ -190,12 +220,9 @@ class MegatronTrainer(TrainerBackend):
             chunk = sequences[j:j + size]
             micro.append({"index": list(range(j, j + len(chunk))), "temperature": temperature,
                           "tokens": pad_sequences([(s.prompt_ids, s.response_ids) for s in chunk], self.pad_id, "right", seq_length)})
-        for m in self.model:
-            m.eval()
-        reported = self._run_schedule(micro, seq_length, True, lambda item, lp: (lp.sum() * 0, {"logprobs": lp.cpu()}))
         out: list[list[float]] = []
-        for item, rep in zip(micro, reported):
-            out.extend(row[:len(sequences[i].response_ids)].tolist() for row, i in zip(rep["logprobs"], item["index"]))
+        for item, logprobs in zip(micro, self._scored_logprobs(micro, seq_length)):
+            out.extend(row[:len(sequences[i].response_ids)].tolist() for row, i in zip(logprobs, item["index"]))
         return out
 
     # ---- checkpoints and export

@@ -4,9 +4,12 @@ A train step sleeps ``sim_seconds_per_sample × samples`` (an asyncio sleep, so
 a cancelled request stops it) and reports:
 
 - real reward, advantage, size and staleness statistics of the batch;
-- the registered loss evaluated with π_θ := π_old (the sim has no policy of
+- the registered objective evaluated with π_θ := π_old (the sim has no policy of
   its own): the loss value is meaningful for the batch, ratio_mean is exactly 1,
-  clipfrac and approxkl are 0 — by construction, not a silent bug;
+  clipfrac and approxkl are 0 — by construction, not a silent bug. Likewise
+  π_prox := π_old and π_ref := π_old (so the KL is 0), the value head is V := 0
+  (so GAE gives discounted rewards), and there is no entropy (no logits): the
+  entropy bonus and ``losses/entropy`` are absent;
 - a fake but deterministic grad_norm, sqrt(mean A²) over loss tokens.
 
 /logprobs returns deterministic values from a formula over (seed, version,
@@ -19,9 +22,11 @@ import json
 import time
 from pathlib import Path
 
-from ...algorithms import POLICY_LOSSES
+import torch
+
+from ...algorithms import objective
 from .backend import RecordedStep, TrainerBackend
-from .batch import PreparedBatch, batch_metrics, loss_mask_of, per_token
+from .batch import PreparedBatch, batch_metrics, fill_advantages, micro_inputs
 from .contracts import TokenSequence, TrainStepRequest, TrainStepResponse
 
 
@@ -36,16 +41,18 @@ class SimTrainer(TrainerBackend):
     async def train_step(self, req: TrainStepRequest, batch: PreparedBatch) -> TrainStepResponse:
         started = time.perf_counter()
         await asyncio.sleep(self.options.sim_seconds_per_sample * len(batch.samples))
-        samples = batch.samples
-        width = max(len(s.response_ids) for s in samples)
-        old = per_token(samples, [s.old_logprobs for s in samples], width)
-        mask = loss_mask_of(samples, width)
-        adv = batch.advantages[:, None].expand(-1, width)
-        loss, loss_metrics = POLICY_LOSSES[req.pg_variant](old, old, adv, mask, batch.loss_params)
-        metrics = batch_metrics(batch, self.version)
+        m = micro_inputs(batch, list(range(len(batch.samples))), pad_id=0)
+        needs = batch.needs
+        m.prox_logprobs = m.old_logprobs if needs.prox_logprobs else None
+        m.ref_logprobs = m.old_logprobs if needs.ref_logprobs else None
+        m.old_values = torch.zeros_like(m.old_logprobs) if needs.values else None
+        fill_advantages(batch, [m])
+        x = m.loss_inputs(m.old_logprobs, values=m.old_values)
+        _total, loss_metrics = objective(batch.policy_loss, x, batch.loss_params)
+        metrics = batch_metrics(batch, self.version, [m])
         metrics.update({k: float(v) for k, v in loss_metrics.items()})
-        metrics["losses/total"] = float(loss)
-        metrics["grad_norm"] = float(((adv * adv * mask).sum() / mask.sum().clamp(min=1)).sqrt())
+        adv = m.advantages
+        metrics["grad_norm"] = float(((adv * adv * m.mask).sum() / m.mask.sum().clamp(min=1)).sqrt())
         metrics["actor/optimizer_steps"] = float(req.ppo_epochs)
         metrics["timing/train_s"] = time.perf_counter() - started
         return self.commit(req, batch, metrics)

@@ -3,18 +3,27 @@ defaults to), AdamW, micro-batches with gradient accumulation, grad clipping.
 
 One train step:
 
-    advantages (once, from the rewards)                       batch.prepare_batch
+    advantages of the sequence-level estimators (once, from the rewards)  batch.prepare_batch
+    step-start pass, no grad, before any update (only what the step needs):
+        log π_prox and the value head's V_old under the current weights,
+        log π_ref under the frozen initial weights                          _step_start_pass
+    token advantages (broadcast, or GAE on V_old; whitened if asked)        batch.fill_advantages
     for epoch in ppo_epochs:
         for mini-batch of micro_batch_size × gradient_accumulation_steps samples:
             for micro-batch:
-                log π_θ of each response token  (softmax(logits / temperature))
-                loss = POLICY_LOSSES[pg_variant](log π_θ, log π_old, A, mask)
+                log π_θ, entropy (and V) of each response token  (softmax(logits / temperature))
+                loss = objective(POLICY_LOSSES[pg_variant], inputs)     pg + KL − entropy + value terms
                 backward(loss · weight_micro / weight_mini)   exact aggregate over the mini-batch
             clip grad norm; AdamW step (skipped if the norm is not finite)
 
 log π_old is the sample's ``old_logprobs`` (the inference server's), so the
 PPO ratio of the first epoch measures the train/infer mismatch plus the
 staleness of the sample; it is never taken to be 1.
+
+The value head (for adv_estimator gae) is a linear layer on the last hidden
+state, sharing the trunk, zero-initialised so V starts at 0; it has its own
+AdamW so checkpoints without it still load. The KL reference is the initial
+weights, loaded once on the first step that uses it and frozen.
 
 Dropout stays off (the model is kept in eval mode): the logprobs a train step
 computes equal /logprobs' and the inference server's for the same weights.
@@ -28,22 +37,22 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from ...algorithms import LOSS_AGGREGATIONS, POLICY_LOSSES
+from ...algorithms import LOSS_AGGREGATIONS, objective
 from ...errors import RequestError
 from ...models import load_model
 from .backend import MetricAverager, RecordedStep, TrainerBackend, run_in_thread
-from .batch import MicroBatch, PreparedBatch, batch_metrics, loss_mask_of, pad_sequences, per_token, response_logprobs
+from .batch import (MicroBatch, MicroInputs, PreparedBatch, StepNeeds, batch_metrics, fill_advantages, micro_inputs,
+                    pad_sequences, response_hidden, response_logprobs_and_entropy)
 from .contracts import TokenSequence, TrainStepRequest, TrainStepResponse
 
 STATE_FILE = "trainer_state.pt"
 
 
 @dataclass
-class MicroInputs:
-    tokens: MicroBatch
-    old_logprobs: Tensor  # [b, T]
-    advantages: Tensor  # [b, T]
-    mask: Tensor  # [b, T] loss mask (response mask × sample loss_mask)
+class Forward:
+    logprobs: Tensor  # [b, T] log π of each response token
+    entropy: Tensor | None  # [b, T] entropy of each response position's distribution
+    values: Tensor | None  # [b, T] value head
 
 
 class TorchTrainer(TrainerBackend):
@@ -58,13 +67,24 @@ class TorchTrainer(TrainerBackend):
         tok = self.tokenizer
         self.pad_id = next(i for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None)
         self.vocab_size = self.model.get_input_embeddings().num_embeddings
-        self.optimizer = self._new_optimizer()
+        self.optimizer = self._new_optimizer(self.model.parameters())
+        self.value_head = self._zero_value_head()
+        self.value_optimizer = self._new_optimizer(self.value_head.parameters())
+        self.reference: torch.nn.Module | None = None  # the frozen initial weights, loaded when a step needs them
         # Seeded for anything random a step may do (dropout in other models, shuffling); saved by /save.
         torch.manual_seed(options.seed)
 
-    def _new_optimizer(self) -> torch.optim.AdamW:
+    def _zero_value_head(self) -> torch.nn.Linear:
+        """V(s) = w·h(s) + b with w = b = 0; built without touching the RNG."""
+        head = torch.nn.utils.skip_init(torch.nn.Linear, self.model.config.hidden_size, 1)
+        with torch.no_grad():
+            head.weight.zero_()
+            head.bias.zero_()
+        return head
+
+    def _new_optimizer(self, params) -> torch.optim.AdamW:
         o = self.options
-        return torch.optim.AdamW(self.model.parameters(), lr=o.learning_rate, weight_decay=o.weight_decay,
+        return torch.optim.AdamW(params, lr=o.learning_rate, weight_decay=o.weight_decay,
                                  betas=(o.adam_beta1, o.adam_beta2), eps=o.adam_eps)
 
     def describe(self) -> dict:
@@ -72,18 +92,37 @@ class TorchTrainer(TrainerBackend):
 
     # ---- forward
 
-    def _forward_logprobs(self, mb: MicroBatch, temperature: float) -> Tensor:
-        logits = self.model(input_ids=mb.input_ids, attention_mask=mb.attention_mask,
-                            position_ids=mb.position_ids, use_cache=False).logits
-        return response_logprobs(logits, mb, temperature)
+    def _forward(self, mb: MicroBatch, temperature: float, *, values: bool = False, entropy: bool = True,
+                 entropy_grad: bool = False, model: torch.nn.Module | None = None) -> Forward:
+        out = (model or self.model)(input_ids=mb.input_ids, attention_mask=mb.attention_mask, position_ids=mb.position_ids,
+                                    use_cache=False, output_hidden_states=values)
+        logprobs, h = response_logprobs_and_entropy(out.logits, mb, temperature, entropy=entropy)
+        if h is not None and not entropy_grad:
+            h = h.detach()  # a metric only: no graph through the B·T·V softmax
+        v = None
+        if values:
+            v = self.value_head(response_hidden(out.hidden_states[-1], mb).float()).squeeze(-1)
+            v = torch.where(mb.response_mask > 0, v, torch.zeros_like(v))
+        return Forward(logprobs, h, v)
 
-    def _micro_inputs(self, batch: PreparedBatch, index: list[int]) -> MicroInputs:
-        samples = [batch.samples[i] for i in index]
-        tokens = pad_sequences([(s.prompt_ids, s.response_ids) for s in samples], self.pad_id, self.options.padding_side)
-        width = tokens.response_mask.shape[1]
-        old = per_token(samples, [s.old_logprobs for s in samples], width)
-        adv = batch.advantages[index][:, None].expand(-1, width)
-        return MicroInputs(tokens, old, adv, loss_mask_of(samples, width) * tokens.response_mask)
+    def _reference_model(self) -> torch.nn.Module:
+        if self.reference is None:
+            o = self.options
+            self.reference, _ = load_model(o.model, o.model_seed, o.model_cache_dir)
+            self.reference.eval().requires_grad_(False)
+        return self.reference
+
+    @torch.no_grad()
+    def _step_start_pass(self, micro: list[MicroInputs], temperature: float, needs: StepNeeds) -> None:
+        """The proximal pass: before the step's first optimizer update, log π_prox and V_old under
+        the weights as they are now, and log π_ref under the initial weights; only what ``needs`` asks."""
+        for m in micro:
+            if needs.prox_logprobs or needs.values:
+                f = self._forward(m.tokens, temperature, values=needs.values, entropy=False)
+                m.prox_logprobs = f.logprobs if needs.prox_logprobs else None
+                m.old_values = f.values
+            if needs.ref_logprobs:
+                m.ref_logprobs = self._forward(m.tokens, temperature, entropy=False, model=self._reference_model()).logprobs
 
     # ---- train step
 
@@ -93,13 +132,17 @@ class TorchTrainer(TrainerBackend):
     def _train_step(self, req: TrainStepRequest, batch: PreparedBatch) -> TrainStepResponse:
         started = time.perf_counter()
         o = self.options
-        loss_fn, agg = POLICY_LOSSES[req.pg_variant], LOSS_AGGREGATIONS[req.loss_agg_mode]
+        agg = LOSS_AGGREGATIONS[req.loss_agg_mode]
         n = len(batch.samples)
         per_update = o.micro_batch_size * o.gradient_accumulation_steps if o.gradient_accumulation_steps else n
         minis = [list(range(start, min(start + per_update, n))) for start in range(0, n, per_update)]
-        inputs = [[self._micro_inputs(batch, mini[j:j + o.micro_batch_size]) for j in range(0, len(mini), o.micro_batch_size)]
-                  for mini in minis]
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        inputs = [[micro_inputs(batch, mini[j:j + o.micro_batch_size], self.pad_id, o.padding_side)
+                   for j in range(0, len(mini), o.micro_batch_size)] for mini in minis]
+        every_micro = [m for mini in inputs for m in mini]
+        self._step_start_pass(every_micro, req.temperature, batch.needs)
+        fill_advantages(batch, every_micro)
+        params = [p for p in self.model.parameters() if p.requires_grad] + list(self.value_head.parameters())
+        entropy_grad = batch.loss_params.entropy_loss_coef > 0
         averaged, grad_norms, updates, skipped = MetricAverager(), [], 0, 0
 
         for _epoch in range(req.ppo_epochs):
@@ -109,23 +152,25 @@ class TorchTrainer(TrainerBackend):
                 if total == 0:
                     continue  # every token of this mini-batch is masked out
                 self.optimizer.zero_grad(set_to_none=True)
+                self.value_optimizer.zero_grad(set_to_none=True)
                 for m, w in zip(mini, weights):
-                    logprobs = self._forward_logprobs(m.tokens, req.temperature)
-                    loss, loss_metrics = loss_fn(logprobs, m.old_logprobs, m.advantages, m.mask, batch.loss_params)
+                    f = self._forward(m.tokens, req.temperature, values=batch.needs.values, entropy_grad=entropy_grad)
+                    loss, loss_metrics = objective(batch.policy_loss, m.loss_inputs(f.logprobs, f.entropy, f.values), batch.loss_params)
                     (loss * (w / total)).backward()
                     averaged.add(loss_metrics, w)
                 norm = torch.nn.utils.clip_grad_norm_(params, o.max_grad_norm)
                 grad_norms.append(float(norm))
                 if torch.isfinite(norm):
                     self.optimizer.step()
+                    self.value_optimizer.step()
                     updates += 1
                 else:
                     skipped += 1
         self.optimizer.zero_grad(set_to_none=True)
+        self.value_optimizer.zero_grad(set_to_none=True)
 
-        metrics = batch_metrics(batch, self.version)
-        metrics.update(averaged.means())
-        metrics["losses/total"] = metrics.get("losses/pg_loss", 0.0)  # the only loss term so far
+        metrics = batch_metrics(batch, self.version, every_micro)
+        metrics.update(averaged.means())  # losses/total is objective()'s total, the number differentiated
         metrics["grad_norm"] = sum(grad_norms) / len(grad_norms) if grad_norms else 0.0
         metrics["actor/optimizer_steps"] = float(updates)
         metrics["actor/skipped_steps"] = float(skipped)
@@ -150,7 +195,7 @@ class TorchTrainer(TrainerBackend):
         for start in range(0, len(sequences), size):
             chunk = sequences[start:start + size]
             mb = pad_sequences([(s.prompt_ids, s.response_ids) for s in chunk], self.pad_id, self.options.padding_side)
-            logprobs = self._forward_logprobs(mb, temperature)
+            logprobs = self._forward(mb, temperature, entropy=False).logprobs
             out.extend(row[:len(s.response_ids)].tolist() for row, s in zip(logprobs, chunk))
         return out
 
@@ -163,6 +208,8 @@ class TorchTrainer(TrainerBackend):
         torch.save({
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
+            "value_head": self.value_head.state_dict(),
+            "value_optimizer": self.value_optimizer.state_dict(),
             "torch_rng": torch.get_rng_state(),
         }, directory / STATE_FILE)
 
@@ -182,16 +229,22 @@ class TorchTrainer(TrainerBackend):
             raise RequestError("path", f"checkpoint does not fit this model ({self.options.model}); first mismatch: {wrong[0]}", str(directory))
         if not isinstance(state.get("torch_rng"), torch.Tensor):
             raise RequestError("path", "checkpoint has no RNG state", str(directory))
-        optimizer = self._new_optimizer()
+        optimizer = self._new_optimizer(self.model.parameters())
+        value_head = self._zero_value_head()
+        value_optimizer = self._new_optimizer(value_head.parameters())
         try:
             optimizer.load_state_dict(state["optimizer"])
-        except (KeyError, ValueError) as e:
-            raise RequestError("path", f"checkpoint optimizer state does not fit this model: {e}", str(directory)) from e
+            if "value_head" in state:  # checkpoints from before the value head have none: it stays at zero
+                value_head.load_state_dict(state["value_head"])
+                value_optimizer.load_state_dict(state["value_optimizer"])
+        except (KeyError, ValueError, RuntimeError) as e:
+            raise RequestError("path", f"checkpoint optimizer or value-head state does not fit this model: {e}", str(directory)) from e
         # Validated: now change state. The current options' hyperparameters win over the saved ones.
         self.model.load_state_dict(theirs)
-        for group in optimizer.param_groups:
-            group.update(lr=self.options.learning_rate, weight_decay=self.options.weight_decay)
-        self.optimizer = optimizer
+        for opt in (optimizer, value_optimizer):
+            for group in opt.param_groups:
+                group.update(lr=self.options.learning_rate, weight_decay=self.options.weight_decay)
+        self.optimizer, self.value_head, self.value_optimizer = optimizer, value_head, value_optimizer
         torch.set_rng_state(state["torch_rng"])
         self.version, self.last_step = version, last_step
 
