@@ -3,7 +3,7 @@
  * new weights, and the weight sync (ROLL Flash's suspend -> model_update ->
  * resume) on every inference server.
  */
-import { appendFile, mkdir, rename, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Sample, TrainStepRequest } from '../gpu-bridge/contracts/trainer';
 import type { ActivityDeps } from './deps';
@@ -83,16 +83,41 @@ export function trainingActivities(deps: ActivityDeps) {
         const clients = [...deps.inference.values()];
         const started = Date.now();
         const paused = await Promise.all(clients.map((c) => c.pause({ mode: input.partialRollout ? 'abort' : 'wait' }, { signal })));
-        await Promise.all(clients.map((c) => c.updateWeights({ path: input.path, version: input.version }, { signal })));
-        await Promise.all(clients.map((c) => c.resume({ signal })));
+        try {
+          await Promise.all(clients.map((c) => c.updateWeights({ path: input.path, version: input.version }, { signal })));
+        } finally {
+          // Never leave the servers paused: a rejected update (a bad path) keeps serving the weights they had.
+          await Promise.all(clients.map((c) => c.resume({ signal })));
+        }
         return { aborted: paused.reduce((n, p) => n + p.aborted, 0), seconds: (Date.now() - started) / 1000 };
       });
     },
 
-    /** Appends one metrics record to <run_dir>/metrics.jsonl (the run's step log). */
-    async appendMetrics(input: { runDir: string; record: Record<string, unknown> }): Promise<void> {
+    /** Suspend: freeze (keep) or stop admitting generations on every inference server until resumeEngines. */
+    async pauseEngines(input: { mode: 'keep' | 'wait' }) {
+      return withHeartbeat(async (signal) => {
+        const paused = await Promise.all([...deps.inference.values()].map((c) => c.pause({ mode: input.mode }, { signal })));
+        return { frozen: paused.reduce((n, p) => n + p.frozen, 0) };
+      });
+    },
+
+    async resumeEngines(): Promise<void> {
+      await withHeartbeat((signal) => Promise.all([...deps.inference.values()].map((c) => c.resume({ signal }))));
+    },
+
+    /**
+     * Appends one metrics record to <run_dir>/metrics.jsonl (the run's step
+     * log). Idempotent: a retry after the write (the worker died before
+     * reporting it) finds the record of this run and step and adds nothing.
+     */
+    async appendMetrics(input: { runDir: string; record: Record<string, unknown> & { run_id: string; step: number } }): Promise<void> {
       await mkdir(input.runDir, { recursive: true });
-      await appendFile(path.join(input.runDir, 'metrics.jsonl'), `${JSON.stringify(input.record)}\n`);
+      const file = path.join(input.runDir, 'metrics.jsonl');
+      const written = await readFile(file, 'utf8').catch(() => '');
+      const key = `"run_id":${JSON.stringify(input.record.run_id)},"step":${input.record.step},`;
+      if (written.split('\n').some((line) => line.startsWith(`{${key}`))) return;
+      const { run_id, step, ...rest } = input.record; // run_id and step lead each line: the key looked for above
+      await appendFile(file, `${JSON.stringify({ run_id, step, ...rest })}\n`);
     },
   };
 }

@@ -2,12 +2,13 @@
  * rollflow's command line. Exit codes: 0 ok, 1 failure, 2 invalid config or
  * usage, 3 `dev status` found a part down.
  */
+import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../configs';
 import { down, status, up } from '../stack';
 import { runWorker } from '../worker';
 import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
-import { runStatus, startRun, steer, type RunOptions } from './run';
+import { runStatus, startRun, steer, syncRunWeights, type RunOptions } from './run';
 import { runSmoke } from './smoke';
 
 const out = (line: string): void => {
@@ -71,8 +72,8 @@ function buildProgram(): Command {
 
   for (const [name, description] of [
     ['status', 'print a run\'s status (step, version, buffer, running, consumed, staleness)'],
-    ['suspend', 'stop dispatching new work in a run'],
-    ['resume', 'resume dispatching in a suspended run'],
+    ['suspend', 'suspend a run: no new work or train step starts, generations in flight freeze on the inference servers'],
+    ['resume', 'resume a suspended run'],
   ] as const) {
     program
       .command(name)
@@ -85,6 +86,16 @@ function buildProgram(): Command {
         else await steer(loaded.config, runId, name);
       });
   }
+
+  program
+    .command('sync-weights')
+    .description('load external weights (an exported weights directory) on every inference server of a run, between train steps')
+    .argument('<run>', 'run id')
+    .argument('<path>', 'weights directory, as written by the trainer\'s /export_weights')
+    .option('--config <file>', 'run config (for the Temporal address); default: built-in defaults')
+    .action(async (runId: string, weightsPath: string, opts: { config?: string }) => {
+      await syncRunWeights(loadFromArgs(opts.config, {}).loaded.config, runId, path.resolve(weightsPath), out);
+    });
 
   return program;
 }

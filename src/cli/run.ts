@@ -7,7 +7,7 @@ import { readCheckpoint } from '../client/checkpoint';
 import { buildPlan } from '../client/plan';
 import type { LoadedConfig, RunConfig } from '../configs';
 import { up } from '../stack';
-import { resume, run, status, suspend, type RunStatus } from '../workflows/run';
+import { resume, run, status, suspend, syncWeightsUpdate, type RunStatus } from '../workflows/run';
 import { KIND, RUN_ID } from '../workflows/search-attributes';
 
 export interface RunOptions {
@@ -109,4 +109,23 @@ export async function steer(config: RunConfig, runId: string, action: 'suspend' 
   } finally {
     await client.connection.close();
   }
+}
+
+/** Loads external weights on every inference server of a run (between train steps); prints what the update returned. */
+export async function syncRunWeights(config: RunConfig, runId: string, weightsPath: string, out: (line: string) => void): Promise<void> {
+  const client = await connectClient(config);
+  try {
+    out(JSON.stringify(await client.workflow.getHandle(runId).executeUpdate(syncWeightsUpdate, { args: [{ path: weightsPath }] })));
+  } catch (err) {
+    throw new Error(`syncWeights failed: ${rootCause(err)}`);
+  } finally {
+    await client.connection.close();
+  }
+}
+
+/** The innermost message of a Temporal failure chain (update -> activity -> engine reply), which names what went wrong. */
+function rootCause(err: unknown): string {
+  let e = err;
+  while (e instanceof Error && e.cause instanceof Error) e = e.cause;
+  return e instanceof Error ? e.message : String(e);
 }

@@ -1,26 +1,33 @@
 /** Turns a validated run config into the run workflow's plan: the one place the run reads the config. */
 import type { LoadedConfig } from '../configs';
 import { ConfigError } from '../configs';
+import { AlgorithmSettings } from '../configs/schema';
 import type { RunPlan } from '../workflows/run';
 
-/** The env the run trains on: train_env_manager's first tag, or the only custom_envs entry of a single-turn task. */
-function pickEnv({ config }: LoadedConfig) {
-  const tags = config.train_env_manager?.tags ?? Object.keys(config.custom_envs);
-  const tag = tags[0];
-  if (tag === undefined || (!config.train_env_manager && tags.length !== 1)) {
+/**
+ * The envs the run trains on and how many groups of each a step holds:
+ * train_env_manager's tags split by num_groups_partition (evenly when it is
+ * absent, as ROLL does), or the only custom_envs entry of a single-turn task.
+ */
+function pickEnvs({ config, derived }: LoadedConfig): RunPlan['envs'] {
+  const gen = config.actor_infer.generating_args;
+  const manager = config.train_env_manager;
+  const tags = manager?.tags ?? Object.keys(config.custom_envs);
+  if (tags.length === 0 || (!manager && tags.length !== 1)) {
     throw new ConfigError('(run)', [
       { path: 'custom_envs', given: Object.keys(config.custom_envs), expected: 'exactly one env for a single-turn run, or train_env_manager.tags naming the envs to train on' },
     ]);
   }
-  if (tags.length > 1) {
-    throw new ConfigError('(run)', [{ path: 'train_env_manager.tags', given: tags, expected: 'one tag (several envs per run are not supported yet)' }]);
-  }
-  return { tag, env: config.custom_envs[tag]! };
+  const groups = derived.groups_per_step;
+  const partition = manager?.num_groups_partition ?? tags.map((_, i) => Math.floor(groups / tags.length) + (i < groups % tags.length ? 1 : 0));
+  return tags.map((tag, i) => {
+    const env = config.custom_envs[tag]!;
+    return { tag, groupsPerStep: partition[i]!, spec: { type: env.env_type, config: env.env_config, maxTurns: env.max_steps }, maxTokens: env.max_tokens_per_step ?? gen.max_new_tokens };
+  }).filter((e) => e.groupsPerStep > 0);
 }
 
 export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
   const { config, derived } = loaded;
-  const { env } = pickEnv(loaded);
   const gen = config.actor_infer.generating_args;
   return {
     runId,
@@ -36,10 +43,19 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     seed: config.seed,
     maxSteps: config.max_steps,
     partialRollout: config.partial_rollout,
-    env: { type: env.env_type, config: env.env_config, maxTurns: env.max_steps },
-    sampling: { max_tokens: env.max_tokens_per_step ?? gen.max_new_tokens, temperature: gen.temperature, top_p: gen.top_p },
+    rolloutMode: config.rollout_mode,
+    envs: pickEnvs(loaded),
+    sampling: { temperature: gen.temperature, top_p: gen.top_p },
     filter: config.group_filter,
-    train: { pg_variant: config.pg_variant, adv_estimator: config.adv_estimator, reward_norm: config.reward_norm, ppo_epochs: config.ppo_epochs, temperature: gen.temperature },
+    train: {
+      pg_variant: config.pg_variant,
+      adv_estimator: config.adv_estimator,
+      reward_norm: config.reward_norm,
+      ppo_epochs: config.ppo_epochs,
+      temperature: gen.temperature,
+      // Unset settings stay unset: the trainer's defaults apply.
+      ...Object.fromEntries(Object.keys(AlgorithmSettings.shape).flatMap((k) => (config[k as keyof typeof config] === undefined ? [] : [[k, config[k as keyof typeof config]]]))),
+    },
     stepsPerRun: config.steps_per_workflow_run,
     saveSteps: config.save_steps,
     configHash: loaded.hash,

@@ -124,6 +124,47 @@ export const RewardSchema = z
   })
   .describe('One reward worker, chosen by the sample domain.');
 
+// ---- algorithm settings passed to every train step (python-engines algorithms/); unset means the trainer's default
+const unit = z.number().min(0).max(1);
+export const AlgorithmSettings = z.strictObject({
+  pg_clip: z.number().gt(0).optional().describe('PPO clip ε (both sides unless pg_clip_low/high are set); trainer default 0.2.'),
+  pg_clip_low: z.number().gt(0).lt(1).optional().describe('PPO ratio lower bound 1 − pg_clip_low.'),
+  pg_clip_high: z.number().gt(0).optional().describe('PPO ratio upper bound 1 + pg_clip_high (clip-higher when above pg_clip_low).'),
+  dual_clip_loss: z.boolean().optional().describe('Dual clip for negative advantages (c = 1 + 2·pg_clip, as ROLL).'),
+  loss_agg_mode: z.enum(['token_mean', 'seq_mean_token_mean', 'seq_mean_token_sum']).optional().describe('Token-level (token_mean) or sequence-level loss aggregation; trainer default token_mean.'),
+  norm_mean_type: z.enum(['group', 'batch', 'none']).optional().describe('Reward normalisation mean level (ROLL); with norm_std_type it replaces reward_norm.'),
+  norm_std_type: z.enum(['group', 'batch', 'none']).optional().describe('Reward normalisation std level (ROLL).'),
+  whiten_advantages: z.boolean().optional().describe('Whiten advantages over the batch.'),
+  tis_lower_bound: z.number().min(0).optional().describe('tis: lower clip of the IS ratio; default 0.'),
+  tis_upper_bound: z.number().gt(0).optional().describe('tis: upper clip c of the IS ratio; default 1.'),
+  cispo_epsilon_low: unit.optional().describe('cispo: ratio clipped below at 1 − ε_low; default 0.1.'),
+  cispo_epsilon_high: z.number().min(0).optional().describe('cispo: ratio clipped above at 1 + ε_high; default 0.1.'),
+  topr_positive_weight: z.number().min(0).optional().describe('topr: weight of positive-reward samples; default 1.'),
+  topr_negative_weight: z.number().min(0).optional().describe('topr: weight of the other samples; default 1.'),
+  behav_imp_weight_cap: z.number().gt(1).optional().describe('decoupled_ppo: drop tokens whose behaviour weight π_prox/π_old exceeds this cap; default 5.'),
+  train_infer_correction: z
+    .strictObject({
+      is_weight: z
+        .strictObject({
+          enabled: z.boolean().default(false).describe('Apply the truncated IS weight min(π_train/π_infer, C).'),
+          weight_type: z.enum(['token', 'sequence']).default('token').describe('Per token, or one weight per sequence.'),
+          upper_bound: z.number().gt(0).default(5).describe('C.'),
+        })
+        .prefault({})
+        .describe('The truncated importance weight.'),
+    })
+    .optional()
+    .describe('Correction for the mismatch between the trainer and inference engines.'),
+  use_kl_loss: z.boolean().optional().describe('Add β·KL(π_θ ‖ π_ref) to the loss; π_ref is the initial weights.'),
+  kl_loss_coef: z.number().min(0).optional().describe('β of the KL loss; default 0.'),
+  kl_loss_type: z.enum(['k1', 'k3']).optional().describe('KL estimator; default k3.'),
+  entropy_loss_coef: z.number().min(0).optional().describe('Entropy bonus coefficient; default 0.'),
+  gamma: unit.optional().describe('gae: discount γ; default 1.'),
+  lambd: unit.optional().describe('gae: λ; default 0.95.'),
+  value_loss_coef: z.number().min(0).optional().describe('gae: value loss coefficient; default 0.5.'),
+  value_clip: z.number().gt(0).optional().describe('gae: clip of the value update; unset disables it.'),
+});
+
 // ---- the run config
 export const RunConfigSchema = z
   .strictObject({
@@ -144,6 +185,7 @@ export const RunConfigSchema = z
     adv_estimator: z.enum(ADV_ESTIMATORS).default('grpo').describe('Advantage estimator.'),
     reward_norm: z.enum(REWARD_NORMS).default('group').describe('How rewards are normalised before advantages.'),
     ppo_epochs: count(1).default(1).describe('Passes over each batch per training step.'),
+    ...AlgorithmSettings.shape,
 
     actor_train: ActorTrainSchema,
     actor_infer: ActorInferSchema,
@@ -156,6 +198,7 @@ export const RunConfigSchema = z
     dataset_size: count(1).default(1024).describe('(rollflow) Distinct prompts (env seeds 0..N-1) one epoch visits, in a seeded order.'),
     group_filter: z.enum(['none', 'std']).default('none').describe('(rollflow) std drops groups whose rewards are all equal (no GRPO signal); none keeps every group.'),
     steps_per_workflow_run: count(1).default(20).describe('(rollflow) Training steps per run-workflow execution before continue-as-new keeps its history small.'),
+    rollout_mode: z.enum(['env_async', 'lockstep']).default('env_async').describe('(rollflow) env_async: each trajectory proceeds on its own; lockstep: every turn waits for the slowest env of the batch (the synchronous baseline).'),
     partial_rollout: z.boolean().default(true).describe('(rollflow) On a weight update abort generation and continue from the partial tokens; false drains instead.'),
     stale_policy: z.enum(['accept', 'drop', 'restart']).default('drop').describe('(rollflow) What to do with a sample staler than ⌈α⌉ steps at consumption.'),
     temporal: TemporalSchema,

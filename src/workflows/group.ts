@@ -34,38 +34,58 @@ export async function group(input: GroupInput): Promise<GroupResult> {
   try {
     result = summarize(input, await runTrajectories(input));
   } catch (err) {
-    // A trajectory failed for good (retries exhausted or a non-retryable error). The run must still hear
-    // about this group, or its admission capacity would stay taken forever.
-    const cause = err instanceof ChildWorkflowFailure && err.cause ? err.cause : err;
-    result = { ...input.ref, startVersion: input.startVersion, endVersion: input.startVersion, samples: input.groupSize, accepted: false, rewardMean: 0, tokens: 0, partialSamples: 0, maxSpan: 0, storeKeys: [], error: cause instanceof Error ? cause.message : String(cause) };
+    result = failedGroup(input, err);
   }
-  try {
-    await getExternalWorkflowHandle(input.runId).signal(groupDone, result);
-  } catch (err) {
-    // The run finished (or was terminated) while this group ran: nothing is waiting for it.
-    log.warn('run no longer accepts group results', { runId: input.runId, error: String(err) });
-  }
+  await reportToRun(input.runId, result);
   return result;
+}
+
+/** The G trajectories of a group: same env seed, one sampling seed each. */
+export function trajectoryInputs(input: GroupInput): TrajectoryInput[] {
+  return Array.from({ length: input.groupSize }, (_, i) => ({
+    runId: input.runId,
+    uid: `${input.groupUid}-s${i}`,
+    groupId: input.groupUid,
+    env: input.env,
+    envSeed: input.envSeed,
+    sampling: { ...input.sampling, seed: input.sampling.seed + 1_000_003 * i },
+  }));
 }
 
 function runTrajectories(input: GroupInput): Promise<TrajectorySummary[]> {
   return Promise.all(
-    Array.from({ length: input.groupSize }, (_, i) => {
-      const uid = `${input.groupUid}-s${i}`;
-      const args: TrajectoryInput = { runId: input.runId, uid, groupId: input.groupUid, env: input.env, envSeed: input.envSeed, sampling: { ...input.sampling, seed: input.sampling.seed + 1_000_003 * i } };
-      return executeChild(trajectory, {
+    trajectoryInputs(input).map((args, i) =>
+      executeChild(trajectory, {
         workflowId: `${workflowInfo().workflowId}/s${i}`,
         args: [args],
         typedSearchAttributes: [
           { key: RUN_ID, value: input.runId },
           { key: KIND, value: 'trajectory' },
         ],
-      });
-    }),
+      }),
+    ),
   );
 }
 
-function summarize(input: GroupInput, results: TrajectorySummary[]): GroupResult {
+/**
+ * A trajectory failed for good (retries exhausted or a non-retryable error). The run must still hear
+ * about this group, or its admission capacity would stay taken forever.
+ */
+export function failedGroup(input: GroupInput, err: unknown): GroupResult {
+  const cause = err instanceof ChildWorkflowFailure && err.cause ? err.cause : err;
+  return { ...input.ref, startVersion: input.startVersion, endVersion: input.startVersion, samples: input.groupSize, accepted: false, rewardMean: 0, tokens: 0, partialSamples: 0, maxSpan: 0, storeKeys: [], error: cause instanceof Error ? cause.message : String(cause) };
+}
+
+export async function reportToRun(runId: string, result: GroupResult): Promise<void> {
+  try {
+    await getExternalWorkflowHandle(runId).signal(groupDone, result);
+  } catch (err) {
+    // The run finished (or was terminated) while this group ran: nothing is waiting for it.
+    log.warn('run no longer accepts group results', { runId, error: String(err) });
+  }
+}
+
+export function summarize(input: GroupInput, results: TrajectorySummary[]): GroupResult {
   const rewards = results.map((r) => r.reward);
   const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
   const accepted = input.filter === 'none' || rewards.some((r) => Math.abs(r - mean) > 1e-12);

@@ -2,5 +2,6 @@
 export { smoke } from './smoke';
 export { run } from './run';
 export { group } from './group';
+export { lockstepRollout } from './lockstep';
 export { trajectory } from './trajectory';
 export { trainStep } from './train-step';

@@ -19,6 +19,7 @@ import {
   continueAsNew,
   defineQuery,
   defineSignal,
+  defineUpdate,
   executeChild,
   getExternalWorkflowHandle,
   ParentClosePolicy,
@@ -31,13 +32,14 @@ import {
 import type { Activities, CheckpointManifest, Sampling, TrainOptions } from '../activities';
 import { TRAIN } from './activity-options';
 import { group, groupDone, type GroupFilter, type GroupInput } from './group';
+import { lockstepRollout } from './lockstep';
 import { groupUid, RunState, type AdmissionLimits, type GroupRef, type RunCounters, type RunSnapshot } from './run-state';
 import { KIND, POLICY_VERSION, RUN_ID, STEP } from './search-attributes';
 import { epochOrder, splitmix32 } from './shuffle';
 import { trainStep } from './train-step';
 import type { EnvSpec } from './trajectory';
 
-const { initTrainer, resumeTrainer, saveCheckpoint, syncWeights, appendMetrics } = proxyActivities<Activities>(TRAIN);
+const { initTrainer, resumeTrainer, saveCheckpoint, syncWeights, appendMetrics, pauseEngines, resumeEngines } = proxyActivities<Activities>(TRAIN);
 
 /** Everything the run needs, computed from the run config on the client (workflows never read files). */
 export interface RunPlan {
@@ -48,8 +50,11 @@ export interface RunPlan {
   seed: number;
   maxSteps: number;
   partialRollout: boolean;
-  env: EnvSpec;
-  sampling: Omit<Sampling, 'seed'>;
+  /** env_async: every trajectory its own workflow; lockstep: the groups dispatched together advance turn by turn as one batch (baseline). */
+  rolloutMode: RolloutMode;
+  /** The envs (train_env_manager tags) and how many of a step's groups each gets; a group's env follows its position. */
+  envs: { tag: string; groupsPerStep: number; spec: EnvSpec; maxTokens: number }[];
+  sampling: Omit<Sampling, 'seed' | 'max_tokens'>;
   filter: GroupFilter;
   train: TrainOptions;
   /** Continue-as-new after this many steps in one workflow run. */
@@ -58,6 +63,8 @@ export interface RunPlan {
   saveSteps: number;
   configHash: string;
 }
+
+export type RolloutMode = 'env_async' | 'lockstep';
 
 /** Running totals over consumed batches, carried across continue-as-new. */
 export interface RunStats {
@@ -79,6 +86,10 @@ export interface RunInput {
   snapshot?: RunSnapshot;
   stats?: RunStats;
   suspended?: boolean;
+  /** Whether this run left the inference servers paused (suspend); carried so resume unpauses them after continue-as-new. */
+  enginesPaused?: boolean;
+  /** Workflow ids of lockstep batches by group uid (env_async groups are found by their own id). */
+  owners?: Record<string, string>;
 }
 
 export interface RunStatus {
@@ -87,6 +98,8 @@ export interface RunStatus {
   maxSteps: number;
   version: number;
   suspended: boolean;
+  /** The inference servers are paused for this run's suspension (generations in flight frozen). */
+  enginesPaused: boolean;
   buffered: number;
   running: number;
   training: boolean;
@@ -102,6 +115,12 @@ export interface RunStatus {
 export const suspend = defineSignal('suspend');
 export const resume = defineSignal('resume');
 export const status = defineQuery<RunStatus>('status');
+/**
+ * Operator update: load external weights on every inference server, between
+ * train steps (pause -> update -> resume, like a step's sync). The trainer
+ * keeps its own weights, so the next train step's sync replaces these.
+ */
+export const syncWeightsUpdate = defineUpdate<{ aborted: number; version: number }, [{ path: string }]>('syncWeights');
 
 const emptyStats = (): RunStats => ({ batches: 0, samples: 0, stalenessSum: 0, stalenessMax: 0, partialSamples: 0, maxPartialSpan: 0, lastRewardMean: 0, peakSamplesInSystem: 0 });
 
@@ -114,6 +133,19 @@ export async function run(input: RunInput): Promise<RunStatus> {
       : new RunState(plan.limits, plan.datasetSize);
   const stats = input.stats ?? emptyStats();
   let suspended = input.suspended ?? false;
+  let enginesPaused = input.enginesPaused ?? false;
+  const owners = new Map(Object.entries(input.owners ?? {}));
+  // The inference servers take one control sequence at a time (a step's sync, an operator sync, a suspend's pause).
+  let enginesBusy = false;
+  const withEngines = async <T>(fn: () => Promise<T>): Promise<T> => {
+    await condition(() => !enginesBusy);
+    enginesBusy = true;
+    try {
+      return await fn();
+    } finally {
+      enginesBusy = false;
+    }
+  };
 
   const report = (): RunStatus => ({
     runId: plan.runId,
@@ -121,6 +153,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     maxSteps: plan.maxSteps,
     version: state.version,
     suspended,
+    enginesPaused,
     buffered: state.bufferedSamples,
     running: state.runningSamples,
     training: state.training,
@@ -144,11 +177,26 @@ export async function run(input: RunInput): Promise<RunStatus> {
   let lastGroupError: string | undefined;
   setHandler(groupDone, (result) => {
     if (state.onGroupResult(result) === 'failed') lastGroupError = result.error;
+    owners.delete(groupUid(result));
     noteRolloutActivity();
   });
   setHandler(suspend, () => void (suspended = true));
   setHandler(resume, () => void (suspended = false));
   setHandler(status, report);
+  setHandler(
+    syncWeightsUpdate,
+    ({ path }) =>
+      withEngines(async () => {
+        const r = await syncWeights({ path, version: state.version, partialRollout: plan.partialRollout });
+        enginesPaused = false; // the sync resumes the servers; a suspended run pauses them again below
+        return { aborted: r.aborted, version: state.version };
+      }),
+    {
+      validator: ({ path }) => {
+        if (typeof path !== 'string' || path.length === 0) throw new Error('syncWeights needs {path: "<weights directory>"}');
+      },
+    },
+  );
 
   if (!input.snapshot) {
     // Every server starts this run at its first version (0, or the checkpoint's), whatever it served before.
@@ -162,27 +210,44 @@ export async function run(input: RunInput): Promise<RunStatus> {
     if (!orders.has(ref.epoch)) orders.set(ref.epoch, epochOrder(plan.datasetSize, plan.seed, ref.epoch));
     return orders.get(ref.epoch)![ref.position]!;
   };
-  const startGroup = (ref: GroupRef) => {
-    const uid = groupUid(ref);
-    const args: GroupInput = {
+  // Positions cycle through the tags in blocks of num_groups_partition, so every step's groups mix the envs as configured.
+  const groupsPerCycle = plan.envs.reduce((n, e) => n + e.groupsPerStep, 0);
+  const envOf = (ref: GroupRef) => {
+    let slot = ref.position % groupsPerCycle;
+    for (const e of plan.envs) {
+      if (slot < e.groupsPerStep) return e;
+      slot -= e.groupsPerStep;
+    }
+    throw new Error('unreachable: slot beyond the partition');
+  };
+  const groupArgs = (ref: GroupRef): GroupInput => ({
       runId: plan.runId,
       ref,
-      groupUid: uid,
+      groupUid: groupUid(ref),
       groupSize: plan.limits.groupSize,
       startVersion: state.version,
-      env: plan.env,
+      env: envOf(ref).spec,
       envSeed: envSeedOf(ref),
-      sampling: { ...plan.sampling, seed: Math.floor(splitmix32(plan.seed ^ (ref.epoch * 7919 + ref.position))() * 2 ** 31) },
+      sampling: { ...plan.sampling, max_tokens: envOf(ref).maxTokens, seed: Math.floor(splitmix32(plan.seed ^ (ref.epoch * 7919 + ref.position))() * 2 ** 31) },
       filter: plan.filter,
-    };
-    return startChild(group, {
-      workflowId: `${plan.runId}/${uid}`,
-      args: [args],
+  });
+  const startGroups = async (refs: GroupRef[]) => {
+    if (plan.rolloutMode === 'env_async') {
+      await Promise.all(refs.map((ref) => startChild(group, {
+        workflowId: `${plan.runId}/${groupUid(ref)}`,
+        args: [groupArgs(ref)],
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        typedSearchAttributes: [{ key: RUN_ID, value: plan.runId }, { key: KIND, value: 'group' }],
+      })));
+      return;
+    }
+    const workflowId = `${plan.runId}/lockstep-${groupUid(refs[0]!)}`;
+    for (const ref of refs) owners.set(groupUid(ref), workflowId);
+    await startChild(lockstepRollout, {
+      workflowId,
+      args: [{ runId: plan.runId, groups: refs.map(groupArgs) }],
       parentClosePolicy: ParentClosePolicy.ABANDON,
-      typedSearchAttributes: [
-        { key: RUN_ID, value: plan.runId },
-        { key: KIND, value: 'group' },
-      ],
+      typedSearchAttributes: [{ key: RUN_ID, value: plan.runId }, { key: KIND, value: 'lockstep' }],
     });
   };
   let stopDispatch = false;
@@ -196,7 +261,22 @@ export async function run(input: RunInput): Promise<RunStatus> {
       while (wanted()) refs.push(state.dispatch());
       noteRolloutActivity();
       stats.peakSamplesInSystem = Math.max(stats.peakSamplesInSystem, state.samplesInSystem);
-      await Promise.all(refs.map(startGroup));
+      await startGroups(refs);
+    }
+  })();
+
+  // ---- suspend/resume of the inference servers: generations in flight freeze (keep) until resume
+  let stopEngineControl = false;
+  const engineControl = (async () => {
+    for (;;) {
+      await condition(() => stopEngineControl || suspended !== enginesPaused);
+      if (stopEngineControl) return;
+      await withEngines(async () => {
+        const pause = suspended;
+        if (pause === enginesPaused) return;
+        if (pause) await pauseEngines({ mode: 'keep' }); else await resumeEngines();
+        enginesPaused = pause;
+      });
     }
   })();
 
@@ -209,7 +289,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     return failedGroups >= 4 && failedGroups >= 0.2 * dispatchedGroups;
   };
   while (state.step < plan.maxSteps) {
-    await condition(() => state.batchReady() || failingBadly());
+    await condition(() => (!suspended && state.batchReady()) || failingBadly());
     if (failingBadly()) {
       stopDispatch = true;
       throw ApplicationFailure.nonRetryable(`${state.counters.failedGroups} of ${state.counters.dispatchedGroups} groups failed; last error: ${lastGroupError}`, 'RunFailingError');
@@ -226,7 +306,11 @@ export async function run(input: RunInput): Promise<RunStatus> {
       ],
     });
     const trainedAt = Date.now();
-    const sync = await syncWeights({ path: trained.weightsPath, version: trained.version, partialRollout: plan.partialRollout });
+    const sync = await withEngines(async () => {
+      const r = await syncWeights({ path: trained.weightsPath, version: trained.version, partialRollout: plan.partialRollout });
+      enginesPaused = false;
+      return r;
+    });
     state.onStepDone(batch);
     const samples = batch.groups.reduce((n, g) => n + g.samples, 0);
     const partialSamples = batch.groups.reduce((n, g) => n + g.partialSamples, 0);
@@ -283,13 +367,15 @@ export async function run(input: RunInput): Promise<RunStatus> {
   }
 
   stopDispatch = true;
-  await dispatcher;
+  stopEngineControl = true;
+  await Promise.all([dispatcher, engineControl]);
   if (state.step < plan.maxSteps) {
     // Keep history small: carry the state into a fresh run; in-flight groups keep reporting to this workflow id.
     await condition(allHandlersFinished);
-    return continueAsNew<typeof run>({ plan, snapshot: state.snapshot(), stats, suspended });
+    return continueAsNew<typeof run>({ plan, snapshot: state.snapshot(), stats, suspended, enginesPaused, owners: Object.fromEntries(owners) });
   }
   // Done: groups still generating are no longer needed.
-  await Promise.all(state.inFlightGroups.map((ref) => getExternalWorkflowHandle(`${plan.runId}/${groupUid(ref)}`).cancel().catch(() => undefined)));
+  const running = new Set(state.inFlightGroups.map((ref) => owners.get(groupUid(ref)) ?? `${plan.runId}/${groupUid(ref)}`));
+  await Promise.all([...running].map((id) => getExternalWorkflowHandle(id).cancel().catch(() => undefined)));
   return report();
 }

@@ -2,9 +2,14 @@
  * trajectory: one sample / episode (the EnvManager's per-env loop).
  * env reset -> {generate, env step}* -> write the sample -> a small summary.
  * A single-turn task is the one-turn case of the same loop.
+ *
+ * The loop is built from three steps over a plain `Episode` record
+ * (startEpisode, generateFor + stepEnv, finishEpisode) so the lockstep
+ * baseline (lockstep.ts) runs exactly the same calls, only with a barrier
+ * across the batch between them.
  */
 import { proxyActivities } from '@temporalio/workflow';
-import type { Activities, Sampling } from '../activities';
+import type { Activities, Sampling, TurnSummary } from '../activities';
 import { ENV, GENERATE, STORE } from './activity-options';
 
 const { envReset, envStep } = proxyActivities<Activities>(ENV);
@@ -38,20 +43,45 @@ export interface TrajectorySummary {
   aborts: number;
 }
 
+/** Where one episode stands between calls; plain JSON (the lockstep workflow carries it across continue-as-new). */
+export interface Episode {
+  state: unknown;
+  observation: string;
+  reward: number;
+  turns: number;
+  done: boolean;
+}
+
+const envInput = (input: TrajectoryInput) => ({ envType: input.env.type, envConfig: input.env.config });
+const contextKey = (input: TrajectoryInput) => `${input.runId}/trajectories/${input.uid}.json`;
+
+export async function startEpisode(input: TrajectoryInput): Promise<Episode> {
+  const { state, observation } = await envReset({ ...envInput(input), seed: input.envSeed });
+  return { state, observation, reward: 0, turns: 0, done: false };
+}
+
+/** The model's answer to the episode's latest observation. */
+export function generateFor(input: TrajectoryInput, ep: Episode): Promise<TurnSummary> {
+  return generateTurn({ contextKey: contextKey(input), observation: ep.observation, turn: ep.turns, sampling: input.sampling, affinity: input.uid });
+}
+
+/** Applies the model's action to the env; the episode is done when the env says so or the turns run out. */
+export async function stepEnv(input: TrajectoryInput, ep: Episode, action: string): Promise<Episode> {
+  const step = await envStep({ ...envInput(input), state: ep.state, action });
+  const turns = ep.turns + 1;
+  return { state: step.state, observation: step.observation, reward: ep.reward + step.reward, turns, done: step.done || turns >= input.env.maxTurns };
+}
+
+export async function finishEpisode(input: TrajectoryInput, ep: Episode): Promise<TrajectorySummary> {
+  const done = await finishTrajectory({ contextKey: contextKey(input), sampleKey: `${input.runId}/samples/${input.uid}.json`, uid: input.uid, groupId: input.groupId, reward: ep.reward });
+  return { uid: input.uid, reward: ep.reward, turns: ep.turns, ...done };
+}
+
 export async function trajectory(input: TrajectoryInput): Promise<TrajectorySummary> {
-  const envIn = { envType: input.env.type, envConfig: input.env.config };
-  const contextKey = `${input.runId}/trajectories/${input.uid}.json`;
-  let { state, observation } = await envReset({ ...envIn, seed: input.envSeed });
-  let reward = 0;
-  let turns = 0;
-  while (turns < input.env.maxTurns) {
-    const turn = await generateTurn({ contextKey, observation, turn: turns, sampling: input.sampling, affinity: input.uid });
-    const step = await envStep({ ...envIn, state, action: turn.action });
-    turns++;
-    ({ state, observation } = step);
-    reward += step.reward;
-    if (step.done) break;
+  let ep = await startEpisode(input);
+  while (!ep.done && ep.turns < input.env.maxTurns) {
+    const turn = await generateFor(input, ep);
+    ep = await stepEnv(input, ep, turn.action);
   }
-  const done = await finishTrajectory({ contextKey, sampleKey: `${input.runId}/samples/${input.uid}.json`, uid: input.uid, groupId: input.groupId, reward });
-  return { uid: input.uid, reward, turns, ...done };
+  return finishEpisode(input, ep);
 }

@@ -4,7 +4,7 @@
 // worker killed with SIGKILL mid-run. Every check reads what the run recorded
 // (batch files the trainer read, the run's status), never elapsed time.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
@@ -16,6 +16,7 @@ const B = 8; // 2 groups of 4
 let server: TestDevServer;
 let config: string;
 let client: Client;
+let inferenceUrl: string;
 
 function rollflow(...args: string[]) {
   const r = spawnSync(path.join(ROOT, 'bin/rollflow'), args, { env: { ...server.env, ROLLFLOW_LOG_FORMAT: 'json' }, encoding: 'utf8', timeout: 600_000 });
@@ -71,6 +72,7 @@ beforeAll(async () => {
   expect(readdirSync(path.join(ROOT, 'dist')).length, 'run `make build` first').toBeGreaterThan(0);
   server = await TestDevServer.create();
   const [inference, trainer, env] = [await freePort(), await freePort(), await freePort()];
+  inferenceUrl = `http://127.0.0.1:${inference}`;
   config = path.join(server.stateDir, 'run.yaml');
   writeFileSync(
     config,
@@ -84,6 +86,7 @@ dataset_size: 64
 custom_envs:
   arith: { env_type: arithmetic, max_steps: 1, max_tokens_per_step: 64 }
   lake: { env_type: frozen_lake, max_steps: 3, max_tokens_per_step: 16, env_config: { max_turns: 3 } }
+  slow: { env_type: latency_sim, max_steps: 3, max_tokens_per_step: 8, env_config: { turns: 3, mean_s: 0.05, std_s: 0.05 } }
 train_env_manager: { num_env_groups: 2, group_size: 4, tags: [arith] }
 temporal: { address: "${server.address}", ui_url: "http://127.0.0.1:${server.uiPort}", task_queue: run-test }
 engines:
@@ -196,22 +199,73 @@ describe('training runs', () => {
     expect(bad.stderr).toContain("seed: got 99; 42, the checkpoint's seed");
   });
 
-  it('suspend stops dispatching new work; resume lets the run finish', async () => {
+  it('suspend freezes the run (no dispatch, no train step, inference servers paused); resume lets it finish', async () => {
     expect(rollflow('run', config, '--run-id', 'suspended', '--set', 'async_generation_ratio=1', '--set', 'max_steps=8').status).toBe(0);
     const handle = client.workflow.getHandle('suspended');
     await until(async () => ((await handle.query(statusQuery)).step >= 1 ? true : undefined));
     expect(rollflow('suspend', 'suspended', '--config', config).status).toBe(0);
-    // The run stalls: nothing running or training, with free capacity and steps left. Training is never
-    // gated by suspend, so free capacity with nothing running means dispatch alone was stopped.
     const stalled = await until(async () => {
       const st = await handle.query(statusQuery);
-      return st.suspended && st.running === 0 && !st.training ? st : undefined;
+      return st.suspended && st.enginesPaused && !st.training ? st : undefined;
     });
     expect(stalled.step).toBeLessThan(8);
-    expect(stalled.samplesInSystem).toBeLessThan(stalled.maxSamplesInSystem);
+    const engine = (await (await fetch(`${inferenceUrl}/state`)).json()) as { paused: boolean; pause_mode: string };
+    expect([engine.paused, engine.pause_mode]).toEqual([true, 'keep']);
     expect(rollflow('resume', 'suspended', '--config', config).status).toBe(0);
     const final = await handle.result();
-    expect([final.step, final.suspended]).toEqual([8, false]);
+    expect([final.step, final.suspended, final.enginesPaused]).toEqual([8, false, false]);
+    expect(((await (await fetch(`${inferenceUrl}/state`)).json()) as { paused: boolean }).paused).toBe(false);
+  });
+
+  it('the syncWeights update loads external weights between steps; a bad path is refused and the run goes on', async () => {
+    expect(rollflow('run', config, '--run-id', 'operator-sync', '--set', 'async_generation_ratio=1', '--set', 'max_steps=6').status).toBe(0);
+    const handle = client.workflow.getHandle('operator-sync');
+    await until(async () => ((await handle.query(statusQuery)).step >= 1 ? true : undefined));
+    const weights = path.join(server.stateDir, 'external-weights'); // the sim backend loads no tensors; the path must exist
+    mkdirSync(weights, { recursive: true });
+    const ok = rollflow('sync-weights', 'operator-sync', weights, '--config', config);
+    expect(ok.status, ok.stderr).toBe(0);
+    const reply = JSON.parse(ok.stdout.trim()) as { version: number; aborted: number };
+    expect(reply.version).toBeGreaterThanOrEqual(1);
+    const bad = rollflow('sync-weights', 'operator-sync', path.join(server.stateDir, 'no-such-weights'), '--config', config);
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain('does not exist');
+    expect(((await (await fetch(`${inferenceUrl}/state`)).json()) as { paused: boolean }).paused).toBe(false);
+    expect((await handle.result()).step).toBe(6);
+  });
+
+  it('lockstep rollout: every turn of the batch waits for the slowest env (recorded in the workflow history)', async () => {
+    const s = runJson('lockstep', 'rollout_mode=lockstep', 'train_env_manager.tags=[slow]', 'max_steps=2', 'async_generation_ratio=0');
+    expect([s.steps, s.unique_uids_consumed]).toEqual([2, 2 * B]);
+    for (const first of ['e0-p0', 'e0-p2']) {
+      const history = await client.workflow.getHandle(`lockstep/lockstep-${first}`).fetchHistory();
+      const scheduledAt = new Map<string, { name: string; at: number }>();
+      const completedAt = new Map<string, number>();
+      history.events!.forEach((e, at) => {
+        if (e.activityTaskScheduledEventAttributes) scheduledAt.set(String(e.eventId), { name: e.activityTaskScheduledEventAttributes.activityType!.name!, at });
+        if (e.activityTaskCompletedEventAttributes) completedAt.set(String(e.activityTaskCompletedEventAttributes.scheduledEventId), at);
+      });
+      // Consecutive schedules of one activity type form a phase; a phase starts only after the previous one completed entirely.
+      const phases: { name: string; ids: string[] }[] = [];
+      for (const [id, { name }] of scheduledAt) {
+        if (phases.at(-1)?.name === name) phases.at(-1)!.ids.push(id); else phases.push({ name, ids: [id] });
+      }
+      expect(phases.map((p) => `${p.name}×${p.ids.length}`)).toEqual(['envReset×8', ...Array(3).fill(['generateTurn×8', 'envStep×8']).flat(), 'finishTrajectory×8']);
+      for (let k = 1; k < phases.length; k++) {
+        const lastDone = Math.max(...phases[k - 1]!.ids.map((id) => completedAt.get(id)!));
+        const firstStart = Math.min(...phases[k]!.ids.map((id) => scheduledAt.get(id)!.at));
+        expect(firstStart).toBeGreaterThan(lastDone);
+      }
+    }
+  });
+
+  it('several env tags per run: each step holds the groups of each tag as num_groups_partition says', () => {
+    const s = runJson('two-envs', 'train_env_manager.tags=[arith,lake]', 'train_env_manager.num_groups_partition=[1,1]', 'max_steps=2', 'async_generation_ratio=0');
+    expect(s.unique_uids_consumed).toBe(2 * B);
+    for (const batch of batches('two-envs')) {
+      const multiTurn = batch.filter((x) => x.loss_mask.includes(0)); // frozen_lake: env tokens between turns
+      expect([multiTurn.length, batch.length - multiTurn.length]).toEqual([4, 4]);
+    }
   });
 
   it('survives kill -9 of the worker mid-run: a new worker finishes it, nothing lost or repeated', async () => {

@@ -44,13 +44,46 @@ export const SampleSchema = z.strictObject({
   version_spans: z.array(VersionSpanSchema).nullable().optional().describe('Policy version per span of response tokens.'),
 });
 
+const NormLevel = z.enum(['group', 'batch', 'none']);
+
 export const TrainStepRequestSchema = z.strictObject({
   step: z.number().int().min(0).describe("0-based step; must equal the trainer's version."),
   batch: z.array(SampleSchema).nullable().optional().describe('The samples, inline; give batch or batch_ref.'),
   batch_ref: z.string().min(1).nullable().optional().describe('Path of a .jsonl (one Sample a line) or .json (array, or {"samples": [...]}) file on the trainer host.'),
-  pg_variant: z.string().optional().describe('Run config pg_variant; default ppo. Implemented: vanilla, ppo.'),
-  adv_estimator: z.string().optional().describe('Run config adv_estimator; default grpo. Implemented: grpo, reinforce.'),
+  pg_variant: z.string().optional().describe('Run config pg_variant; default ppo: vanilla | ppo | decoupled_ppo | tis | cispo | topr.'),
+  adv_estimator: z.string().optional().describe('Run config adv_estimator; default grpo: grpo | reinforce | gae (value head).'),
   reward_norm: z.string().optional().describe('Run config reward_norm; default group.'),
+  norm_mean_type: NormLevel.nullable().optional().describe('ROLL reward normalisation: mean level; with norm_std_type it replaces reward_norm.'),
+  norm_std_type: NormLevel.nullable().optional().describe('ROLL reward normalisation: std level.'),
+  dual_clip_loss: z.boolean().optional().describe('ROLL dual clip switch; without dual_clip, c = 1 + 2·pg_clip.'),
+  tis_lower_bound: z.number().min(0).optional().describe('tis: lower clip of the IS ratio; default 0.'),
+  tis_upper_bound: z.number().gt(0).optional().describe('tis: upper clip c of the IS ratio; default 1.'),
+  cispo_epsilon_low: z.number().min(0).max(1).optional().describe('cispo: ratio clipped below at 1 − ε_low; default 0.1.'),
+  cispo_epsilon_high: z.number().min(0).optional().describe('cispo: ratio clipped above at 1 + ε_high; default 0.1.'),
+  topr_positive_weight: z.number().min(0).optional().describe('topr: weight of positive-reward samples; default 1.'),
+  topr_negative_weight: z.number().min(0).optional().describe('topr: weight of the other samples; default 1.'),
+  behav_imp_weight_cap: z.number().gt(1).nullable().optional().describe('decoupled_ppo: tokens whose behaviour weight π_prox/π_old exceeds the cap are dropped; default 5, null: no cap.'),
+  train_infer_correction: z
+    .strictObject({
+      is_weight: z
+        .strictObject({
+          enabled: z.boolean().optional(),
+          weight_type: z.enum(['token', 'sequence']).optional(),
+          upper_bound: z.number().gt(0).nullable().optional(),
+        })
+        .optional(),
+    })
+    .optional()
+    .describe('Truncated IS weight min(π_train/π_infer, C) against the train/infer mismatch.'),
+  use_kl_loss: z.boolean().optional().describe('Add β·KL(π_θ ‖ π_ref) to the loss, π_ref the initial weights.'),
+  kl_loss_coef: z.number().min(0).optional().describe('β; default 0.'),
+  kl_loss_type: z.enum(['k1', 'k3']).optional().describe('KL estimator; default k3.'),
+  entropy_loss_coef: z.number().min(0).optional().describe('Entropy bonus coefficient; default 0.'),
+  gamma: z.number().min(0).max(1).optional().describe('gae: discount; default 1.'),
+  lambd: z.number().min(0).max(1).optional().describe('gae: λ; default 0.95.'),
+  value_loss_coef: z.number().min(0).optional().describe('gae: value loss coefficient; default 0.5.'),
+  value_clip: z.number().gt(0).nullable().optional().describe('gae: value clip; null disables it.'),
+  whiten_advantages: z.boolean().optional().describe('Whiten advantages over the batch; default false.'),
   ppo_epochs: z.number().int().min(1).optional(),
   pg_clip: z.number().gt(0).optional().describe('PPO clip ε for both sides unless pg_clip_low/high are set; default 0.2.'),
   pg_clip_low: z.number().gt(0).lt(1).nullable().optional(),

@@ -1,0 +1,61 @@
+// The run plan built from a config: env tags split per step, algorithm
+// settings passed to the trainer only when set, and the metrics log that
+// stays exact when its activity is retried.
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { trainingActivities } from '../../src/activities/training';
+import type { ActivityDeps } from '../../src/activities/deps';
+import { buildPlan } from '../../src/client/plan';
+import { ConfigError, parseConfig } from '../../src/configs';
+
+const envs = {
+  a: { env_type: 'latency_sim', max_steps: 2, env_config: { turns: 2 } },
+  b: { env_type: 'frozen_lake', max_steps: 3, max_tokens_per_step: 16 },
+  c: { env_type: 'arithmetic' },
+};
+const plan = (raw: Record<string, unknown>) => buildPlan(parseConfig(raw, 'test', '/work'), 'run-1');
+
+describe('run plan', () => {
+  it('splits a step\'s groups among the tags as num_groups_partition says', () => {
+    const p = plan({ custom_envs: envs, train_env_manager: { num_env_groups: 4, group_size: 2, tags: ['a', 'b'], num_groups_partition: [3, 1] } });
+    expect(p.envs.map((e) => [e.tag, e.groupsPerStep, e.spec.type, e.maxTokens])).toEqual([
+      ['a', 3, 'latency_sim', 512], // generating_args.max_new_tokens when the env sets none
+      ['b', 1, 'frozen_lake', 16],
+    ]);
+  });
+
+  it('splits evenly when no partition is given (the remainder to the first tags)', () => {
+    const p = plan({ custom_envs: envs, train_env_manager: { num_env_groups: 5, group_size: 1, tags: ['a', 'b', 'c'] } });
+    expect(p.envs.map((e) => e.groupsPerStep)).toEqual([2, 2, 1]);
+  });
+
+  it('a single-turn run needs exactly one env', () => {
+    expect(() => plan({ custom_envs: { a: envs.a, c: envs.c } })).toThrow(ConfigError);
+    expect(plan({ custom_envs: { c: envs.c } }).envs.map((e) => e.tag)).toEqual(['c']);
+  });
+
+  it('passes the algorithm settings that are set, and only those', () => {
+    const p = plan({ custom_envs: { c: envs.c }, pg_variant: 'cispo', cispo_epsilon_high: 0.3, use_kl_loss: true, kl_loss_coef: 0.01 });
+    expect(p.train).toEqual({ pg_variant: 'cispo', adv_estimator: 'grpo', reward_norm: 'group', ppo_epochs: 1, temperature: 1, cispo_epsilon_high: 0.3, use_kl_loss: true, kl_loss_coef: 0.01 });
+  });
+
+  it('carries the rollout mode', () => {
+    expect(plan({ custom_envs: { c: envs.c } }).rolloutMode).toBe('env_async');
+    expect(plan({ custom_envs: { c: envs.c }, rollout_mode: 'lockstep' }).rolloutMode).toBe('lockstep');
+  });
+});
+
+describe('appendMetrics', () => {
+  it('writes a step once even when the activity is retried after its write', async () => {
+    const runDir = mkdtempSync(path.join(tmpdir(), 'rollflow-metrics-'));
+    const { appendMetrics } = trainingActivities({} as ActivityDeps);
+    await appendMetrics({ runDir, record: { run_id: 'r', step: 0, 'rollout/samples': 8 } });
+    await appendMetrics({ runDir, record: { run_id: 'r', step: 0, 'rollout/samples': 8 } }); // the retry
+    await appendMetrics({ runDir, record: { run_id: 'other', step: 0, 'rollout/samples': 4 } });
+    await appendMetrics({ runDir, record: { 'rollout/samples': 8, step: 1, run_id: 'r' } }); // key order does not matter
+    const lines = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { run_id: string; step: number });
+    expect(lines.map((l) => `${l.run_id}:${l.step}`)).toEqual(['r:0', 'other:0', 'r:1']);
+  });
+});
