@@ -4,7 +4,7 @@
  * store; workflows pass keys and get small summaries back.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import { generateToCompletion, type ChatMessage, type CompletionCall, type Generation, type VersionSpan } from '../gpu-bridge';
+import { generateToCompletion, type ChatMessage, type Completion, type CompletionCall, type Generation, type InferenceClient, type VersionSpan } from '../gpu-bridge';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
 import { resolveEnv } from '../envs';
 import type { ActivityDeps } from './deps';
@@ -35,6 +35,14 @@ export interface GenerateTurnInput {
   turn: number;
   sampling: Sampling;
   /** Keeps a trajectory's turns on one server. */
+  affinity: string;
+}
+
+/** One request for a whole group (no prompt replication): the G samples of a single-turn prompt. */
+export interface GenerateGroupInput {
+  contextKeys: string[];
+  observation: string;
+  sampling: Sampling;
   affinity: string;
 }
 
@@ -72,10 +80,7 @@ export function rolloutActivities(deps: ActivityDeps) {
      * by the env's tokens (masked) and the generated ones.
      */
     async generateTurn(input: GenerateTurnInput): Promise<TurnSummary> {
-      const ctx: TrajectoryContext =
-        input.turn === 0
-          ? { messages: [], prompt_ids: [], response_ids: [], old_logprobs: [], loss_mask: [], version_spans: [], aborts: 0 }
-          : await deps.store.get<TrajectoryContext>(input.contextKey);
+      const ctx = input.turn === 0 ? emptyContext() : await deps.store.get<TrajectoryContext>(input.contextKey);
       ctx.messages.push({ role: 'user', content: input.observation });
       const { max_tokens, temperature, top_p, seed } = input.sampling;
 
@@ -95,10 +100,8 @@ export function rolloutActivities(deps: ActivityDeps) {
             // The server applies the chat template; we never tokenize.
             const chat = await client.chat({ messages: ctx.messages, max_tokens, temperature, top_p, seed: seed + input.turn, n: 1 }, { signal });
             prompt = chat.prompt_token_ids;
-            const first = chat.choices[0]!;
-            text = first.message.content ?? '';
-            const partial: Generation = { token_ids: first.token_ids, logprobs: first.logprobs, finish_reason: 'length', version_spans: first.version_spans, aborts: 1 };
-            generation = first.finish_reason === 'abort' ? await generateToCompletion(complete, prompt, max_tokens, { partial }) : { ...partial, aborts: 0, finish_reason: first.finish_reason };
+            text = chat.choices[0]!.message.content ?? '';
+            generation = await finishFirstTurn(complete, prompt, max_tokens, chat.choices[0]!);
           } else {
             // Later turns: the exact ids held so far, plus only the new turn's ids (earlier turns are never re-tokenized).
             const next = await client.continuation({ history: ctx.messages.slice(0, -1), messages: ctx.messages.slice(-1) }, { signal });
@@ -111,7 +114,44 @@ export function rolloutActivities(deps: ActivityDeps) {
         appendTurn(ctx, prompt, generation, input.turn);
         ctx.messages.push({ role: 'assistant', content: text });
         await deps.store.put(input.contextKey, ctx);
-        return { action: text, tokens: generation.token_ids.length, finish_reason: generation.finish_reason, aborts: generation.aborts, versions: [...new Set(generation.version_spans.map((s) => s.version))] };
+        return turnSummary(text, generation);
+      });
+    },
+
+    /**
+     * The group's first (only) turn as one request with n = G choices on one
+     * server (prompt replication off, as ROLL's is_num_return_sequences_expand
+     * = false). A choice cut by a weight sync continues on its own from its
+     * partial tokens. Each choice becomes its own trajectory context.
+     */
+    async generateGroupTurn(input: GenerateGroupInput): Promise<TurnSummary[]> {
+      const { max_tokens, temperature, top_p, seed } = input.sampling;
+      const messages: ChatMessage[] = [{ role: 'user', content: input.observation }];
+      return withHeartbeat(async (signal) => {
+        const lease = deps.pool.acquire(input.affinity);
+        const client = deps.inference.get(lease.url)!;
+        try {
+          const chat = await client.chat({ messages, max_tokens, temperature, top_p, seed, n: input.contextKeys.length }, { signal });
+          return await Promise.all(
+            chat.choices.map(async (choice, i) => {
+              let text = choice.message.content ?? '';
+              const complete = async (call: CompletionCall) => {
+                const r = await client.complete({ prompt: call.prompt, max_tokens: call.max_tokens, temperature, top_p, seed: seed + 104_729 * i + 7919 * (call.attempt + 1) }, { signal });
+                text += r.choices[0]!.text ?? '';
+                return r.choices[0]!;
+              };
+              const generation = await finishFirstTurn(complete, chat.prompt_token_ids, max_tokens, choice);
+              const ctx = emptyContext();
+              ctx.messages.push(...messages);
+              appendTurn(ctx, chat.prompt_token_ids, generation, 0);
+              ctx.messages.push({ role: 'assistant', content: text });
+              await deps.store.put(input.contextKeys[i]!, ctx);
+              return turnSummary(text, generation);
+            }),
+          );
+        } finally {
+          lease.release();
+        }
       });
     },
 
@@ -140,6 +180,24 @@ export function rolloutActivities(deps: ActivityDeps) {
       };
     },
   };
+}
+
+const emptyContext = (): TrajectoryContext => ({ messages: [], prompt_ids: [], response_ids: [], old_logprobs: [], loss_mask: [], version_spans: [], aborts: 0 });
+
+const turnSummary = (action: string, g: Generation): TurnSummary => ({
+  action,
+  tokens: g.token_ids.length,
+  finish_reason: g.finish_reason,
+  aborts: g.aborts,
+  versions: [...new Set(g.version_spans.map((s) => s.version))],
+});
+
+type ChatChoice = Awaited<ReturnType<InferenceClient['chat']>>['choices'][number];
+
+/** A chat choice as a complete generation: one cut by a weight sync (abort) continues from its partial tokens. */
+function finishFirstTurn(complete: (call: CompletionCall) => Promise<Completion>, prompt: number[], maxTokens: number, choice: ChatChoice): Promise<Generation> {
+  const partial: Generation = { token_ids: choice.token_ids, logprobs: choice.logprobs, finish_reason: 'length', version_spans: choice.version_spans, aborts: 1 };
+  return choice.finish_reason === 'abort' ? generateToCompletion(complete, prompt, maxTokens, { partial }) : Promise.resolve({ ...partial, aborts: 0, finish_reason: choice.finish_reason });
 }
 
 /** Adds one turn to the context, keeping token ids end to end across turns. */

@@ -44,6 +44,7 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     maxSteps: config.max_steps,
     partialRollout: config.partial_rollout,
     rolloutMode: config.rollout_mode,
+    replicate: config.is_num_return_sequences_expand,
     envs: pickEnvs(loaded),
     sampling: { temperature: gen.temperature, top_p: gen.top_p },
     filter: config.group_filter,

@@ -176,7 +176,7 @@ export const RunConfigSchema = z
 
     rollout_batch_size: count(1).default(8).describe('Prompts per training step (single-turn tasks).'),
     num_return_sequences_in_group: count(1).default(1).describe('Responses sampled per prompt (GRPO group size).'),
-    is_num_return_sequences_expand: z.boolean().default(false).describe('Prompt replication: send the n responses of a prompt as n independent requests.'),
+    is_num_return_sequences_expand: z.boolean().default(true).describe('Prompt replication: the n responses of a prompt are n independent requests, each sample its own workflow (ROLL defaults to false: one request with n choices; single-turn only).'),
     async_generation_ratio: z.number().min(0).default(0).describe('Async ratio α: samples may be generated up to α steps ahead of training; 0 is synchronous.'),
     generate_opt_level: z.literal([0, 1]).default(1).describe('0 generates the whole batch then scores it; 1 schedules prompts as a queue with dynamic filtering.'),
     max_additional_running_prompts: count(0).default(0).describe('Extra prompts kept in flight beyond the batch so filtered groups are replaced quickly.'),

@@ -5,11 +5,14 @@
  * sample). It reports to the run's workflow id, which always reaches the
  * newest run after continue-as-new.
  */
-import { ChildWorkflowFailure, defineSignal, executeChild, getExternalWorkflowHandle, log, workflowInfo } from '@temporalio/workflow';
+import { ChildWorkflowFailure, defineSignal, executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { GroupRef, GroupResult } from './run-state';
 import { KIND, RUN_ID } from './search-attributes';
-import { trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
-import type { Sampling } from '../activities';
+import { contextKey, finishEpisode, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
+import type { Activities, Sampling } from '../activities';
+import { GENERATE } from './activity-options';
+
+const { generateGroupTurn } = proxyActivities<Activities>(GENERATE);
 
 /** Sent by each group to its run when its samples are done; idempotent by (epoch, position). */
 export const groupDone = defineSignal<[GroupResult]>('groupDone');
@@ -27,12 +30,18 @@ export interface GroupInput {
   sampling: Sampling;
   /** std: drop groups whose rewards are all equal (no learning signal for GRPO). */
   filter: GroupFilter;
+  /**
+   * Prompt replication (ROLL's is_num_return_sequences_expand): each sample
+   * its own trajectory workflow and request. Off (single-turn only): the
+   * group's G samples come from one request with n = G.
+   */
+  replicate: boolean;
 }
 
 export async function group(input: GroupInput): Promise<GroupResult> {
   let result: GroupResult;
   try {
-    result = summarize(input, await runTrajectories(input));
+    result = summarize(input, await (input.replicate ? runTrajectories(input) : runOneRequest(input)));
   } catch (err) {
     result = failedGroup(input, err);
   }
@@ -65,6 +74,15 @@ function runTrajectories(input: GroupInput): Promise<TrajectorySummary[]> {
       }),
     ),
   );
+}
+
+/** Prompt replication off: one env reset per sample (same seed), one n = G generation request, then each sample's env step. */
+async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
+  const trajectories = trajectoryInputs(input);
+  const episodes = await Promise.all(trajectories.map(startEpisode));
+  const turns = await generateGroupTurn({ contextKeys: trajectories.map(contextKey), observation: episodes[0]!.observation, sampling: input.sampling, affinity: input.groupUid });
+  const stepped = await Promise.all(trajectories.map((t, i) => stepEnv(t, episodes[i]!, turns[i]!.action)));
+  return Promise.all(trajectories.map((t, i) => finishEpisode(t, stepped[i]!)));
 }
 
 /**

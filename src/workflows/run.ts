@@ -50,6 +50,8 @@ export interface RunPlan {
   seed: number;
   maxSteps: number;
   partialRollout: boolean;
+  /** Prompt replication (see GroupInput.replicate); always on for multi-turn envs. */
+  replicate: boolean;
   /** env_async: every trajectory its own workflow; lockstep: the groups dispatched together advance turn by turn as one batch (baseline). */
   rolloutMode: RolloutMode;
   /** The envs (train_env_manager tags) and how many of a step's groups each gets; a group's env follows its position. */
@@ -230,6 +232,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
       envSeed: envSeedOf(ref),
       sampling: { ...plan.sampling, max_tokens: envOf(ref).maxTokens, seed: Math.floor(splitmix32(plan.seed ^ (ref.epoch * 7919 + ref.position))() * 2 ** 31) },
       filter: plan.filter,
+      replicate: plan.replicate || envOf(ref).spec.maxTurns > 1,
   });
   const startGroups = async (refs: GroupRef[]) => {
     if (plan.rolloutMode === 'env_async') {

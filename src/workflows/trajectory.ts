@@ -53,7 +53,8 @@ export interface Episode {
 }
 
 const envInput = (input: TrajectoryInput) => ({ envType: input.env.type, envConfig: input.env.config });
-const contextKey = (input: TrajectoryInput) => `${input.runId}/trajectories/${input.uid}.json`;
+/** Where a trajectory's token-level context lives in the sample store. */
+export const contextKey = (input: TrajectoryInput) => `${input.runId}/trajectories/${input.uid}.json`;
 
 export async function startEpisode(input: TrajectoryInput): Promise<Episode> {
   const { state, observation } = await envReset({ ...envInput(input), seed: input.envSeed });

@@ -259,6 +259,20 @@ describe('training runs', () => {
     }
   });
 
+  it('prompt replication off: a group\'s samples come from one n = G request, partial rollout included', async () => {
+    const s = runJson('one-request', 'is_num_return_sequences_expand=false', 'async_generation_ratio=1', 'max_steps=4');
+    expect([s.steps, s.unique_uids_consumed]).toEqual([4, 4 * B]);
+    const history = await client.workflow.getHandle('one-request/e0-p0').fetchHistory();
+    const scheduled = history.events!.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name!] : []));
+    expect(scheduled.filter((n) => n === 'generateGroupTurn')).toHaveLength(1);
+    expect(scheduled.filter((n) => n === 'generateTurn')).toHaveLength(0);
+    expect(history.events!.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toHaveLength(0);
+    for (const sample of batches('one-request').flat()) {
+      expect(sample.old_logprobs).toHaveLength(sample.response_ids.length);
+      expect(sample.version_spans.at(-1)!.end).toBe(sample.response_ids.length);
+    }
+  });
+
   it('several env tags per run: each step holds the groups of each tag as num_groups_partition says', () => {
     const s = runJson('two-envs', 'train_env_manager.tags=[arith,lake]', 'train_env_manager.num_groups_partition=[1,1]', 'max_steps=2', 'async_generation_ratio=0');
     expect(s.unique_uids_consumed).toBe(2 * B);
