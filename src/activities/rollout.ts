@@ -63,6 +63,12 @@ export function rolloutActivities(deps: ActivityDeps) {
   const envFor = (envType: string) => resolveEnv(envType, deps.env);
 
   return {
+    /** The env's dataset index (valid rows, malformed ones reported); null for envs that draw episodes from the seed alone. */
+    async datasetIndex(input: EnvInput) {
+      const env = envFor(input.envType);
+      return env.index ? env.index(env.parseConfig(input.envConfig)) : null;
+    },
+
     async envReset(input: EnvInput & { seed: number }) {
       const env = envFor(input.envType);
       return withHeartbeat((signal) => env.reset(env.parseConfig(input.envConfig), input.seed, signal));

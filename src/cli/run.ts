@@ -51,12 +51,18 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
 async function follow(client: Client, runId: string, out: (line: string) => void): Promise<RunStatus> {
   const handle = client.workflow.getHandle(runId);
   let lastStep = -1;
+  let datasetReported = false;
   for (;;) {
     const desc = await handle.describe();
     if (desc.status.name !== 'RUNNING' && desc.status.name !== 'CONTINUED_AS_NEW') {
       return (await handle.result()) as RunStatus;
     }
     const s = await handle.query(status).catch(() => undefined);
+    if (s?.dataset && !datasetReported) {
+      datasetReported = true;
+      const { size, malformed, problems } = s.dataset;
+      out(`dataset: ${size} rows${malformed ? `, ${malformed} malformed rows skipped (${problems.join('; ')})` : ''}`);
+    }
     if (s && s.step !== lastStep) {
       lastStep = s.step;
       out(`step ${s.step}/${s.maxSteps}  version ${s.version}  reward ${s.lastRewardMean.toFixed(3)}  staleness max ${s.staleness.max}  in system ${s.samplesInSystem}/${s.maxSamplesInSystem}`);

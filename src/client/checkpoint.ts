@@ -16,6 +16,8 @@ const Manifest = z.object({
   trainer_checkpoint: z.string(),
 });
 
+const usesDatasetFile = (config: LoadedConfig['config']) => Object.values(config.custom_envs).some((e) => e.env_type === 'dataset');
+
 /** `where` is a checkpoint directory or its manifest.json. Throws ConfigError (exit 2) naming what does not fit. */
 export function readCheckpoint(where: string, { config, hash }: LoadedConfig, warn: (line: string) => void): CheckpointManifest {
   const file = statSync(where, { throwIfNoEntry: false })?.isDirectory() ? path.join(where, 'manifest.json') : where;
@@ -31,7 +33,8 @@ export function readCheckpoint(where: string, { config, hash }: LoadedConfig, wa
   // Consumed positions index the seeded epoch order: another seed or dataset size would skip the wrong prompts.
   const mismatch = [
     ...(m.seed !== config.seed ? [{ path: 'seed', given: config.seed, expected: `${m.seed}, the checkpoint's seed` }] : []),
-    ...(m.dataset_size !== config.dataset_size ? [{ path: 'dataset_size', given: config.dataset_size, expected: `${m.dataset_size}, the checkpoint's dataset size` }] : []),
+    // A file dataset's size is checked by the run itself, against the file's index.
+    ...(m.dataset_size !== config.dataset_size && !usesDatasetFile(config) ? [{ path: 'dataset_size', given: config.dataset_size, expected: `${m.dataset_size}, the checkpoint's dataset size` }] : []),
     ...(m.step >= config.max_steps ? [{ path: 'max_steps', given: config.max_steps, expected: `more than the checkpoint's step ${m.step}` }] : []),
   ];
   if (mismatch.length) throw new ConfigError(`${file} and the config`, mismatch);

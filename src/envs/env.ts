@@ -26,6 +26,8 @@ export interface Env<S = unknown, C = unknown> {
   reset(config: C, seed: number, signal?: AbortSignal): Promise<EnvReset<S>>;
   /** An unparsable action is an invalid action (info.invalid_action), never an exception. */
   step(config: C, state: S, action: string, signal?: AbortSignal): Promise<EnvStep<S>>;
+  /** Envs backed by a file of prompts: how many valid rows it has, and the malformed ones (reported, skipped). */
+  index?(config: C): Promise<{ size: number; malformed: number; problems: string[] }>;
 }
 
 /** Thrown when an env config has a bad key or value; names both. */

@@ -3,16 +3,22 @@
  * process; every other name is served by the python-engines env role.
  */
 import type { EnvClient } from '../gpu-bridge';
+import { dataset } from './dataset';
 import type { Env } from './env';
 import { latencySim } from './latency-sim';
 import { pythonEnv } from './python-env';
 
-const TS_ENVS: Record<string, Env<never, never>> = { latency_sim: latencySim as unknown as Env<never, never> };
+/** TypeScript envs by env_type; dataset scores replies through the env server's verifiers. */
+const TS_ENVS: Record<string, (client: EnvClient) => Env<never, never>> = {
+  latency_sim: () => latencySim as unknown as Env<never, never>,
+  dataset: (client) => dataset(client) as unknown as Env<never, never>,
+};
 
 export function resolveEnv(envType: string, client: EnvClient): Env<unknown, unknown> {
-  return (TS_ENVS[envType] as Env<unknown, unknown> | undefined) ?? (pythonEnv(client, envType) as Env<unknown, unknown>);
+  return (TS_ENVS[envType]?.(client) as Env<unknown, unknown> | undefined) ?? (pythonEnv(client, envType) as Env<unknown, unknown>);
 }
 
 export { EnvConfigError, type Env, type EnvReset, type EnvStep } from './env';
 export { latencySim } from './latency-sim';
+export { dataset, parseRows, type DatasetIndex } from './dataset';
 export { pythonEnv, type PythonEnvState } from './python-env';

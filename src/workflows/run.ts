@@ -22,6 +22,7 @@ import {
   defineUpdate,
   executeChild,
   getExternalWorkflowHandle,
+  log,
   ParentClosePolicy,
   proxyActivities,
   setHandler,
@@ -30,7 +31,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities, CheckpointManifest, Sampling, TrainOptions } from '../activities';
-import { TRAIN } from './activity-options';
+import type { DatasetIndex } from '../envs/dataset';
+import { ENV, TRAIN } from './activity-options';
 import { group, groupDone, type GroupFilter, type GroupInput } from './group';
 import { lockstepRollout } from './lockstep';
 import { groupUid, RunState, type AdmissionLimits, type GroupRef, type RunCounters, type RunSnapshot } from './run-state';
@@ -39,6 +41,7 @@ import { epochOrder, splitmix32 } from './shuffle';
 import { trainStep } from './train-step';
 import type { EnvSpec } from './trajectory';
 
+const { datasetIndex } = proxyActivities<Activities>(ENV);
 const { initTrainer, resumeTrainer, saveCheckpoint, syncWeights, appendMetrics, pauseEngines, resumeEngines } = proxyActivities<Activities>(TRAIN);
 
 /** Everything the run needs, computed from the run config on the client (workflows never read files). */
@@ -90,6 +93,8 @@ export interface RunInput {
   suspended?: boolean;
   /** Whether this run left the inference servers paused (suspend); carried so resume unpauses them after continue-as-new. */
   enginesPaused?: boolean;
+  /** The file dataset's index, taken at the first run's start. */
+  dataset?: DatasetIndex;
   /** Workflow ids of lockstep batches by group uid (env_async groups are found by their own id). */
   owners?: Record<string, string>;
 }
@@ -112,6 +117,10 @@ export interface RunStatus {
   partial: { ratio: number; maxSpan: number };
   lastRewardMean: number;
   peakSamplesInSystem: number;
+  /** Prompts per epoch. */
+  datasetSize: number;
+  /** A file dataset's index: valid rows, malformed rows (skipped) and the first problems. */
+  dataset?: DatasetIndex;
 }
 
 export const suspend = defineSignal('suspend');
@@ -124,15 +133,29 @@ export const status = defineQuery<RunStatus>('status');
  */
 export const syncWeightsUpdate = defineUpdate<{ aborted: number; version: number }, [{ path: string }]>('syncWeights');
 
+/** The first file-backed env's index (envs that draw episodes from the seed have none). */
+async function indexDataset(plan: RunPlan): Promise<DatasetIndex | undefined> {
+  const indexes = await Promise.all(plan.envs.map((e) => datasetIndex({ envType: e.spec.type, envConfig: e.spec.config })));
+  const index = indexes.find((i) => i !== null) ?? undefined;
+  if (index && index.malformed > 0) log.warn('malformed dataset rows skipped', { malformed: index.malformed, problems: index.problems });
+  return index;
+}
+
 const emptyStats = (): RunStats => ({ batches: 0, samples: 0, stalenessSum: 0, stalenessMax: 0, partialSamples: 0, maxPartialSpan: 0, lastRewardMean: 0, peakSamplesInSystem: 0 });
 
 export async function run(input: RunInput): Promise<RunStatus> {
   const { plan } = input;
+  // A file dataset's valid rows define the dataset size (malformed rows are reported and skipped).
+  const dataset = input.snapshot ? input.dataset : await indexDataset(plan);
+  const datasetSize = input.snapshot?.datasetSize ?? dataset?.size ?? plan.datasetSize;
+  if (input.resumeFrom && input.resumeFrom.dataset_size !== datasetSize) {
+    throw ApplicationFailure.nonRetryable(`the checkpoint was taken over ${input.resumeFrom.dataset_size} prompts, the dataset now has ${datasetSize}: its consumed positions would skip the wrong prompts`, 'DatasetChangedError');
+  }
   const state = input.snapshot
     ? RunState.restore(input.snapshot)
     : input.resumeFrom
-      ? RunState.resumeFrom(input.resumeFrom, plan.limits, plan.datasetSize)
-      : new RunState(plan.limits, plan.datasetSize);
+      ? RunState.resumeFrom(input.resumeFrom, plan.limits, datasetSize)
+      : new RunState(plan.limits, datasetSize);
   const stats = input.stats ?? emptyStats();
   let suspended = input.suspended ?? false;
   let enginesPaused = input.enginesPaused ?? false;
@@ -166,6 +189,8 @@ export async function run(input: RunInput): Promise<RunStatus> {
     partial: { ratio: stats.samples ? stats.partialSamples / stats.samples : 0, maxSpan: stats.maxPartialSpan },
     lastRewardMean: stats.lastRewardMean,
     peakSamplesInSystem: stats.peakSamplesInSystem,
+    datasetSize,
+    ...(dataset ? { dataset } : {}),
   });
   // Rollout idle time (verl's rollouter/idle_ratio): stretches with no trajectory running.
   let rolloutIdleMs = 0;
@@ -209,7 +234,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   // ---- dispatcher: admission-controlled group starts
   const orders = new Map<number, number[]>();
   const envSeedOf = (ref: GroupRef) => {
-    if (!orders.has(ref.epoch)) orders.set(ref.epoch, epochOrder(plan.datasetSize, plan.seed, ref.epoch));
+    if (!orders.has(ref.epoch)) orders.set(ref.epoch, epochOrder(datasetSize, plan.seed, ref.epoch));
     return orders.get(ref.epoch)![ref.position]!;
   };
   // Positions cycle through the tags in blocks of num_groups_partition, so every step's groups mix the envs as configured.
@@ -359,7 +384,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
       const { consumed } = state.snapshot();
       await saveCheckpoint({
         dir: `${plan.runDir}/checkpoints/step-${String(state.step).padStart(6, '0')}`,
-        manifest: { run_id: plan.runId, step: state.step, version: state.version, consumed, seed: plan.seed, dataset_size: plan.datasetSize, config_hash: plan.configHash },
+        manifest: { run_id: plan.runId, step: state.step, version: state.version, consumed, seed: plan.seed, dataset_size: datasetSize, config_hash: plan.configHash },
       });
     }
     upsertSearchAttributes([
@@ -375,7 +400,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   if (state.step < plan.maxSteps) {
     // Keep history small: carry the state into a fresh run; in-flight groups keep reporting to this workflow id.
     await condition(allHandlersFinished);
-    return continueAsNew<typeof run>({ plan, snapshot: state.snapshot(), stats, suspended, enginesPaused, owners: Object.fromEntries(owners) });
+    return continueAsNew<typeof run>({ plan, snapshot: state.snapshot(), stats, suspended, enginesPaused, owners: Object.fromEntries(owners), dataset });
   }
   // Done: groups still generating are no longer needed.
   const running = new Set(state.inFlightGroups.map((ref) => owners.get(groupUid(ref)) ?? `${plan.runId}/${groupUid(ref)}`));

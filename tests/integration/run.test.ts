@@ -273,6 +273,18 @@ describe('training runs', () => {
     }
   });
 
+  it('a file dataset: malformed rows are reported, counted and skipped; the valid rows are the dataset', async () => {
+    const file = path.join(server.stateDir, 'tiny.jsonl');
+    writeFileSync(file, ['{"prompt": "1+1=", "answer": "2"}', '{"prompt": "2+2=", "answer": 4}', 'not json', '{"prompt": "3+3="}', '{"prompt": "5+5=", "answer": "10", "domain": "math"}', ''].join('\n'));
+    const r = rollflow('run', config, '--wait', '--run-id', 'dataset', '--set', 'max_steps=2', '--set', 'async_generation_ratio=0', '--set', 'train_env_manager.tags=[ds]',
+      '--set', `custom_envs.ds={env_type: dataset, max_steps: 1, max_tokens_per_step: 8, env_config: {path: "${file}", verifier: exact_match}}`);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain('dataset: 3 rows, 2 malformed rows skipped (line 3: not JSON');
+    expect(r.stdout).toContain('line 4: needs string fields "prompt" and "answer"');
+    const final = (await client.workflow.getHandle('dataset').result()) as { datasetSize: number; step: number };
+    expect([final.datasetSize, final.step]).toEqual([3, 2]);
+  });
+
   it('several env tags per run: each step holds the groups of each tag as num_groups_partition says', () => {
     const s = runJson('two-envs', 'train_env_manager.tags=[arith,lake]', 'train_env_manager.num_groups_partition=[1,1]', 'max_steps=2', 'async_generation_ratio=0');
     expect(s.unique_uids_consumed).toBe(2 * B);
