@@ -107,12 +107,12 @@ export function trainingActivities(deps: ActivityDeps) {
 
     /**
      * Appends one metrics record to <run_dir>/metrics.jsonl (the run's step
-     * log). Idempotent: a retry after the write (the worker died before
+     * log) or validation.jsonl (one record per validation). Idempotent: a retry after the write (the worker died before
      * reporting it) finds the record of this run and step and adds nothing.
      */
-    async appendMetrics(input: { runDir: string; record: Record<string, unknown> & { run_id: string; step: number } }): Promise<void> {
+    async appendMetrics(input: { runDir: string; file?: 'metrics.jsonl' | 'validation.jsonl'; record: Record<string, unknown> & { run_id: string; step: number } }): Promise<void> {
       await mkdir(input.runDir, { recursive: true });
-      const file = path.join(input.runDir, 'metrics.jsonl');
+      const file = path.join(input.runDir, input.file ?? 'metrics.jsonl');
       const written = await readFile(file, 'utf8').catch(() => '');
       const key = `"run_id":${JSON.stringify(input.record.run_id)},"step":${input.record.step},`;
       if (written.split('\n').some((line) => line.startsWith(`{${key}`))) return;

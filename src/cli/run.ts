@@ -65,7 +65,8 @@ async function follow(client: Client, runId: string, out: (line: string) => void
     }
     if (s && s.step !== lastStep) {
       lastStep = s.step;
-      out(`step ${s.step}/${s.maxSteps}  version ${s.version}  reward ${s.lastRewardMean.toFixed(3)}  staleness max ${s.staleness.max}  in system ${s.samplesInSystem}/${s.maxSamplesInSystem}`);
+      const val = s.lastValidation ? `  val reward ${s.lastValidation.rewardMean.toFixed(3)} (after ${s.lastValidation.steps} steps)` : '';
+      out(`step ${s.step}/${s.maxSteps}  version ${s.version}  reward ${s.lastRewardMean.toFixed(3)}${val}  staleness max ${s.staleness.max}  in system ${s.samplesInSystem}/${s.maxSamplesInSystem}`);
     }
     if (s && s.step >= s.maxSteps) return (await handle.result()) as RunStatus;
     await new Promise((r) => setTimeout(r, 1000));

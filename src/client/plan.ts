@@ -4,26 +4,37 @@ import { ConfigError } from '../configs';
 import { AlgorithmSettings } from '../configs/schema';
 import type { RunPlan } from '../workflows/run';
 
+type EnvManager = NonNullable<LoadedConfig['config']['train_env_manager']>;
+
 /**
- * The envs the run trains on and how many groups of each a step holds:
- * train_env_manager's tags split by num_groups_partition (evenly when it is
- * absent, as ROLL does), or the only custom_envs entry of a single-turn task.
+ * The envs a manager draws from and how many groups of each a step holds:
+ * its tags split by num_groups_partition (evenly when it is absent, as ROLL
+ * does), or, with no manager, the only custom_envs entry of a single-turn task.
  */
-function pickEnvs({ config, derived }: LoadedConfig): RunPlan['envs'] {
+function pickEnvs({ config }: LoadedConfig, manager: EnvManager | undefined, groups: number): RunPlan['envs'] {
   const gen = config.actor_infer.generating_args;
-  const manager = config.train_env_manager;
   const tags = manager?.tags ?? Object.keys(config.custom_envs);
   if (tags.length === 0 || (!manager && tags.length !== 1)) {
     throw new ConfigError('(run)', [
       { path: 'custom_envs', given: Object.keys(config.custom_envs), expected: 'exactly one env for a single-turn run, or train_env_manager.tags naming the envs to train on' },
     ]);
   }
-  const groups = derived.groups_per_step;
   const partition = manager?.num_groups_partition ?? tags.map((_, i) => Math.floor(groups / tags.length) + (i < groups % tags.length ? 1 : 0));
   return tags.map((tag, i) => {
     const env = config.custom_envs[tag]!;
     return { tag, groupsPerStep: partition[i]!, spec: { type: env.env_type, config: env.env_config, maxTurns: env.max_steps }, maxTokens: env.max_tokens_per_step ?? gen.max_new_tokens };
   }).filter((e) => e.groupsPerStep > 0);
+}
+
+/** Validation needs val_env_manager when eval_steps is set; envs without it are a config error, not a silent skip. */
+function validation(loaded: LoadedConfig): Pick<RunPlan, 'validation'> {
+  const { config } = loaded;
+  const manager = config.val_env_manager;
+  if (config.eval_steps === 0) return {};
+  if (!manager) {
+    throw new ConfigError('(run)', [{ path: 'val_env_manager', given: undefined, expected: `the validation envs (num_env_groups, group_size, tags), since eval_steps is ${config.eval_steps}` }]);
+  }
+  return { validation: { envs: pickEnvs(loaded, manager, manager.num_env_groups), groupSize: manager.group_size, everySteps: config.eval_steps } };
 }
 
 export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
@@ -45,7 +56,8 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     partialRollout: config.partial_rollout,
     rolloutMode: config.rollout_mode,
     replicate: config.is_num_return_sequences_expand,
-    envs: pickEnvs(loaded),
+    envs: pickEnvs(loaded, config.train_env_manager, derived.groups_per_step),
+    ...validation(loaded),
     sampling: { temperature: gen.temperature, top_p: gen.top_p },
     filter: config.group_filter,
     train: {

@@ -21,6 +21,8 @@ export type GroupFilter = 'none' | 'std';
 
 export interface GroupInput {
   runId: string;
+  /** False for validation groups: their result goes to the caller only. */
+  reportToRun?: boolean;
   ref: GroupRef;
   groupUid: string;
   groupSize: number;
@@ -45,7 +47,7 @@ export async function group(input: GroupInput): Promise<GroupResult> {
   } catch (err) {
     result = failedGroup(input, err);
   }
-  await reportToRun(input.runId, result);
+  if (input.reportToRun !== false) await reportToRun(input.runId, result);
   return result;
 }
 

@@ -5,3 +5,4 @@ export { group } from './group';
 export { lockstepRollout } from './lockstep';
 export { trajectory } from './trajectory';
 export { trainStep } from './train-step';
+export { validate } from './validate';

@@ -39,6 +39,7 @@ import { groupUid, RunState, type AdmissionLimits, type GroupRef, type RunCounte
 import { KIND, POLICY_VERSION, RUN_ID, STEP } from './search-attributes';
 import { epochOrder, splitmix32 } from './shuffle';
 import { trainStep } from './train-step';
+import { validate, type ValidationEnv } from './validate';
 import type { EnvSpec } from './trajectory';
 
 const { datasetIndex } = proxyActivities<Activities>(ENV);
@@ -64,6 +65,8 @@ export interface RunPlan {
   train: TrainOptions;
   /** Continue-as-new after this many steps in one workflow run. */
   stepsPerRun: number;
+  /** val_env_manager's envs, validated before training, every `everySteps` steps and at the end. */
+  validation?: { envs: ValidationEnv[]; groupSize: number; everySteps: number };
   /** Checkpoint every N steps (0: only at the end). */
   saveSteps: number;
   configHash: string;
@@ -82,6 +85,8 @@ export interface RunStats {
   lastRewardMean: number;
   /** Most samples ever buffered, training or running right after a dispatch: admission control's bound, as recorded. */
   peakSamplesInSystem: number;
+  /** The latest validation: mean reward of the weights after `steps` steps. */
+  lastValidation?: { steps: number; rewardMean: number };
 }
 
 export interface RunInput {
@@ -117,6 +122,7 @@ export interface RunStatus {
   partial: { ratio: number; maxSpan: number };
   lastRewardMean: number;
   peakSamplesInSystem: number;
+  lastValidation?: { steps: number; rewardMean: number };
   /** Prompts per epoch. */
   datasetSize: number;
   /** A file dataset's index: valid rows, malformed rows (skipped) and the first problems. */
@@ -189,6 +195,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     partial: { ratio: stats.samples ? stats.partialSamples / stats.samples : 0, maxSpan: stats.maxPartialSpan },
     lastRewardMean: stats.lastRewardMean,
     peakSamplesInSystem: stats.peakSamplesInSystem,
+    ...(stats.lastValidation ? { lastValidation: stats.lastValidation } : {}),
     datasetSize,
     ...(dataset ? { dataset } : {}),
   });
@@ -308,6 +315,33 @@ export async function run(input: RunInput): Promise<RunStatus> {
     }
   })();
 
+  // ---- validation: the served weights scored on val_env_manager's envs, one record per validation
+  const runValidation = async () => {
+    const v = plan.validation!;
+    const steps = state.step;
+    const result = await executeChild(validate, {
+      workflowId: `${plan.runId}/val-${steps}`,
+      args: [{ runId: plan.runId, steps, version: state.version, envs: v.envs, groupSize: v.groupSize, sampling: plan.sampling, seed: plan.seed }],
+      typedSearchAttributes: [{ key: RUN_ID, value: plan.runId }, { key: KIND, value: 'validate' }, { key: STEP, value: steps }],
+    });
+    stats.lastValidation = { steps, rewardMean: result.rewardMean };
+    await appendMetrics({
+      runDir: plan.runDir,
+      file: 'validation.jsonl',
+      record: {
+        run_id: plan.runId,
+        step: steps,
+        version: result.version,
+        'val/reward_mean': result.rewardMean,
+        'val/samples': result.samples,
+        'val/failed_groups': result.failedGroups,
+        ...Object.fromEntries(Object.entries(result.byTag).map(([tag, t]) => [`val/${tag}/reward_mean`, t.rewardMean])),
+      },
+    });
+  };
+  const validationDue = () => plan.validation !== undefined && (state.step % plan.validation.everySteps === 0 || state.step === plan.maxSteps);
+  if (!input.snapshot && plan.validation) await runValidation(); // the starting point of the curve
+
   // ---- trainer loop
   const firstStep = state.step;
   let lastStepEnd = Date.now();
@@ -380,6 +414,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
       },
     });
     lastStepEnd = now;
+    if (validationDue()) await runValidation();
     if ((plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps) {
       const { consumed } = state.snapshot();
       await saveCheckpoint({

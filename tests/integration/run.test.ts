@@ -273,6 +273,13 @@ describe('training runs', () => {
     }
   });
 
+  it('validates before training, every eval_steps and at the end, on prompts it never trains on', () => {
+    runJson('validated', 'max_steps=3', 'eval_steps=2', 'val_env_manager={num_env_groups: 2, group_size: 2, tags: [arith]}');
+    const records = readFileSync(path.join(server.stateDir, 'run', 'validation.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number | string>).filter((r) => r.run_id === 'validated');
+    expect(records.map((r) => [r.step, r.version, r['val/samples']])).toEqual([[0, 0, 4], [2, 2, 4], [3, 3, 4]]);
+    expect(batches('validated').flat().filter((x) => x.uid.startsWith('val'))).toEqual([]);
+  });
+
   it('a file dataset: malformed rows are reported, counted and skipped; the valid rows are the dataset', async () => {
     const file = path.join(server.stateDir, 'tiny.jsonl');
     writeFileSync(file, ['{"prompt": "1+1=", "answer": "2"}', '{"prompt": "2+2=", "answer": 4}', 'not json', '{"prompt": "3+3="}', '{"prompt": "5+5=", "answer": "10", "domain": "math"}', ''].join('\n'));

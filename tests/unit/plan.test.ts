@@ -41,6 +41,15 @@ describe('run plan', () => {
     expect(p.train).toEqual({ pg_variant: 'cispo', adv_estimator: 'grpo', reward_norm: 'group', ppo_epochs: 1, temperature: 1, cispo_epsilon_high: 0.3, use_kl_loss: true, kl_loss_coef: 0.01 });
   });
 
+  it('validation: eval_steps needs val_env_manager, named in the error; with it, the val envs are planned', () => {
+    expect(() => plan({ custom_envs: { c: envs.c }, eval_steps: 2 })).toThrow(/val_env_manager/);
+    const p = plan({ custom_envs: envs, eval_steps: 2, train_env_manager: { num_env_groups: 2, group_size: 2, tags: ['c'] }, val_env_manager: { num_env_groups: 3, group_size: 1, tags: ['c', 'b'] } });
+    expect(p.validation?.everySteps).toBe(2);
+    expect(p.validation?.groupSize).toBe(1);
+    expect(p.validation?.envs.map((e) => [e.tag, e.groupsPerStep])).toEqual([['c', 2], ['b', 1]]);
+    expect(plan({ custom_envs: { c: envs.c } }).validation).toBeUndefined();
+  });
+
   it('carries the rollout mode', () => {
     expect(plan({ custom_envs: { c: envs.c } }).rolloutMode).toBe('env_async');
     expect(plan({ custom_envs: { c: envs.c }, rollout_mode: 'lockstep' }).rolloutMode).toBe('lockstep');
