@@ -3,7 +3,7 @@
  * generation turn, and the finished sample. Token arrays live in the sample
  * store; workflows pass keys and get small summaries back.
  */
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { generateToCompletion, type ChatMessage, type Completion, type CompletionCall, type Generation, type InferenceClient, type VersionSpan } from '../gpu-bridge';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
 import { resolveEnv } from '../envs';
@@ -76,7 +76,7 @@ export function rolloutActivities(deps: ActivityDeps) {
 
     async envStep(input: EnvInput & { state: unknown; action: string }) {
       const env = envFor(input.envType);
-      return withHeartbeat((signal) => env.step(env.parseConfig(input.envConfig), input.state, input.action, signal));
+      return withHeartbeat((signal) => env.step(env.parseConfig(input.envConfig), input.state, input.action, signal, Context.current().info.attempt - 1));
     },
 
     /**

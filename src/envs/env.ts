@@ -25,7 +25,8 @@ export interface Env<S = unknown, C = unknown> {
   parseConfig(raw: unknown): C;
   reset(config: C, seed: number, signal?: AbortSignal): Promise<EnvReset<S>>;
   /** An unparsable action is an invalid action (info.invalid_action), never an exception. */
-  step(config: C, state: S, action: string, signal?: AbortSignal): Promise<EnvStep<S>>;
+  /** `attempt` counts retries of this step (0 first), for envs that model failures. */
+  step(config: C, state: S, action: string, signal?: AbortSignal, attempt?: number): Promise<EnvStep<S>>;
   /** Envs backed by a file of prompts: how many valid rows it has, and the malformed ones (reported, skipped). */
   index?(config: C): Promise<{ size: number; malformed: number; problems: string[] }>;
 }

@@ -19,6 +19,7 @@ const Config = z.strictObject({
   slow_factor: z.number().min(1).default(5).describe('How many times longer a fail-slow step takes.'),
   p_stop: z.number().min(0).max(1).default(0).describe('Probability a step never answers (fail-stop).'),
   time_scale: z.number().positive().default(1).describe('Multiplies every latency (e.g. 0.01 turns 10 s into 100 ms).'),
+  timeout_s: z.number().positive().default(60).describe('A fail-stop step fails after this long (scaled by time_scale); its retry draws anew.'),
 });
 export type LatencySimConfig = z.output<typeof Config>;
 
@@ -43,11 +44,12 @@ export const latencySim: Env<LatencySimState, LatencySimConfig> = {
     return { state: { seed, turn: 0 }, observation: 'latency_sim: episode started', info: {} };
   },
 
-  async step(config, state, _action, signal) {
-    const latency = stepLatency(config, state.seed, state.turn);
+  async step(config, state, _action, signal, attempt = 0) {
+    const latency = stepLatency(config, state.seed, state.turn, attempt);
     if (latency === Infinity) {
-      // fail-stop: never answer; the activity's timeout (or cancellation) ends the wait.
-      await new Promise<never>((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true }));
+      // fail-stop: the env never answers; the step times out (a retryable failure) and the retry draws anew.
+      await sleep(config.timeout_s * config.time_scale * 1000, undefined, { signal });
+      throw new Error(`latency_sim: fail-stop at turn ${state.turn}, no answer in ${config.timeout_s * config.time_scale} s`);
     }
     await sleep(latency * config.time_scale * 1000, undefined, { signal });
     const turn = state.turn + 1;

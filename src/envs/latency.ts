@@ -15,9 +15,13 @@ export interface LatencyModel {
   p_stop: number;
 }
 
-/** Seconds the step `turn` of an episode seeded `seed` takes, or Infinity for a fail-stop. */
-export function stepLatency(model: LatencyModel, seed: number, turn: number): number {
-  const next = splitmix32((Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(turn + 1, 0x85ebca77)) >>> 0);
+/**
+ * Seconds the step `turn` of an episode seeded `seed` takes, or Infinity for
+ * a fail-stop. `attempt` (0 first) re-draws a retried step: a step retried
+ * after a fail-stop runs on a fresh env, which may answer.
+ */
+export function stepLatency(model: LatencyModel, seed: number, turn: number, attempt = 0): number {
+  const next = splitmix32((Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(turn + 1 + 0x10000 * attempt, 0x85ebca77)) >>> 0);
   const [u1, u2, uSlow, uStop] = [next(), next(), next(), next()];
   if (uStop < model.p_stop) return Infinity;
   // Box–Muller; 1 - u1 keeps the log away from 0.

@@ -45,13 +45,24 @@ describe('latency_sim env', () => {
     expect(state).toEqual({ seed: 5, turn: 3 });
   });
 
-  it('a fail-stop step waits until cancelled', async () => {
+  it('a fail-stop step ends early when the activity is cancelled', async () => {
     const config = latencySim.parseConfig({ p_stop: 1 });
     const { state } = await latencySim.reset(config, 1);
     const abort = new AbortController();
     const step = latencySim.step(config, state, 'x', abort.signal);
     abort.abort(new Error('activity cancelled'));
-    await expect(step).rejects.toThrow('activity cancelled');
+    await expect(step).rejects.toThrow(/aborted/);
+  });
+
+  it('a fail-stop step times out with a retryable error; its retry draws anew', async () => {
+    const config = latencySim.parseConfig({ p_stop: 0.5, timeout_s: 1, time_scale: 0.001 });
+    const seed = Array.from({ length: 100 }, (_, i) => i).find((i) => stepLatency(config, i, 0) === Infinity && stepLatency(config, i, 0, 1) !== Infinity)!;
+    expect(seed).toBeDefined();
+    const { state } = await latencySim.reset(config, seed);
+    await expect(latencySim.step(config, state, 'x', undefined, 0)).rejects.toThrow('fail-stop at turn 0');
+    await expect(latencySim.step(config, state, 'x', undefined, 1)).resolves.toMatchObject({ state: { seed, turn: 1 } });
+    // the first attempt draws what it always drew (the DES relies on it)
+    expect(stepLatency(config, seed, 3, 0)).toBe(stepLatency(config, seed, 3));
   });
 
   it('names a bad config key', () => {
