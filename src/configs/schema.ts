@@ -71,7 +71,7 @@ export const ActorTrainSchema = z
         learning_rate: z.number().positive().default(1e-6).describe('AdamW learning rate.'),
         weight_decay: z.number().min(0).default(0).describe('AdamW weight decay.'),
         per_device_train_batch_size: count(1).default(1).describe('Micro-batch size per forward/backward pass.'),
-        gradient_accumulation_steps: count(1).default(1).describe('Micro-batches accumulated before one optimizer step.'),
+        gradient_accumulation_steps: count(1).optional().describe('Micro-batches accumulated before one optimizer step; unset: one optimizer step per pass over the batch.'),
         max_grad_norm: z.number().positive().default(1.0).describe('Gradient clipping norm.'),
       })
       .prefault({})

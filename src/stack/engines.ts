@@ -13,12 +13,32 @@ export interface LaunchedEngine {
   process: ManagedProcess;
 }
 
+/**
+ * Settings a model-backed server takes from the run config (actor_infer /
+ * actor_train, as ROLL names them); an engine's own `options` override them.
+ * The sim backends load no model and take none.
+ */
+function optionsFromConfig(config: RunConfig, role: EngineRole, backend: string): Record<string, unknown> {
+  if (backend === 'sim' || role === 'env') return {};
+  const train = config.actor_train;
+  if (role === 'inference') return { model: (config.actor_infer.model_args ?? train.model_args).model_name_or_path };
+  const t = train.training_args;
+  return {
+    model: train.model_args.model_name_or_path,
+    learning_rate: t.learning_rate,
+    weight_decay: t.weight_decay,
+    max_grad_norm: t.max_grad_norm,
+    micro_batch_size: t.per_device_train_batch_size,
+    ...(t.gradient_accumulation_steps === undefined ? {} : { gradient_accumulation_steps: t.gradient_accumulation_steps }),
+  };
+}
+
 export function launchedEngines(config: RunConfig): LaunchedEngine[] {
   const all = [
     ...config.engines.inference.map((e) => ({ role: 'inference' as const, ...e })),
     { role: 'trainer' as const, ...config.engines.trainer },
     { role: 'env' as const, ...config.engines.env },
-  ];
+  ].map((e) => ({ ...e, options: { ...optionsFromConfig(config, e.role, e.backend), ...e.options } }));
   return all
     .filter((e) => e.launch)
     .map((e) => {

@@ -27,7 +27,7 @@ describe('run config', () => {
     expect(config.async_generation_ratio).toBe(0);
     expect(config.engines.inference).toEqual([{ url: 'http://127.0.0.1:8301', backend: 'sim', launch: true, options: {} }]);
     expect(config.engines.trainer.backend).toBe('sim');
-    expect(config.actor_train.training_args.gradient_accumulation_steps).toBe(1);
+    expect(config.actor_train.training_args.per_device_train_batch_size).toBe(1);
     expect(derived.run_dir).toBe('/work/runs/rollflow');
     expect(derived.sample_store_path).toBe('/work/runs/rollflow/samples');
     expect(derived.infer_model).toBe('tiny:default');

@@ -1,0 +1,33 @@
+// Model-backed engines take their model and optimizer settings from the run
+// config (actor_infer / actor_train); an engine's own options win; sim takes none.
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/configs';
+import { launchedEngines } from '../../src/stack/engines';
+
+const optionsOf = (raw: Record<string, unknown>) => Object.fromEntries(launchedEngines(parseConfig(raw, 'test', '/work').config).map((e) => [e.role, e.options]));
+
+describe('engine options from the run config', () => {
+  it('passes the model and the optimizer settings to torch servers', () => {
+    const o = optionsOf({
+      actor_train: { model_args: { model_name_or_path: 'tiny:small' }, training_args: { learning_rate: 1e-3, per_device_train_batch_size: 8 } },
+      engines: { inference: [{ url: 'http://127.0.0.1:8301', backend: 'torch' }], trainer: { url: 'http://127.0.0.1:8401', backend: 'torch' } },
+    });
+    expect(o.inference).toEqual({ model: 'tiny:small' });
+    expect(o.trainer).toEqual({ model: 'tiny:small', learning_rate: 1e-3, weight_decay: 0, max_grad_norm: 1, micro_batch_size: 8 });
+    expect(o.env).toEqual({});
+  });
+
+  it('actor_infer may name its own model; explicit engine options override the config', () => {
+    const o = optionsOf({
+      actor_infer: { model_args: { model_name_or_path: '/models/infer' } },
+      engines: { inference: [{ url: 'http://127.0.0.1:8301', backend: 'torch', options: { max_batch: 4 } }], trainer: { url: 'http://127.0.0.1:8401', backend: 'torch', options: { learning_rate: 5e-4 } } },
+    });
+    expect(o.inference).toEqual({ model: '/models/infer', max_batch: 4 });
+    expect(o.trainer).toMatchObject({ model: 'tiny:default', learning_rate: 5e-4 });
+  });
+
+  it('gives sim servers nothing they would not understand', () => {
+    const o = optionsOf({ engines: { inference: [{ url: 'http://127.0.0.1:8301', backend: 'sim', options: { max_batch: 4 } }] } });
+    expect([o.inference, o.trainer]).toEqual([{ max_batch: 4 }, {}]);
+  });
+});
