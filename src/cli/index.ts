@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../configs';
 import { down, status, up } from '../stack';
 import { runWorker } from '../worker';
+import { benchCommand } from './bench';
 import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
 import { runStatus, startRun, steer, syncRunWeights, type RunOptions } from './run';
 import { runSmoke } from './smoke';
@@ -96,6 +97,8 @@ function buildProgram(): Command {
     .action(async (runId: string, weightsPath: string, opts: { config?: string }) => {
       await syncRunWeights(loadFromArgs(opts.config, {}).loaded.config, runId, path.resolve(weightsPath), out);
     });
+
+  program.addCommand(benchCommand(out, (line) => process.stderr.write(`${line}\n`)));
 
   return program;
 }

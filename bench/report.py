@@ -1,0 +1,196 @@
+"""Markdown tables and PNG plots from `rollflow bench ... --out <file>.json` reports.
+
+    .venv/bin/python bench/report.py w1 bench/results/w1*.json
+
+writes bench/results/w1.md and bench/results/w1.png (next to the first
+report). Each report becomes one section: the exact command, the machine,
+the date and the load, then its table. Hand-written analysis lives in
+<workload>.notes.md beside them and is appended as is.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def pct(x):
+    return "n/a" if x is None else f"{100 * x:+.1f}%"
+
+
+def num(x, fmt="{:.1f}"):
+    return "n/a" if x is None else fmt.format(x)
+
+
+def header(rep: dict) -> list[str]:
+    m = rep["machine"]
+    loads = [r.get("load1_before") for c in rep["cells"] for r in runs_of(c)]
+    loads = [x for x in loads if x is not None]
+    load = f"{min(loads):.1f}–{max(loads):.1f}" if loads else "n/a"
+    return [
+        f"Command: `{rep['command']}`",
+        "",
+        f"Machine: {m['nproc']} cores ({m['cpu_model']}), {m['mem_gib']} GiB; node {m['node']}; commit {m['git_commit']}.",
+        f"Date: {rep['date']}. Load average (1 min) before each run: {load}; at start {rep['load1_start']:.1f}, at end {rep['load1_end']:.1f}"
+        " (the machine is shared with other engineers' jobs).",
+        "",
+    ]
+
+
+def runs_of(cell: dict) -> list[dict]:
+    if "runs" in cell:
+        return list(cell["runs"].values())
+    return [cell["run"]] if "run" in cell else []
+
+
+def w1_table(rep: dict) -> list[str]:
+    rows = [
+        "| B | (μ, σ) | step mean s | lockstep s | env_async s | measured speedup | DES speedup | measured/DES − 1 | DES lockstep s | DES env_async s | overhead env_async | overhead lockstep | activities/s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in rep["cells"]:
+        rows.append(
+            f"| {c['batch']} | ({c['mean_s']:g}, {c['std_s']:g}) | {c['env_step_mean_s']:g} | {num(c['baseline_makespan_s'])} | {num(c['rollflow_makespan_s'])} | "
+            f"{num(c['measured_speedup'], '{:.2f}×')} | {c['des_speedup']:.2f}× | {pct(c['speedup_vs_des'])} | {c['des_baseline_makespan_s']:.1f} | "
+            f"{c['des_rollflow_makespan_s']:.1f} | {pct(c['overhead'])} | {pct(c['baseline_overhead'])} | {num(c['rollflow_activities_per_s'])} |"
+        )
+    errors = [f"- B={c['batch']} ({c['mean_s']:g},{c['std_s']:g}) {m}: {r['error']}" for c in rep["cells"] for m, r in c["runs"].items() if not r["ok"]]
+    return rows + ([""] + errors if errors else [])
+
+
+def w5_table(rep: dict) -> list[str]:
+    rows = [
+        "| α | samples/s | speedup over α=0 | DES samples/s | DES speedup | overhead | Prop. bound: min samples/s | trainer idle (DES) | rollout idle (DES) | weight sync s | max staleness |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in rep["cells"]:
+        d = c["des"] or {}
+        rows.append(
+            f"| {c['alpha']:g} | {num(c['samples_per_s'], '{:.3f}')} | {num(c['measured_speedup'], '{:.2f}×')} | {num(d.get('samples_per_s'), '{:.3f}')} | "
+            f"{num(c['des_speedup'], '{:.2f}×')} | {pct(c['overhead'])} | {num(d.get('bound_min_samples_per_s'), '{:.3f}')} | "
+            f"{num(c['trainer_idle_ratio'], '{:.2f}')} ({num(d.get('trainer_idle_ratio'), '{:.2f}')}) | {num(c['rollout_idle_ratio'], '{:.2f}')} ({num(d.get('rollout_idle_ratio'), '{:.2f}')}) | "
+            f"{num(c['sync_s'])} | {num(c['staleness_max'], '{:g}')} |"
+        )
+    d0 = next((c["des"] for c in rep["cells"] if c["des"]), None)
+    if d0:
+        rows += ["", f"Generation times of the runs: μ_gen = {d0['mu_gen_s']:.3f} s, L_gen = {d0['l_gen_s']:.3f} s (after time scale); "
+                 f"Prop. 2: sync (colocated, eq. 8) step ≤ {d0['prop2_sync_step_s']:.2f} s, optimal β* = {d0['prop2_optimal_beta']:.2f}, "
+                 f"speedup limit as α → ∞ = {d0['prop2_max_speedup_alpha_infinite']:.2f}×."]
+    return rows
+
+
+def w7_table(rep: dict) -> list[str]:
+    rows = [
+        "| in flight | makespan s | DES s | overhead | trajectories/s | activities/s | sustained | failed groups | server warn/error lines | worker warn/error lines | server CPU s | worker CPU s | error |",
+        "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for c in rep["cells"]:
+        if c.get("skipped"):
+            rows.append(f"| {c['in_flight']} | | | | | | no | | | | | | {c['skipped']} |")
+            continue
+        e, r = c["errors"], c["run"]
+        logged = lambda d: sum(d.values())  # noqa: E731
+        rows.append(
+            f"| {c['in_flight']} | {num(c['makespan_s'])} | {c['des_makespan_s']:.1f} | {pct(c['overhead'])} | {num(c['trajectories_per_s'])} | {num(c['activities_per_s'])} | "
+            f"{'yes' if c['sustained'] else 'no'} | {e['failed_groups']} | {logged(e['server_logged'])} | {logged(e['worker_logged'])} | {r['cpu_s']['server']} | {r['cpu_s']['worker']} | {e['run'] or ''} |"
+        )
+    return rows
+
+
+def w1_plot(reps: list[dict], png: Path) -> None:
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for rep in reps:
+        scale = rep["options"]["time_scale"]
+        for lat in sorted({(c["mean_s"], c["std_s"]) for c in rep["cells"]}):
+            cells = sorted((c for c in rep["cells"] if (c["mean_s"], c["std_s"]) == lat), key=lambda c: c["batch"])
+            b = [c["batch"] for c in cells]
+            label = f"({lat[0]:g},{lat[1]:g}) scale {scale:g}"
+            line = ax1.plot(b, [c["measured_speedup"] for c in cells], "o-", label=f"measured {label}")[0]
+            ax1.plot(b, [c["des_speedup"] for c in cells], "x--", color=line.get_color(), label=f"DES {label}")
+            ax2.plot(b, [None if c["overhead"] is None else 100 * c["overhead"] for c in cells], "o-", color=line.get_color(), label=label)
+    ax1.set(xscale="log", xlabel="batch (trajectories)", ylabel="speedup env_async / lockstep", title="W1: speedup, measured vs DES")
+    ax2.axhline(5, color="grey", lw=0.8, ls=":")
+    ax2.set(xscale="log", xlabel="batch (trajectories)", ylabel="overhead %", title="W1: env_async overhead (measured / DES − 1)")
+    for ax in (ax1, ax2):
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+def w5_plot(reps: list[dict], png: Path) -> None:
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for rep in reps:
+        cells = rep["cells"]
+        a = [str(c["alpha"]) for c in cells]
+        x = range(len(cells))
+        w = 0.27
+        ax1.bar([i - w for i in x], [c["samples_per_s"] or 0 for c in cells], w, label="measured")
+        ax1.bar(list(x), [(c["des"] or {}).get("samples_per_s", 0) for c in cells], w, label="DES (same lengths)")
+        ax1.bar([i + w for i in x], [(c["des"] or {}).get("bound_min_samples_per_s", 0) for c in cells], w, label="Prop. 1–2 floor")
+        ax1.set_xticks(list(x), a)
+        for key, style in (("trainer_idle_ratio", "o-"), ("rollout_idle_ratio", "s-")):
+            line = ax2.plot(a, [c[key] for c in cells], style, label=f"{key.split('_')[0]} idle, measured")[0]
+            ax2.plot(a, [(c["des"] or {}).get(key) for c in cells], style.replace("-", "--"), color=line.get_color(), alpha=0.6, label=f"{key.split('_')[0]} idle, DES")
+    ax1.set(xlabel="async ratio α", ylabel="samples/s", title="W5: throughput")
+    ax2.set(xlabel="async ratio α", ylabel="share of the makespan", title="W5: idle ratios")
+    for ax in (ax1, ax2):
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+def w7_plot(reps: list[dict], png: Path) -> None:
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for rep in reps:
+        cells = [c for c in rep["cells"] if not c.get("skipped") and c["makespan_s"] is not None]
+        n = [c["in_flight"] for c in cells]
+        label = f"μ={rep['options']['mean_s']:g} s × {rep['options']['time_scale']:g}, T={rep['options']['turns']}"
+        ax1.plot(n, [100 * c["overhead"] for c in cells], "o-", label=label)
+        ax2.plot(n, [c["activities_per_s"] for c in cells], "o-", label=label)
+    ax1.axhline(10, color="grey", lw=0.8, ls=":")
+    ax1.set(xscale="log", yscale="symlog", xlabel="trajectories in flight", ylabel="overhead % (measured / DES − 1)", title="W7: overhead, embedded dev server")
+    ax2.set(xscale="log", xlabel="trajectories in flight", ylabel="activities/s", title="W7: orchestration throughput")
+    for ax in (ax1, ax2):
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+TITLES = {
+    "w1": "W1: env-level async rollout vs lockstep (ROLL Flash Fig. 9)",
+    "w5": "W5: async vs sync training (ROLL Flash Prop. 1–2)",
+    "w7": "W7: orchestration scale on the embedded dev server",
+}
+TABLES = {"w1": w1_table, "w5": w5_table, "w7": w7_table}
+PLOTS = {"w1": w1_plot, "w5": w5_plot, "w7": w7_plot}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[0] not in TABLES:
+        print(__doc__, file=sys.stderr)
+        return 2
+    workload, files = argv[0], [Path(f) for f in argv[1:]]
+    reps = [json.loads(f.read_text()) for f in files]
+    out_dir = files[0].parent
+    lines = [f"# {TITLES[workload]}", "", f"![{workload}]({workload}.png)", ""]
+    for f, rep in zip(files, reps):
+        lines += [f"## {f.name}", ""] + header(rep) + TABLES[workload](rep) + [""]
+    notes = out_dir / f"{workload}.notes.md"
+    if notes.exists():
+        lines += [notes.read_text().rstrip(), ""]
+    (out_dir / f"{workload}.md").write_text("\n".join(lines))
+    PLOTS[workload](reps, out_dir / f"{workload}.png")
+    print(f"wrote {out_dir / (workload + '.md')} and {out_dir / (workload + '.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

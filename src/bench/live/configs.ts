@@ -1,0 +1,146 @@
+/**
+ * Run configs and DES options of each benchmark cell, built in code from the
+ * workload options. Pure: the result is a raw run config that the runner
+ * validates with the config schema (parseConfig), exactly like a YAML file
+ * given to `rollflow run`; the DES options describe the same cell, so the
+ * simulator schedules the very latencies the run sleeps.
+ */
+import type { RunConfigInput } from '../../configs';
+import type { W1Options } from '../des/w1-env-async';
+import type { W1LiveOptions, W5LiveOptions, W7LiveOptions } from './options';
+
+export const BENCH_TASK_QUEUE = 'rollflow-bench';
+
+export interface StackPorts {
+  port_base: number;
+}
+
+/** Temporal and the three sim engines on the bench's own ports. */
+export function stackSection(o: StackPorts, engines: { inference: Record<string, unknown>; trainer: Record<string, unknown> }): Pick<RunConfigInput, 'temporal' | 'engines'> {
+  const url = (offset: number) => `http://127.0.0.1:${o.port_base + offset}`;
+  return {
+    temporal: { address: `127.0.0.1:${o.port_base}`, ui_url: url(1), task_queue: BENCH_TASK_QUEUE, embedded: true },
+    engines: {
+      inference: [{ url: url(2), backend: 'sim', options: engines.inference }],
+      trainer: { url: url(3), backend: 'sim', options: engines.trainer },
+      env: { url: url(4) },
+    },
+  };
+}
+
+/** One rollout of B = groups × G trajectories of the latency_sim env; α = 0, one step, a free trainer. */
+interface RolloutCell {
+  exp: string;
+  seed: number;
+  groups: number;
+  groupSize: number;
+  turns: number;
+  meanS: number;
+  stdS: number;
+  llmS: number;
+  llmTokens: number;
+  datasetSize: number;
+  timeScale: number;
+  mode: 'lockstep' | 'env_async';
+}
+
+function rolloutConfig(c: RolloutCell, ports: StackPorts, runDir: string): RunConfigInput {
+  const B = c.groups * c.groupSize;
+  return {
+    exp_name: c.exp,
+    seed: c.seed,
+    max_steps: 1,
+    async_generation_ratio: 0,
+    stale_policy: 'accept',
+    dataset_size: c.datasetSize,
+    rollout_mode: c.mode,
+    run_dir: runDir,
+    train_env_manager: { num_env_groups: c.groups, group_size: c.groupSize, tags: ['bench_env'] },
+    custom_envs: {
+      bench_env: {
+        env_type: 'latency_sim',
+        max_steps: c.turns,
+        max_tokens_per_step: c.llmTokens,
+        env_config: { turns: c.turns, mean_s: c.meanS, std_s: c.stdS, time_scale: c.timeScale },
+      },
+    },
+    actor_infer: { generating_args: { max_new_tokens: c.llmTokens } },
+    ...stackSection(ports, {
+      // c1 = 0 and a batch slot per trajectory: a turn's generation takes llm_s however many run together (the DES's assumption).
+      inference: { max_batch: Math.max(64, B), sim: { c0: c.llmS / c.llmTokens, c1: 0, time_scale: c.timeScale, length: { dist: 'fixed', mean: c.llmTokens } } },
+      trainer: { sim_seconds_per_sample: 0 },
+    }),
+  };
+}
+
+export interface W1Cell {
+  batch: number;
+  mean_s: number;
+  std_s: number;
+}
+
+export function w1Cells(o: W1LiveOptions): W1Cell[] {
+  return o.latencies.flatMap(([mean_s, std_s]) => o.batches.map((batch) => ({ batch, mean_s, std_s })));
+}
+
+/** W1: one group per trajectory (G = 1), so every trajectory has its own env seed and latencies. */
+export function w1RunConfig(o: W1LiveOptions, cell: W1Cell, mode: 'lockstep' | 'env_async', runDir: string): RunConfigInput {
+  const c = { exp: 'bench-w1', seed: o.seed, groups: cell.batch, groupSize: 1, turns: o.turns, meanS: cell.mean_s, stdS: cell.std_s, llmS: o.llm_s, llmTokens: o.llm_tokens, datasetSize: o.dataset_size, timeScale: o.time_scale, mode };
+  return rolloutConfig(c, o, runDir);
+}
+
+export function w1DesOptions(o: W1LiveOptions, cell: W1Cell): Partial<W1Options> {
+  return { seed: o.seed, batch: cell.batch, group_size: 1, turns: o.turns, mean_s: cell.mean_s, std_s: cell.std_s, llm_s: o.llm_s, dataset_size: o.dataset_size, steps: 1, latency_keying: 'shared', time_scale: o.time_scale };
+}
+
+export function w7RunConfig(o: W7LiveOptions, inFlight: number, runDir: string): RunConfigInput {
+  if (inFlight % o.group_size !== 0) throw new RangeError(`w7: in_flight ${inFlight} is not a multiple of group_size ${o.group_size}`);
+  const c = { exp: 'bench-w7', seed: o.seed, groups: inFlight / o.group_size, groupSize: o.group_size, turns: o.turns, meanS: o.mean_s, stdS: o.std_s, llmS: o.llm_s, llmTokens: o.llm_tokens, datasetSize: o.dataset_size, timeScale: o.time_scale, mode: 'env_async' as const };
+  return rolloutConfig(c, o, runDir);
+}
+
+export function w7DesOptions(o: W7LiveOptions, inFlight: number): Partial<W1Options> {
+  return { seed: o.seed, batch: inFlight, group_size: o.group_size, turns: o.turns, mean_s: o.mean_s, std_s: o.std_s, llm_s: o.llm_s, dataset_size: o.dataset_size, steps: 1, latency_keying: 'shared', time_scale: o.time_scale };
+}
+
+/** Workers of each pool, as the DES splits them (desW5). */
+export function w5Pools(o: Pick<W5LiveOptions, 'workers' | 'beta'>): { gen: number; train: number } {
+  const train = Math.round(o.beta * o.workers);
+  const gen = o.workers - train;
+  if (train < 1 || gen < 1) throw new RangeError(`w5: beta ${o.beta} of ${o.workers} workers leaves a pool empty`);
+  return { gen, train };
+}
+
+/** Seconds of one train step of B samples on the training pool (E = 1), after time_scale. */
+export function w5TrainStepS(o: W5LiveOptions): number {
+  return (o.batch * o.train_s_per_sample * o.time_scale) / w5Pools(o).train;
+}
+
+/**
+ * W5: single-turn samples whose generation time is their length × s_per_token
+ * on a sim server with one batch slot per generation worker (c1 = 0: Prop. 1's
+ * K_gen workers, queue scheduling); the sim trainer sleeps the step time.
+ */
+export function w5RunConfig(o: W5LiveOptions, alpha: number, runDir: string): RunConfigInput {
+  if (o.batch % o.group_size !== 0) throw new RangeError(`w5: batch ${o.batch} is not a multiple of group_size ${o.group_size}`);
+  const maxTokens = Math.max(1, Math.round(o.max_gen_s / o.s_per_token));
+  return {
+    exp_name: 'bench-w5',
+    seed: o.seed,
+    max_steps: o.steps,
+    async_generation_ratio: alpha,
+    stale_policy: 'accept',
+    partial_rollout: true,
+    dataset_size: o.dataset_size,
+    rollout_mode: 'env_async',
+    steps_per_workflow_run: o.steps,
+    run_dir: runDir,
+    train_env_manager: { num_env_groups: o.batch / o.group_size, group_size: o.group_size, tags: ['bench_gen'] },
+    custom_envs: { bench_gen: { env_type: 'latency_sim', max_steps: 1, max_tokens_per_step: maxTokens, env_config: { turns: 1, mean_s: 0, std_s: 0 } } },
+    actor_infer: { generating_args: { max_new_tokens: maxTokens } },
+    ...stackSection(o, {
+      inference: { max_batch: w5Pools(o).gen, sim: { c0: o.s_per_token, c1: 0, time_scale: o.time_scale, length: { dist: 'lognormal', mean: o.mean_gen_s / o.s_per_token, sigma: o.sigma_sample } } },
+      trainer: { sim_seconds_per_sample: w5TrainStepS(o) / o.batch },
+    }),
+  };
+}

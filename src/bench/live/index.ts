@@ -1,0 +1,76 @@
+/**
+ * `rollflow bench <workload>` on the real system (embedded Temporal, sim
+ * engines): W1, W5 and W7 of BENCHMARKS.md, each beside its DES. The bench
+ * keeps its own state dir, ports and task queue, brings its stack up itself
+ * and takes it down at the end, so it never touches a stack you are running.
+ */
+import { loadavg } from 'node:os';
+import { desW1 } from '../des/w1-env-async';
+import { desW5 } from '../des/w5-async-training';
+import type { DesResult } from '../des/result';
+import { w1Cells, w1DesOptions, w7DesOptions } from './configs';
+import { parseLiveOptions, type LiveOptionsByWorkload, type LiveWorkload, type W5LiveOptions } from './options';
+import { benchW1, benchW7 } from './rollout-bench';
+import { BenchStack, machine, type Machine } from './runner';
+import { benchW5 } from './w5-bench';
+
+export { isLiveWorkload, parseLiveOptions, W1LiveOptions, W5LiveOptions, W7LiveOptions, type LiveWorkload } from './options';
+export { w1Cells, w1DesOptions, w1RunConfig, w5Pools, w5RunConfig, w5TrainStepS, w7DesOptions, w7RunConfig } from './configs';
+export { activitiesPerTrajectory, overhead, parseSampleUid, rolloutMakespan, runTotals, speedup } from './report';
+export { w1Report, w7Report } from './rollout-bench';
+export { genSecondsTable, w5Des, w5Row } from './w5-bench';
+
+export interface BenchReport {
+  workload: LiveWorkload;
+  command: string;
+  date: string;
+  machine: Machine;
+  load1_start: number;
+  load1_end: number;
+  options: object;
+  cells: object[];
+}
+
+/** The DES alone for the same cells (no Temporal): W1 and W7 as desW1 per cell, W5 as desW5. */
+export function liveDes<W extends LiveWorkload>(workload: W, o: LiveOptionsByWorkload[W]): DesResult[] {
+  if (workload === 'w1') {
+    const w1 = o as LiveOptionsByWorkload['w1'];
+    return w1Cells(w1).map((cell) => desW1(w1DesOptions(w1, cell)));
+  }
+  if (workload === 'w7') {
+    const w7 = o as LiveOptionsByWorkload['w7'];
+    return w7.in_flight.map((n) => desW1(w7DesOptions(w7, n)));
+  }
+  const w5 = o as W5LiveOptions;
+  const { seed, batch, group_size, steps, alphas, workers, beta, mean_gen_s, sigma_sample, max_gen_s, train_s_per_sample, dataset_size, time_scale } = w5;
+  const rollflow_alpha = alphas.includes(2) ? 2 : Math.max(...alphas);
+  return [desW5({ seed, batch, group_size, steps, alphas, rollflow_alpha, workers, beta, mean_gen_s, sigma_sample, max_gen_s, train_s_per_sample, dataset_size, time_scale })];
+}
+
+export interface LiveRunOptions {
+  stateDir: string;
+  keepStack: boolean;
+  command: string;
+  emit: (cell: object) => void;
+  say: (line: string) => void;
+}
+
+export async function runLiveBench<W extends LiveWorkload>(workload: W, raw: unknown, opts: LiveRunOptions): Promise<BenchReport> {
+  const options = parseLiveOptions(workload, raw);
+  BenchStack.clean(opts.stateDir);
+  const stack = new BenchStack(opts.stateDir, opts.say);
+  const date = new Date().toISOString();
+  const load1_start = loadavg()[0]!;
+  const ctx = { stack, stamp: date.replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-'), emit: opts.emit };
+  try {
+    const cells =
+      workload === 'w1'
+        ? await benchW1(options as LiveOptionsByWorkload['w1'], ctx)
+        : workload === 'w7'
+          ? await benchW7(options as LiveOptionsByWorkload['w7'], ctx)
+          : await benchW5(options as LiveOptionsByWorkload['w5'], ctx);
+    return { workload, command: opts.command, date, machine: machine(), load1_start, load1_end: loadavg()[0]!, options, cells };
+  } finally {
+    if (!opts.keepStack) await stack.down();
+  }
+}

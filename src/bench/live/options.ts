@@ -1,0 +1,82 @@
+/**
+ * Options of `rollflow bench <workload>` on the real system: one zod schema
+ * per workload (every field described), parsed from `--set key=value` like a
+ * run config. Defaults are the `make bench` set; BENCHMARKS.md's full sweeps
+ * are one `--set` away (see bench/results/*.md for the exact commands).
+ */
+import { z } from 'zod';
+import { parseDesOptions } from '../des/options';
+
+const seconds = z.number().min(0);
+
+/** Where the bench's own stack lives: never the user's ports or state dir. */
+export const StackOptions = {
+  port_base: z.number().int().min(1024).max(65000).default(7260).describe('Temporal on port_base, its UI on +1, sim inference +2, trainer +3, env +4 (away from a user stack on 7233/830x).'),
+  run_timeout_s: z.number().positive().default(3600).describe('A run still going after this many seconds is terminated and reported as a timeout.'),
+};
+
+export const W1LiveOptions = z.strictObject({
+  seed: z.number().int().min(0).default(1).describe('Run seed: fixes the env seeds of the batch, hence every latency (the DES draws the same ones).'),
+  batches: z.array(z.number().int().min(1)).min(1).default([512]).describe('Batch sizes B (trajectories per step, one group each); full sweep [64,128,256,512].'),
+  latencies: z.array(z.tuple([seconds, seconds])).min(1).default([[10, 10]]).describe('(μ, σ) pairs of the env step latency, seconds before time_scale; full sweep [[10,1],[10,7],[10,10],[50,5]].'),
+  turns: z.number().int().min(1).default(22).describe('Turns per trajectory T; 22 reproduces ROLL Flash Fig. 9.'),
+  llm_s: seconds.default(0.1).describe('Generation seconds per turn before time_scale: the sim decodes llm_tokens tokens at llm_s/llm_tokens each; the DES gets the same constant.'),
+  llm_tokens: z.number().int().min(1).default(4).describe('Tokens the sim inference generates per turn (fixed length).'),
+  dataset_size: z.number().int().min(1).default(4096).describe('Dataset size of the runs (and the DES): with the seed it fixes which env seeds a batch gets.'),
+  time_scale: z.number().positive().default(0.1).describe('Multiplies every latency (env and LLM) in the run and the DES; 0.1 makes μ = 10 s a 1 s step.'),
+  modes: z.array(z.enum(['lockstep', 'env_async'])).min(1).default(['lockstep', 'env_async']).describe('Which runs to make; the DES always computes both.'),
+  ...StackOptions,
+});
+export type W1LiveOptions = z.output<typeof W1LiveOptions>;
+
+export const W5LiveOptions = z.strictObject({
+  seed: z.number().int().min(0).default(1).describe('Run seed: fixes the prompts, hence the sampling seeds and response lengths.'),
+  batch: z.number().int().min(1).default(64).describe('Samples per train step (B = N).'),
+  group_size: z.number().int().min(1).default(1).describe('Samples per group.'),
+  steps: z.number().int().min(1).default(8).describe('Train steps per run.'),
+  alphas: z.array(z.number().min(0)).min(1).default([0, 0.5, 1, 2, 4]).describe('Async ratios α, one run each; 0 is the synchronous baseline.'),
+  workers: z.number().int().min(2).default(16).describe('Workers K, split between generation (the sim server\'s max_batch) and training.'),
+  beta: z.number().gt(0).lt(1).default(0.5).describe('Share of the K workers that train (β).'),
+  mean_gen_s: z.number().positive().default(10).describe('Mean generation seconds per sample before the cut (μ_gen), before time_scale.'),
+  sigma_sample: z.number().min(0).default(1).describe('Log-space std of the response length (long tail; the sim\'s lognormal sigma).'),
+  max_gen_s: z.number().positive().default(100).describe('Longest generation (L_gen cut; max_tokens = max_gen_s / s_per_token).'),
+  s_per_token: z.number().positive().default(0.1).describe('Decode seconds per token of one sequence before time_scale (the sim\'s c0; c1 = 0, so a worker is a batch slot).'),
+  train_s_per_sample: seconds.default(6).describe('μ_train: training seconds per sample on one worker; a step takes B·μ_train/(βK).'),
+  dataset_size: z.number().int().min(1).default(4096).describe('Dataset size of the runs.'),
+  time_scale: z.number().positive().default(0.25).describe('Multiplies every duration (decode and train) in the run and the DES.'),
+  ...StackOptions,
+});
+export type W5LiveOptions = z.output<typeof W5LiveOptions>;
+
+export const W7LiveOptions = z.strictObject({
+  seed: z.number().int().min(0).default(1).describe('Run seed: fixes every env latency (the DES draws the same ones).'),
+  in_flight: z.array(z.number().int().min(1)).min(1).default([256, 512, 1024, 2048, 4096]).describe('Trajectories in flight N: one synchronous step of N trajectories, all dispatched at once.'),
+  group_size: z.number().int().min(1).default(4).describe('Trajectories per group (G); members share the env seed and latencies.'),
+  turns: z.number().int().min(1).default(4).describe('Turns per trajectory T; each turn is two activities (generate, env step), plus reset and finish.'),
+  mean_s: seconds.default(10).describe('Mean env step latency μ before time_scale; 0 measures raw orchestration throughput.'),
+  std_s: seconds.default(5).describe('Env step latency std σ (truncated at 0).'),
+  llm_s: seconds.default(0.1).describe('Generation seconds per turn before time_scale (sim, llm_tokens tokens).'),
+  llm_tokens: z.number().int().min(1).default(4).describe('Tokens the sim inference generates per turn.'),
+  dataset_size: z.number().int().min(1).default(16384).describe('Dataset size: every group of the largest N gets its own env seed.'),
+  time_scale: z.number().positive().default(1).describe('Multiplies every latency in the run and the DES.'),
+  max_overhead: z.number().positive().default(0.1).describe('Overhead (measured / DES − 1) at or below which a size counts as sustained.'),
+  ...StackOptions,
+});
+export type W7LiveOptions = z.output<typeof W7LiveOptions>;
+
+export const LIVE_SCHEMAS = { w1: W1LiveOptions, w5: W5LiveOptions, w7: W7LiveOptions };
+export type LiveWorkload = keyof typeof LIVE_SCHEMAS;
+export interface LiveOptionsByWorkload {
+  w1: W1LiveOptions;
+  w5: W5LiveOptions;
+  w7: W7LiveOptions;
+}
+
+export function isLiveWorkload(w: string): w is LiveWorkload {
+  return w in LIVE_SCHEMAS;
+}
+
+/** Validates raw options (from --set); a bad one names the key, the value and what was expected (DesOptionsError). */
+export function parseLiveOptions<W extends LiveWorkload>(workload: W, raw: unknown): LiveOptionsByWorkload[W] {
+  return parseDesOptions(workload, LIVE_SCHEMAS[workload], raw) as LiveOptionsByWorkload[W];
+}

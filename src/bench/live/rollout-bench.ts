@@ -1,0 +1,133 @@
+/**
+ * W1 (env-level async rollout vs lockstep) and W7 (orchestration scale) on
+ * the real system: one-step runs of the latency_sim env, each beside the DES
+ * of the very same latencies (same seed and dataset size, so the same env
+ * seeds; see des/env-latencies.ts).
+ */
+import path from 'node:path';
+import { desW1 } from '../des/w1-env-async';
+import { w1Cells, w1DesOptions, w1RunConfig, w7DesOptions, w7RunConfig, type W1Cell } from './configs';
+import type { W1LiveOptions, W7LiveOptions } from './options';
+import { activitiesPerTrajectory, overhead, rolloutMakespan, speedup } from './report';
+import type { BenchStack, RunOutcome } from './runner';
+
+export interface BenchContext {
+  stack: BenchStack;
+  /** Suffix that makes this invocation's run ids unique. */
+  stamp: string;
+  /** Called with each cell's report as soon as it is measured. */
+  emit: (cell: object) => void;
+}
+
+/** What a report keeps of a run: enough to see how it went, not its whole status. */
+export function runRecord(r: RunOutcome) {
+  return {
+    run_id: r.run_id,
+    ok: r.ok,
+    ...(r.error ? { error: r.error } : {}),
+    wall_s: r.wall_s,
+    load1_before: r.load1_before,
+    load1_after: r.load1_after,
+    cpu_s: r.cpu_s,
+    failed_groups: r.status?.counters.failedGroups ?? null,
+    logged: r.logged,
+  };
+}
+
+const makespanOf = (r: RunOutcome) => (r.ok ? rolloutMakespan(r.metrics) : undefined);
+
+export async function benchW1(o: W1LiveOptions, ctx: BenchContext): Promise<object[]> {
+  const cells = [];
+  for (const cell of w1Cells(o)) {
+    const des = desW1(w1DesOptions(o, cell));
+    const runs: Partial<Record<'lockstep' | 'env_async', RunOutcome>> = {};
+    for (const mode of o.modes) {
+      const runId = `w1-b${cell.batch}-m${cell.mean_s}-s${cell.std_s}-${mode}-${ctx.stamp}`;
+      runs[mode] = await ctx.stack.run(`w1-${mode}`, w1RunConfig(o, cell, mode, runDir(ctx, runId)), runId, o.run_timeout_s);
+    }
+    const report = w1Report(o, cell, des.modes.lockstep!.makespan_s, des.modes.env_async!.makespan_s, runs);
+    ctx.emit(report);
+    cells.push(report);
+  }
+  return cells;
+}
+
+/** One W1 cell: both makespans, both speedups, the overheads, and the time scale that made them. */
+export function w1Report(o: Pick<W1LiveOptions, 'turns' | 'time_scale' | 'llm_s'>, cell: W1Cell, desLockstepS: number, desAsyncS: number, runs: Partial<Record<'lockstep' | 'env_async', RunOutcome>>) {
+  const base = runs.lockstep && makespanOf(runs.lockstep);
+  const flash = runs.env_async && makespanOf(runs.env_async);
+  const desSpeedup = speedup(desLockstepS, desAsyncS);
+  const measured = base !== undefined && flash !== undefined ? speedup(base, flash) : null;
+  return {
+    workload: 'w1',
+    batch: cell.batch,
+    mean_s: cell.mean_s,
+    std_s: cell.std_s,
+    turns: o.turns,
+    time_scale: o.time_scale,
+    env_step_mean_s: cell.mean_s * o.time_scale,
+    llm_s_per_turn: o.llm_s * o.time_scale,
+    baseline_makespan_s: base ?? null,
+    rollflow_makespan_s: flash ?? null,
+    measured_speedup: measured,
+    des_speedup: desSpeedup,
+    /** measured speedup / DES speedup − 1 (the target: within ±10%). */
+    speedup_vs_des: measured !== null ? overhead(measured, desSpeedup) : null,
+    des_baseline_makespan_s: desLockstepS,
+    des_rollflow_makespan_s: desAsyncS,
+    overhead: flash !== undefined ? overhead(flash, desAsyncS) : null,
+    baseline_overhead: base !== undefined ? overhead(base, desLockstepS) : null,
+    rollflow_activities_per_s: flash !== undefined ? round((cell.batch * activitiesPerTrajectory(o.turns)) / flash) : null,
+    runs: Object.fromEntries(Object.entries(runs).map(([mode, r]) => [mode, runRecord(r)])),
+  };
+}
+
+export async function benchW7(o: W7LiveOptions, ctx: BenchContext): Promise<object[]> {
+  const cells = [];
+  let broken: string | undefined;
+  for (const n of o.in_flight) {
+    if (broken) {
+      // A larger size only takes longer to fail the same way.
+      const skipped = { workload: 'w7', in_flight: n, skipped: `not run: ${broken}` };
+      ctx.emit(skipped);
+      cells.push(skipped);
+      continue;
+    }
+    const des = desW1(w7DesOptions(o, n)).modes.env_async!.makespan_s;
+    const runId = `w7-n${n}-${ctx.stamp}`;
+    const run = await ctx.stack.run('w7', w7RunConfig(o, n, runDir(ctx, runId)), runId, o.run_timeout_s);
+    const report = w7Report(o, n, des, run);
+    if (run.error?.startsWith('timeout')) broken = `in_flight ${n} timed out`;
+    ctx.emit(report);
+    cells.push(report);
+  }
+  return cells;
+}
+
+export function w7Report(o: Pick<W7LiveOptions, 'turns' | 'time_scale' | 'mean_s' | 'std_s' | 'llm_s' | 'group_size' | 'max_overhead'>, n: number, desS: number, run: RunOutcome) {
+  const measured = makespanOf(run);
+  const ov = measured !== undefined ? overhead(measured, desS) : null;
+  const failedGroups = run.status?.counters.failedGroups ?? 0;
+  return {
+    workload: 'w7',
+    in_flight: n,
+    group_size: o.group_size,
+    turns: o.turns,
+    mean_s: o.mean_s,
+    std_s: o.std_s,
+    time_scale: o.time_scale,
+    env_step_mean_s: o.mean_s * o.time_scale,
+    des_makespan_s: desS,
+    makespan_s: measured ?? null,
+    overhead: ov,
+    trajectories_per_s: measured !== undefined ? round(n / measured) : null,
+    activities_per_s: measured !== undefined ? round((n * activitiesPerTrajectory(o.turns)) / measured) : null,
+    sustained: run.ok && failedGroups === 0 && ov !== null && ov <= o.max_overhead,
+    errors: { run: run.error ?? null, failed_groups: failedGroups, server_logged: run.logged.server, worker_logged: run.logged.worker },
+    run: runRecord(run),
+  };
+}
+
+const round = (x: number) => Math.round(x * 100) / 100;
+/** One run dir for all runs of an invocation: the worker's sample store follows it, so a per-run dir would restart the worker each run. */
+const runDir = (ctx: BenchContext, _runId: string) => path.join(ctx.stack.dir, 'runs');

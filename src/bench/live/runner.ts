@@ -1,0 +1,222 @@
+/**
+ * Runs one benchmark run on the real system, through the same path as
+ * `rollflow run --json`: the config is written to a file and validated by the
+ * config loader, the embedded stack is brought up on the bench's own ports
+ * and state dir, the run is started and awaited, and what the run recorded
+ * (metrics.jsonl, its final status) is read back. A run that exceeds its
+ * timeout is terminated with everything it started.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import path from 'node:path';
+import { startRun } from '../../cli/run';
+import { connectClient } from '../../client/connect';
+import { loadConfig, type LoadedConfig, type RunConfigInput } from '../../configs';
+import { pidsDir, ROOT, stateDir } from '../../paths';
+import { down, up } from '../../stack';
+import { status as statusQuery, type RunStatus } from '../../workflows/run';
+import type { Metrics } from './report';
+
+export interface RunOutcome {
+  run_id: string;
+  ok: boolean;
+  /** Why the run did not complete: its failure, or "timeout after N s". */
+  error?: string;
+  /** The `rollflow run --json` summary line. */
+  summary?: Record<string, unknown>;
+  /** One record per train step, from <run_dir>/metrics.jsonl. */
+  metrics: Metrics[];
+  /** The run's final status (counters of dispatched, failed, dropped groups). */
+  status?: RunStatus;
+  /** The run's sample store (batch files of what each step trained on). */
+  store_dir: string;
+  wall_s: number;
+  load1_before: number;
+  load1_after: number;
+  /** CPU seconds each part of the stack used during the run. */
+  cpu_s: { server: number; worker: number; engines: number };
+  /** Lines the Temporal server and the worker logged at warn level or above during the run. */
+  logged: { server: Record<string, number>; worker: Record<string, number> };
+}
+
+export interface Machine {
+  nproc: number;
+  mem_gib: number;
+  cpu_model: string;
+  node: string;
+  git_commit: string;
+}
+
+export function machine(): Machine {
+  const git = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' });
+  return { nproc: cpus().length, mem_gib: Math.round((totalmem() / 2 ** 30) * 10) / 10, cpu_model: cpus()[0]?.model ?? 'unknown', node: process.version, git_commit: git.stdout.trim() || 'unknown' };
+}
+
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** CPU seconds (user + system, with reaped children) of a live process; 0 when it is gone. */
+function cpuSeconds(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / CLK_TCK;
+  } catch {
+    return 0;
+  }
+}
+
+const pidIn = (file: string): number | undefined => {
+  try {
+    return Number(readFileSync(file, 'utf8').split('\n')[0]) || undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+function stackCpu(): { server: number; worker: number; engines: number } {
+  const pids = existsSync(pidsDir()) ? readdirSync(pidsDir()) : [];
+  const sum = (names: string[]) => names.reduce((s, f) => s + cpuSeconds(pidIn(path.join(pidsDir(), f))), 0);
+  return {
+    server: cpuSeconds(pidIn(path.join(stateDir(), 'temporal', 'server.pid'))),
+    worker: sum(pids.filter((f) => f.startsWith('worker-'))),
+    engines: sum(pids.filter((f) => f.startsWith('engine-'))),
+  };
+}
+
+/** Counts of warn/error lines (JSON logs) appended to `file` since byte `from`. */
+function levelsSince(file: string, from: number): Record<string, number> {
+  if (!existsSync(file)) return {};
+  const text = readFileSync(file).subarray(from).toString('utf8');
+  const counts: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    let level: string;
+    try {
+      const rec = JSON.parse(line) as { level?: string | number };
+      level = typeof rec.level === 'number' ? (rec.level >= 50 ? 'error' : rec.level >= 40 ? 'warn' : 'info') : String(rec.level ?? '');
+    } catch {
+      level = 'unparsed';
+    }
+    if (['warn', 'error', 'fatal', 'dpanic', 'panic', 'unparsed'].includes(level)) counts[level] = (counts[level] ?? 0) + 1;
+  }
+  return counts;
+}
+
+const sizeOf = (file: string) => (existsSync(file) ? statSync(file).size : 0);
+const round = (x: number, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
+
+/** Response tokens of every sample a run trained on, by uid, from the batch files the trainer read. */
+export function trainedTokens(storeDir: string, runId: string): Map<string, number> {
+  const dir = path.join(storeDir, runId, 'batches');
+  const tokens = new Map<string, number>();
+  if (!existsSync(dir)) return tokens;
+  for (const f of readdirSync(dir).filter((n) => n.endsWith('.jsonl'))) {
+    for (const line of readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean)) {
+      const s = JSON.parse(line) as { uid: string; response_ids: number[] };
+      tokens.set(s.uid, s.response_ids.length);
+    }
+  }
+  return tokens;
+}
+
+export class BenchStack {
+  private lastLoaded?: LoadedConfig;
+
+  /** `dir`: the bench's state dir (ROLLFLOW_STATE for every process it starts). */
+  constructor(
+    readonly dir: string,
+    private readonly say: (line: string) => void,
+  ) {
+    process.env.ROLLFLOW_STATE = dir;
+    mkdirSync(path.join(dir, 'configs'), { recursive: true });
+  }
+
+  /** A fresh Temporal database and no old runs, so every invocation measures the same thing; only when no server runs here. */
+  static clean(dir: string): void {
+    if (existsSync(path.join(dir, 'temporal', 'server.pid'))) return;
+    for (const f of ['temporal/temporal.db', 'temporal/temporal.db-wal', 'temporal/temporal.db-shm', 'runs']) rmSync(path.join(dir, f), { recursive: true, force: true });
+  }
+
+  /** Writes the config where the worker can re-read it and validates it with the config loader. */
+  load(name: string, raw: RunConfigInput): { loaded: LoadedConfig; file: string } {
+    const file = path.join(this.dir, 'configs', `${name}.yaml`);
+    writeFileSync(file, `# written by rollflow bench\n${JSON.stringify(raw, null, 2)}\n`);
+    return { loaded: loadConfig(file), file };
+  }
+
+  async run(name: string, raw: RunConfigInput, runId: string, timeoutS: number): Promise<RunOutcome> {
+    const { loaded, file } = this.load(name, raw);
+    this.lastLoaded = loaded;
+    await up(loaded, [file], this.say); // engines and worker restart only when their settings changed
+    const serverLog = path.join(this.dir, 'temporal', 'server.log');
+    const workerLog = path.join(this.dir, 'logs', `worker-${loaded.config.temporal.task_queue}.log`);
+    const logFrom = { server: sizeOf(serverLog), worker: sizeOf(workerLog) };
+    const cpu0 = stackCpu();
+    const load1_before = loadavg()[0]!;
+    const started = Date.now();
+    const lines: string[] = [];
+    let error: string | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timeout after ${timeoutS} s`)), timeoutS * 1000);
+    });
+    const running = startRun(loaded, [file], { json: true, runId }, (l) => lines.push(l), this.say);
+    running.catch(() => undefined); // after a timeout it rejects once the run is terminated
+    try {
+      await Promise.race([running, timeout]);
+    } catch (e) {
+      error = (e as Error).message;
+    } finally {
+      clearTimeout(timer);
+    }
+    const wall_s = (Date.now() - started) / 1000;
+    const cpu1 = stackCpu();
+    const status = await this.finalStatus(loaded, runId);
+    if (error) await this.terminate(loaded, runId);
+    const metricsFile = path.join(loaded.derived.run_dir, 'metrics.jsonl');
+    const metrics = existsSync(metricsFile) ? readFileSync(metricsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Metrics).filter((m) => m.run_id === runId) : [];
+    const last = lines[lines.length - 1];
+    return {
+      run_id: runId,
+      ok: !error,
+      ...(error ? { error } : {}),
+      ...(!error && last ? { summary: JSON.parse(last) as Record<string, unknown> } : {}),
+      metrics,
+      ...(status ? { status } : {}),
+      store_dir: loaded.derived.sample_store_path,
+      wall_s: round(wall_s),
+      load1_before: round(load1_before, 2),
+      load1_after: round(loadavg()[0]!, 2),
+      cpu_s: { server: round(cpu1.server - cpu0.server, 1), worker: round(cpu1.worker - cpu0.worker, 1), engines: round(cpu1.engines - cpu0.engines, 1) },
+      logged: { server: levelsSince(serverLog, logFrom.server), worker: levelsSince(workerLog, logFrom.worker) },
+    };
+  }
+
+  private async finalStatus(loaded: LoadedConfig, runId: string): Promise<RunStatus | undefined> {
+    const client = await connectClient(loaded.config);
+    try {
+      return await client.workflow.getHandle(runId).query(statusQuery);
+    } catch {
+      return undefined;
+    } finally {
+      await client.connection.close();
+    }
+  }
+
+  /** Ends the run and every workflow it started (groups are ABANDONed children and would keep loading the server). */
+  private async terminate(loaded: LoadedConfig, runId: string): Promise<void> {
+    const client = await connectClient(loaded.config);
+    try {
+      for await (const wf of client.workflow.list({ query: `RollflowRunId = '${runId}' AND ExecutionStatus = 'Running'` })) {
+        await client.workflow.getHandle(wf.workflowId, wf.runId).terminate('rollflow bench: run failed or timed out').catch(() => undefined);
+      }
+    } finally {
+      await client.connection.close();
+    }
+  }
+
+  async down(): Promise<void> {
+    if (this.lastLoaded) await down(this.lastLoaded, this.say);
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * `rollflow bench <workload> [--set key=value]… [--des-only] [--out file]`:
+ * a BENCHMARKS.md workload on the real system (W1, W5, W7: embedded Temporal,
+ * sim engines), each cell beside its discrete-event simulation (DES), one
+ * JSON line per cell on stdout; or the DES alone (`--des-only`, any of W1–W5).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Command } from 'commander';
+import { applyOverride, ConfigError, type ConfigProblem } from '../configs';
+import { DesOptionsError, desSweep, runDes, type DesWorkload } from '../bench/des';
+import { isLiveWorkload, liveDes, parseLiveOptions, runLiveBench } from '../bench/live';
+import { ROOT } from '../paths';
+
+const DES_WORKLOADS: DesWorkload[] = ['w1', 'w2', 'w3', 'w4', 'w5'];
+
+interface BenchFlags {
+  set?: string[];
+  desOnly?: boolean;
+  sweep?: boolean;
+  out?: string;
+  stateDir?: string;
+  keepStack?: boolean;
+}
+
+/** --set pairs as a raw options object; values are read as YAML (numbers, lists like [64,128]). */
+export function rawOptions(sets: readonly string[]): Record<string, unknown> {
+  const raw: Record<string, unknown> = {};
+  const problems = sets.map((s) => applyOverride(raw, s)).filter((p): p is ConfigProblem => p !== undefined);
+  if (problems.length) throw new ConfigError('bench options', problems);
+  return raw;
+}
+
+/** The command line as typed, quoted so it can be pasted back into a shell. */
+export function commandLine(argv: readonly string[]): string {
+  return ['rollflow', ...argv].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+}
+
+function describeCell(c: Record<string, unknown>): string {
+  const pct = (x: unknown) => (typeof x === 'number' ? `${(x * 100).toFixed(1)}%` : 'n/a');
+  const s = (x: unknown) => (typeof x === 'number' ? `${x.toFixed(1)} s` : 'failed');
+  if (c.skipped) return `${c.workload} in_flight ${c.in_flight}: ${c.skipped}`;
+  if (c.workload === 'w1') {
+    return `w1 B=${c.batch} (μ,σ)=(${c.mean_s},${c.std_s}) scale ${c.time_scale}: lockstep ${s(c.baseline_makespan_s)}, env_async ${s(c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup}×), overhead ${pct(c.overhead)}`;
+  }
+  if (c.workload === 'w7') {
+    return `w7 in_flight ${c.in_flight}: makespan ${s(c.makespan_s)} (DES ${s(c.des_makespan_s)}), overhead ${pct(c.overhead)}, ${c.trajectories_per_s ?? 'n/a'} trajectories/s, ${c.activities_per_s ?? 'n/a'} activities/s${c.sustained ? '' : ' (not sustained)'}`;
+  }
+  return `w5 α=${c.alpha}: ${c.samples_per_s ?? 'n/a'} samples/s, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup ?? 'n/a'}×), overhead ${pct(c.overhead)}, idle trainer ${pct(c.trainer_idle_ratio)} rollout ${pct(c.rollout_idle_ratio)}`;
+}
+
+export function benchCommand(out: (line: string) => void, err: (line: string) => void): Command {
+  return new Command('bench')
+    .exitOverride()
+    .description('run a BENCHMARKS.md workload on the real system (w1, w5, w7) beside its DES; --des-only: the DES alone (w1-w5)')
+    .argument('<workload>', 'w1 | w5 | w7 (real system), or w1-w5 with --des-only')
+    .option('--set <key=value>', 'a workload option (see src/bench/live/options.ts, or des/ for --des-only); repeatable', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--des-only', 'print the simulator\'s result as JSON and exit (no Temporal, fast)')
+    .option('--sweep', 'with --des-only on w1-w4: the DES options of BENCHMARKS.md\'s whole grid')
+    .option('--out <file>', 'also write the whole report (command, machine, date, load, every cell) as JSON')
+    .option('--state-dir <dir>', 'the bench\'s own state dir (Temporal db, logs, runs)', path.join(ROOT, '.state', 'bench'))
+    .option('--keep-stack', 'leave the bench\'s stack running at the end')
+    .action(async (workload: string, flags: BenchFlags) => {
+      try {
+        await bench(workload, flags, out, err);
+      } catch (e) {
+        if (!(e instanceof DesOptionsError)) throw e;
+        err(`rollflow: invalid bench options: ${e.message}`); // a usage error, like a bad run config
+        process.exitCode = 2;
+      }
+    });
+}
+
+async function bench(workload: string, flags: BenchFlags, out: (line: string) => void, err: (line: string) => void): Promise<void> {
+  const raw = rawOptions(flags.set ?? []);
+  if (flags.desOnly) {
+    const w = workload as DesWorkload;
+    const live = isLiveWorkload(workload) && !flags.sweep;
+    if (!live && !DES_WORKLOADS.includes(w)) throw new ConfigError('bench', [{ path: 'workload', given: workload, expected: `one of ${DES_WORKLOADS.join(', ')}, w7` }]);
+    const results = live ? liveDes(workload, parseLiveOptions(workload, raw)) : flags.sweep ? desSweep(w, raw) : [runDes(w, raw)];
+    return out(JSON.stringify(results.length === 1 ? results[0] : results, null, 2));
+  }
+  if (!isLiveWorkload(workload)) throw new ConfigError('bench', [{ path: 'workload', given: workload, expected: 'w1, w5 or w7 on the real system (w2-w4 only with --des-only for now)' }]);
+  const report = await runLiveBench(workload, raw, {
+    stateDir: path.resolve(flags.stateDir!),
+    keepStack: flags.keepStack ?? false,
+    command: commandLine(process.argv.slice(2)),
+    emit: (cell) => {
+      out(JSON.stringify(cell));
+      err(`rollflow bench: ${describeCell(cell as Record<string, unknown>)}`);
+    },
+    say: (line) => err(line),
+  });
+  if (flags.out) {
+    mkdirSync(path.dirname(path.resolve(flags.out)), { recursive: true });
+    writeFileSync(flags.out, `${JSON.stringify(report, null, 2)}\n`);
+    err(`rollflow bench: report written to ${flags.out}`);
+  }
+}

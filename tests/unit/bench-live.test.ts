@@ -1,0 +1,187 @@
+// `rollflow bench` on the real system, without the system: the run configs it
+// builds (valid, and describing the very cell the DES simulates) and the
+// report arithmetic on hand-made metrics records.
+import { describe, expect, it } from 'vitest';
+import { benchCommand, commandLine, rawOptions } from '../../src/cli/bench';
+import { parseConfig } from '../../src/configs';
+import { batchLatencyTable, desW1, dispatchOrder } from '../../src/bench/des';
+import {
+  activitiesPerTrajectory,
+  genSecondsTable,
+  overhead,
+  parseLiveOptions,
+  parseSampleUid,
+  rolloutMakespan,
+  runTotals,
+  speedup,
+  w1DesOptions,
+  w1Report,
+  w1RunConfig,
+  w5Des,
+  w5Pools,
+  w5Row,
+  w5RunConfig,
+  w7DesOptions,
+  w7Report,
+  w7RunConfig,
+} from '../../src/bench/live';
+import type { RunOutcome } from '../../src/bench/live/runner';
+import { stepLatency } from '../../src/envs/latency';
+
+const step = (n: number, wait: number, train: number, sync: number, idleRollout: number, samples = 4) => ({
+  run_id: 'r',
+  step: n,
+  'timing/wait_batch': wait,
+  'timing/train': train,
+  'timing/sync_weights': sync,
+  'idle/rollout': idleRollout,
+  'rollout/samples': samples,
+  'staleness/max': n % 2,
+});
+
+const outcome = (metrics: ReturnType<typeof step>[], extra: Partial<RunOutcome> = {}): RunOutcome => ({
+  run_id: 'r',
+  ok: true,
+  metrics,
+  store_dir: '/nonexistent',
+  wall_s: 1,
+  load1_before: 0,
+  load1_after: 0,
+  cpu_s: { server: 0, worker: 0, engines: 0 },
+  logged: { server: {}, worker: {} },
+  ...extra,
+});
+
+describe('run configs', () => {
+  const w1 = parseLiveOptions('w1', { batches: [8], latencies: [[10, 7]], turns: 5, time_scale: 0.1 });
+  const cell = { batch: 8, mean_s: 10, std_s: 7 };
+
+  it('W1: a valid run config of B groups of one, α = 0, one step, in the mode asked', () => {
+    for (const mode of ['lockstep', 'env_async'] as const) {
+      const { config, derived } = parseConfig(w1RunConfig(w1, cell, mode, '/tmp/runs'), 'bench');
+      expect([derived.samples_per_step, derived.group_size, derived.max_samples_in_system]).toEqual([8, 1, 8]);
+      expect([config.rollout_mode, config.max_steps, config.async_generation_ratio]).toEqual([mode, 1, 0]);
+      expect(config.temporal.address).toBe('127.0.0.1:7260'); // the bench's own ports, not a user's 7233
+      const sim = config.engines.inference[0]!.options.sim as { c0: number; time_scale: number; length: { mean: number } };
+      // 4 tokens × 0.025 s = llm_s = 0.1 s per turn before the time scale, as the DES is told
+      expect(sim.c0 * sim.length.mean).toBeCloseTo(w1.llm_s, 12);
+      expect(config.engines.inference[0]!.options.max_batch).toBeGreaterThanOrEqual(8);
+    }
+  });
+
+  it('W1: the run sleeps exactly the latencies the DES schedules (same env seeds, same draws)', () => {
+    const { config } = parseConfig(w1RunConfig(w1, cell, 'env_async', '/tmp/runs'), 'bench');
+    const env = config.custom_envs.bench_env!.env_config as { mean_s: number; std_s: number; turns: number; time_scale: number };
+    const seedAt = dispatchOrder(config.dataset_size, config.seed);
+    const model = { mean_s: env.mean_s, std_s: env.std_s, p_slow: 0, slow_factor: 1, p_stop: 0 };
+    // what latency_sim sleeps for group g's episode: stepLatency(config, envSeed, turn) × time_scale
+    const slept = Array.from({ length: 8 }, (_, g) => Array.from({ length: env.turns }, (_, t) => stepLatency(model, seedAt(g), t) * env.time_scale));
+    const d = w1DesOptions(w1, cell);
+    expect(batchLatencyTable({ model, turns: d.turns!, seed: d.seed!, datasetSize: d.dataset_size!, groups: 8, groupSize: 1, timeScale: d.time_scale })).toEqual(slept);
+  });
+
+  it('W7: N trajectories in groups of G; N must be a multiple of G', () => {
+    const w7 = parseLiveOptions('w7', { group_size: 4, turns: 2 });
+    const { derived } = parseConfig(w7RunConfig(w7, 256, '/tmp/runs'), 'bench');
+    expect([derived.samples_per_step, derived.groups_per_step]).toEqual([256, 64]);
+    expect(desW1(w7DesOptions(w7, 256)).options.batch).toBe(256);
+    expect(() => w7RunConfig(w7, 258, '/tmp/runs')).toThrow('not a multiple of group_size 4');
+  });
+
+  it('W5: K_gen batch slots, the train step B·μ_train/(βK), lognormal lengths of mean μ_gen / s_per_token', () => {
+    const w5 = parseLiveOptions('w5', { batch: 64, workers: 16, beta: 0.25, time_scale: 0.5 });
+    expect(w5Pools(w5)).toEqual({ gen: 12, train: 4 });
+    const { config, derived } = parseConfig(w5RunConfig(w5, 2, '/tmp/runs'), 'bench');
+    expect([derived.samples_per_step, derived.max_samples_in_system, config.stale_policy]).toEqual([64, 192, 'accept']);
+    const inf = config.engines.inference[0]!.options as { max_batch: number; sim: { c0: number; c1: number; length: { dist: string; mean: number } } };
+    expect([inf.max_batch, inf.sim.c1, inf.sim.length.dist]).toEqual([12, 0, 'lognormal']);
+    expect(inf.sim.length.mean * inf.sim.c0).toBeCloseTo(10, 12); // μ_gen = 10 s
+    // 64 samples × 6 s / 4 training workers × 0.5 = 48 s per step
+    expect((config.engines.trainer.options.sim_seconds_per_sample as number) * 64).toBeCloseTo(48, 9);
+    expect(config.custom_envs.bench_gen!.max_tokens_per_step).toBe(1000); // max_gen_s 100 / 0.1 s per token
+  });
+
+  it('a bad option names the key and the value', () => {
+    expect(() => parseLiveOptions('w1', { batch: 3 })).toThrow('w1.batch: got 3; unknown key; did you mean "batches"?');
+    expect(() => parseLiveOptions('w5', { beta: 1 })).toThrow('w5.beta');
+  });
+});
+
+describe('report arithmetic', () => {
+  it('speedup, overhead and activities per trajectory', () => {
+    expect(speedup(90, 36)).toBe(2.5);
+    expect(overhead(42, 40)).toBe(0.05); // 42 / 40 − 1
+    expect(activitiesPerTrajectory(22)).toBe(46); // reset + 22 × (generate, step) + finish
+  });
+
+  it('rollout makespan is step 0\'s wait_batch', () => {
+    expect(rolloutMakespan([step(1, 9, 0, 0, 0), step(0, 12.5, 0.1, 0.2, 0)])).toBe(12.5);
+    expect(() => rolloutMakespan([])).toThrow('no metrics for step 0');
+  });
+
+  it('run totals weight each step\'s idle ratios by its duration', () => {
+    // step 0: 6 + 3 + 1 = 10 s, rollout idle 40% = 4 s; step 1: 2 + 3 + 0 = 5 s, idle 20% = 1 s
+    const t = runTotals([step(0, 6, 3, 1, 0.4), step(1, 2, 3, 0, 0.2)]);
+    expect(t).toEqual({ steps: 2, samples: 8, makespan_s: 15, samples_per_s: 0.5333, trainer_idle_ratio: 0.5333, rollout_idle_ratio: 0.3333, sync_s: 1, staleness_max: 1 });
+  });
+
+  it('sample uids map to their dispatch index across epochs', () => {
+    expect(parseSampleUid('e0-p17-s3', 100)).toEqual({ group: 17, member: 3 });
+    expect(parseSampleUid('e2-p5-s0', 100)).toEqual({ group: 205, member: 0 });
+    expect(() => parseSampleUid('bogus', 100)).toThrow('not a sample uid');
+  });
+
+  it('W1 cell: both speedups and the overhead from the two makespans', () => {
+    const r = w1Report({ turns: 2, time_scale: 0.5, llm_s: 0.1 }, { batch: 4, mean_s: 10, std_s: 10 }, 60, 30, {
+      lockstep: outcome([step(0, 66, 0, 0, 0)]),
+      env_async: outcome([step(0, 33, 0, 0, 0)]),
+    });
+    expect([r.baseline_makespan_s, r.rollflow_makespan_s, r.measured_speedup, r.des_speedup]).toEqual([66, 33, 2, 2]);
+    expect([r.overhead, r.baseline_overhead, r.speedup_vs_des]).toEqual([0.1, 0.1, 0]);
+    expect([r.env_step_mean_s, r.rollflow_activities_per_s]).toEqual([5, 0.73]); // 4 × 6 activities / 33 s
+    const failed = w1Report({ turns: 2, time_scale: 1, llm_s: 0 }, { batch: 4, mean_s: 1, std_s: 0 }, 2, 2, { env_async: outcome([], { ok: false, error: 'timeout after 9 s' }) });
+    expect([failed.rollflow_makespan_s, failed.measured_speedup, failed.overhead]).toEqual([null, null, null]);
+  });
+
+  it('W7 cell: sustained only without errors and within max_overhead', () => {
+    const o = { turns: 4, time_scale: 1, mean_s: 10, std_s: 5, llm_s: 0.1, group_size: 4, max_overhead: 0.1 };
+    const ok = w7Report(o, 256, 50, outcome([step(0, 54, 0, 0, 0)]));
+    expect([ok.overhead, ok.trajectories_per_s, ok.activities_per_s, ok.sustained]).toEqual([0.08, 4.74, 47.41, true]);
+    expect(w7Report(o, 256, 50, outcome([step(0, 56, 0, 0, 0)])).sustained).toBe(false);
+    expect(w7Report(o, 256, 50, outcome([], { ok: false, error: 'boom' })).errors.run).toBe('boom');
+  });
+
+  it('W5: the DES of the lengths a run generated, and speedups over α = 0', () => {
+    // 2 generation + 2 training workers, 1 s per sample, train step 4 × 1 s / 2 = 2 s; B = 4, 2 steps
+    const o = parseLiveOptions('w5', { batch: 4, steps: 2, workers: 4, beta: 0.5, train_s_per_sample: 1, s_per_token: 1, time_scale: 1, dataset_size: 100 });
+    const tokens = new Map(Array.from({ length: 8 }, (_, g) => [`e0-p${g}-s0`, 1] as const));
+    const gen = genSecondsTable(tokens, o);
+    expect(gen(7, 0)).toBe(1);
+    expect(() => gen(8, 0)).toThrow('no trained sample for group 8');
+    // α = 0: per step 2 rounds of 1 s on 2 workers, then 2 s of training: 8 s; α = 1 overlaps step 2's generation with step 1's training: 2 + 2 + 2 = 6 s
+    expect(w5Des(o, 0, gen).makespan_s).toBe(8);
+    expect(w5Des(o, 1, gen).makespan_s).toBe(6);
+    const incomplete = w5Row(o, 0, outcome([step(0, 1, 1, 0, 0)]), undefined);
+    expect([incomplete.makespan_s, incomplete.des]).toEqual([null, null]); // 1 of 2 steps recorded: nothing is made up
+  });
+});
+
+describe('the bench command', () => {
+  it('--set values are YAML: numbers and lists', () => {
+    expect(rawOptions(['batches=[64,128]', 'latencies=[[10,1],[50,5]]', 'time_scale=0.1'])).toEqual({ batches: [64, 128], latencies: [[10, 1], [50, 5]], time_scale: 0.1 });
+  });
+
+  it('the recorded command can be pasted back into a shell', () => {
+    expect(commandLine(['bench', 'w1', '--set', 'batches=[64,128]'])).toBe("rollflow bench w1 --set 'batches=[64,128]'");
+  });
+
+  it('--des-only prints the DES of the same cells as JSON, without Temporal', async () => {
+    const lines: string[] = [];
+    await benchCommand((l) => lines.push(l), () => undefined).parseAsync(['w1', '--des-only', '--set', 'batches=[16]', '--set', 'turns=3'], { from: 'user' });
+    const r = JSON.parse(lines.join('\n'));
+    expect(r).toEqual(desW1({ seed: 1, batch: 16, turns: 3, mean_s: 10, std_s: 10, llm_s: 0.1, time_scale: 0.1, dataset_size: 4096 }));
+    lines.length = 0;
+    await benchCommand((l) => lines.push(l), () => undefined).parseAsync(['w3', '--des-only', '--set', 'prompts=4'], { from: 'user' });
+    expect(JSON.parse(lines.join('\n')).workload).toBe('w3');
+  });
+});
