@@ -54,10 +54,8 @@ async function follow(client: Client, runId: string, out: (line: string) => void
   let datasetReported = false;
   for (;;) {
     const desc = await handle.describe();
-    if (desc.status.name !== 'RUNNING' && desc.status.name !== 'CONTINUED_AS_NEW') {
-      return (await handle.result()) as RunStatus;
-    }
-    const s = await handle.query(status).catch(() => undefined);
+    const done = desc.status.name !== 'RUNNING' && desc.status.name !== 'CONTINUED_AS_NEW';
+    const s = done ? ((await handle.result()) as RunStatus) : await handle.query(status).catch(() => undefined);
     if (s?.dataset && !datasetReported) {
       datasetReported = true;
       const { size, malformed, problems } = s.dataset;
@@ -68,6 +66,7 @@ async function follow(client: Client, runId: string, out: (line: string) => void
       const val = s.lastValidation ? `  val reward ${s.lastValidation.rewardMean.toFixed(3)} (after ${s.lastValidation.steps} steps)` : '';
       out(`step ${s.step}/${s.maxSteps}  version ${s.version}  reward ${s.lastRewardMean.toFixed(3)}${val}  staleness max ${s.staleness.max}  in system ${s.samplesInSystem}/${s.maxSamplesInSystem}`);
     }
+    if (done) return s!;
     if (s && s.step >= s.maxSteps) return (await handle.result()) as RunStatus;
     await new Promise((r) => setTimeout(r, 1000));
   }
