@@ -12,6 +12,8 @@ const seconds = z.number().min(0);
 /** Where the bench's own stack lives: never the user's ports or state dir. */
 export const StackOptions = {
   port_base: z.number().int().min(1024).max(65000).default(7260).describe('Temporal on port_base, its UI on +1, sim inference +2, trainer +3, env +4 (away from a user stack on 7233/830x).'),
+  worker_processes: z.number().int().min(1).max(64).optional().describe('Worker processes polling the bench task queue; each runs at most 100 activities at once and an env step holds one while it sleeps. Default: ⌈in flight / 100⌉, at most max_worker_processes.'),
+  max_worker_processes: z.number().int().min(1).default(8).describe('Most worker processes the default `worker_processes` starts (each is a Node process on this machine).'),
   run_timeout_s: z.number().positive().default(3600).describe('A run still going after this many seconds is terminated and reported as a timeout.'),
 };
 
@@ -33,7 +35,7 @@ export const W5LiveOptions = z.strictObject({
   seed: z.number().int().min(0).default(1).describe('Run seed: fixes the prompts, hence the sampling seeds and response lengths.'),
   batch: z.number().int().min(1).default(64).describe('Samples per train step (B = N).'),
   group_size: z.number().int().min(1).default(1).describe('Samples per group.'),
-  steps: z.number().int().min(1).default(8).describe('Train steps per run.'),
+  steps: z.number().int().min(1).default(6).describe('Train steps per run.'),
   alphas: z.array(z.number().min(0)).min(1).default([0, 0.5, 1, 2, 4]).describe('Async ratios α, one run each; 0 is the synchronous baseline.'),
   workers: z.number().int().min(2).default(16).describe('Workers K, split between generation (the sim server\'s max_batch) and training.'),
   beta: z.number().gt(0).lt(1).default(0.5).describe('Share of the K workers that train (β).'),
@@ -52,7 +54,7 @@ export const W7LiveOptions = z.strictObject({
   seed: z.number().int().min(0).default(1).describe('Run seed: fixes every env latency (the DES draws the same ones).'),
   in_flight: z.array(z.number().int().min(1)).min(1).default([256, 512, 1024, 2048, 4096]).describe('Trajectories in flight N: one synchronous step of N trajectories, all dispatched at once.'),
   group_size: z.number().int().min(1).default(4).describe('Trajectories per group (G); members share the env seed and latencies.'),
-  turns: z.number().int().min(1).default(4).describe('Turns per trajectory T; each turn is two activities (generate, env step), plus reset and finish.'),
+  turns: z.number().int().min(1).default(2).describe('Turns per trajectory T; each turn is two activities (generate, env step), plus reset and finish.'),
   mean_s: seconds.default(10).describe('Mean env step latency μ before time_scale; 0 measures raw orchestration throughput.'),
   std_s: seconds.default(5).describe('Env step latency std σ (truncated at 0).'),
   llm_s: seconds.default(0.1).describe('Generation seconds per turn before time_scale (sim, llm_tokens tokens).'),
@@ -61,6 +63,7 @@ export const W7LiveOptions = z.strictObject({
   time_scale: z.number().positive().default(1).describe('Multiplies every latency in the run and the DES.'),
   max_overhead: z.number().positive().default(0.1).describe('Overhead (measured / DES − 1) at or below which a size counts as sustained.'),
   ...StackOptions,
+  run_timeout_s: z.number().positive().default(900).describe('A size still running after this many seconds is terminated, counted as broken, and larger sizes are skipped.'),
 });
 export type W7LiveOptions = z.output<typeof W7LiveOptions>;
 
@@ -74,6 +77,11 @@ export interface LiveOptionsByWorkload {
 
 export function isLiveWorkload(w: string): w is LiveWorkload {
   return w in LIVE_SCHEMAS;
+}
+
+/** Worker processes for `inFlight` trajectories: the option, or one per 100 (the SDK's activity slots), capped. */
+export function workersFor(o: { worker_processes?: number | undefined; max_worker_processes: number }, inFlight: number): number {
+  return o.worker_processes ?? Math.min(o.max_worker_processes, Math.max(1, Math.ceil(inFlight / 100)));
 }
 
 /** Validates raw options (from --set); a bad one names the key, the value and what was expected (DesOptionsError). */

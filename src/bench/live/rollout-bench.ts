@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { desW1 } from '../des/w1-env-async';
 import { w1Cells, w1DesOptions, w1RunConfig, w7DesOptions, w7RunConfig, type W1Cell } from './configs';
-import type { W1LiveOptions, W7LiveOptions } from './options';
+import { workersFor, type W1LiveOptions, type W7LiveOptions } from './options';
 import { activitiesPerTrajectory, overhead, rolloutMakespan, speedup } from './report';
 import type { BenchStack, RunOutcome } from './runner';
 
@@ -43,9 +43,9 @@ export async function benchW1(o: W1LiveOptions, ctx: BenchContext): Promise<obje
     const runs: Partial<Record<'lockstep' | 'env_async', RunOutcome>> = {};
     for (const mode of o.modes) {
       const runId = `w1-b${cell.batch}-m${cell.mean_s}-s${cell.std_s}-${mode}-${ctx.stamp}`;
-      runs[mode] = await ctx.stack.run(`w1-${mode}`, w1RunConfig(o, cell, mode, runDir(ctx, runId)), runId, o.run_timeout_s);
+      runs[mode] = await ctx.stack.run(`w1-${mode}`, w1RunConfig(o, cell, mode, runDir(ctx, runId)), runId, o.run_timeout_s, workersFor(o, cell.batch));
     }
-    const report = w1Report(o, cell, des.modes.lockstep!.makespan_s, des.modes.env_async!.makespan_s, runs);
+    const report = { ...w1Report(o, cell, des.modes.lockstep!.makespan_s, des.modes.env_async!.makespan_s, runs), worker_processes: workersFor(o, cell.batch) };
     ctx.emit(report);
     cells.push(report);
   }
@@ -95,8 +95,9 @@ export async function benchW7(o: W7LiveOptions, ctx: BenchContext): Promise<obje
     }
     const des = desW1(w7DesOptions(o, n)).modes.env_async!.makespan_s;
     const runId = `w7-n${n}-${ctx.stamp}`;
-    const run = await ctx.stack.run('w7', w7RunConfig(o, n, runDir(ctx, runId)), runId, o.run_timeout_s);
-    const report = w7Report(o, n, des, run);
+    const workers = workersFor(o, n);
+    const run = await ctx.stack.run('w7', w7RunConfig(o, n, runDir(ctx, runId)), runId, o.run_timeout_s, workers);
+    const report = { ...w7Report(o, n, des, run), worker_processes: workers };
     if (run.error?.startsWith('timeout')) broken = `in_flight ${n} timed out`;
     ctx.emit(report);
     cells.push(report);

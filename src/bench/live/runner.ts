@@ -13,8 +13,10 @@ import path from 'node:path';
 import { startRun } from '../../cli/run';
 import { connectClient } from '../../client/connect';
 import { loadConfig, type LoadedConfig, type RunConfigInput } from '../../configs';
-import { pidsDir, ROOT, stateDir } from '../../paths';
+import { cliEntry, logsDir, pidsDir, ROOT, stateDir } from '../../paths';
 import { down, up } from '../../stack';
+import { ensureStarted, startDetached, stopProcess, waitUntil, type ManagedProcess } from '../../stack/processes';
+import { pollers } from '../../stack/worker';
 import { status as statusQuery, type RunStatus } from '../../workflows/run';
 import type { Metrics } from './report';
 
@@ -122,6 +124,7 @@ export function trainedTokens(storeDir: string, runId: string): Map<string, numb
 
 export class BenchStack {
   private lastLoaded?: LoadedConfig;
+  private extraWorkers = 0;
 
   /** `dir`: the bench's state dir (ROLLFLOW_STATE for every process it starts). */
   constructor(
@@ -145,10 +148,43 @@ export class BenchStack {
     return { loaded: loadConfig(file), file };
   }
 
-  async run(name: string, raw: RunConfigInput, runId: string, timeoutS: number): Promise<RunOutcome> {
+  /** Worker processes beyond the one `up` starts, all polling the bench's task queue (k = 2, 3, …). */
+  private extraWorker(k: number): ManagedProcess {
+    const name = `worker-bench-${k}`;
+    return { name, pidFile: path.join(pidsDir(), `${name}.pid`), logFile: path.join(logsDir(), `${name}.log`), marker: 'cli/index.js worker' };
+  }
+
+  /**
+   * `workers` worker processes in all: a worker runs at most 100 activities at
+   * once (the SDK's default slots) and an env step holds its slot while the
+   * env sleeps, so B trajectories in flight need ⌈B/100⌉ workers to run as
+   * the DES assumes (unbounded concurrency).
+   */
+  private async ensureWorkers(loaded: LoadedConfig, file: string, workers: number): Promise<void> {
+    const { temporal, engines } = loaded.config;
+    const fingerprint = JSON.stringify({ temporal, engines, store: loaded.derived.sample_store_path, built: statSync(cliEntry).mtimeMs, file });
+    const client = await connectClient(loaded.config);
+    try {
+      for (let k = 2; k <= Math.max(workers, this.extraWorkers + 1); k++) {
+        const proc = this.extraWorker(k);
+        if (k > workers) {
+          await stopProcess(proc);
+          continue;
+        }
+        const { pid, action } = await ensureStarted(proc, fingerprint, () => startDetached(proc, process.execPath, [cliEntry, 'worker', file], process.env, fingerprint));
+        if (action !== 'already running') await waitUntil(proc, async () => ((await pollers(client, loaded)).some((id) => id.startsWith(`${pid}@`)) ? true : undefined), 180_000);
+      }
+      this.extraWorkers = workers - 1;
+    } finally {
+      await client.connection.close();
+    }
+  }
+
+  async run(name: string, raw: RunConfigInput, runId: string, timeoutS: number, workers = 1): Promise<RunOutcome> {
     const { loaded, file } = this.load(name, raw);
     this.lastLoaded = loaded;
     await up(loaded, [file], this.say); // engines and worker restart only when their settings changed
+    await this.ensureWorkers(loaded, file, workers);
     const serverLog = path.join(this.dir, 'temporal', 'server.log');
     const workerLog = path.join(this.dir, 'logs', `worker-${loaded.config.temporal.task_queue}.log`);
     const logFrom = { server: sizeOf(serverLog), worker: sizeOf(workerLog) };
@@ -217,6 +253,7 @@ export class BenchStack {
   }
 
   async down(): Promise<void> {
+    for (let k = 2; k <= this.extraWorkers + 1; k++) await stopProcess(this.extraWorker(k));
     if (this.lastLoaded) await down(this.lastLoaded, this.say);
   }
 }

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { endToEndBounds, generationBounds, queueCompletionBound } from '../des/async-bounds';
 import { asyncTrainingSchedule } from '../des/w5-async-training';
 import { w5Pools, w5RunConfig, w5TrainStepS } from './configs';
-import type { W5LiveOptions } from './options';
+import { workersFor, type W5LiveOptions } from './options';
 import { overhead, parseSampleUid, runTotals, speedup } from './report';
 import { runRecord, type BenchContext } from './rollout-bench';
 import { trainedTokens, type RunOutcome } from './runner';
@@ -65,7 +65,7 @@ export async function benchW5(o: W5LiveOptions, ctx: BenchContext): Promise<obje
   const rows: ReturnType<typeof w5Row>[] = [];
   for (const alpha of alphas) {
     const runId = `w5-a${alpha}-${ctx.stamp}`;
-    const run = await ctx.stack.run('w5', w5RunConfig(o, alpha, path.join(ctx.stack.dir, 'runs')), runId, o.run_timeout_s);
+    const run = await ctx.stack.run('w5', w5RunConfig(o, alpha, path.join(ctx.stack.dir, 'runs')), runId, o.run_timeout_s, workersFor(o, (1 + alpha) * o.batch));
     const row = w5Row(o, alpha, run, rows[0]);
     ctx.emit(row);
     rows.push(row);
