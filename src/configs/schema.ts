@@ -52,6 +52,14 @@ export const TemporalSchema = z
     task_queue: z.string().min(1).default('rollflow').describe('Task queue rollflow workers poll.'),
     embedded: z.boolean().default(true).describe('Start the embedded dev server (temporal/dev-server.sh) when the address is loopback and nothing answers.'),
     ui_url: z.url().default('http://127.0.0.1:8233').describe('Temporal UI base URL, used in printed links; its port is the embedded UI port.'),
+    worker: z
+      .strictObject({
+        max_concurrent_activities: count(1).default(2000).describe('Activities one worker runs at once; rollflow\'s wait on engines and envs (I/O, not CPU), and a sleeping env step holds a slot, so this is far above the SDK\'s 100.'),
+        max_concurrent_workflow_tasks: count(2).optional().describe('Workflow tasks one worker runs at once (SDK default when unset).'),
+        max_cached_workflows: count(0).optional().describe('Workflows kept in a worker\'s cache between tasks (SDK default when unset).'),
+      })
+      .prefault({})
+      .describe('Worker capacity.'),
   })
   .prefault({})
   .describe('(rollflow) Connection to the Temporal server.');

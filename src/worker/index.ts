@@ -37,6 +37,9 @@ export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {
       taskQueue: config.temporal.task_queue,
       workflowsPath: opts.workflowsPath ?? require.resolve('../workflows'),
       activities: createActivities(createDeps(loaded)),
+      maxConcurrentActivityTaskExecutions: config.temporal.worker.max_concurrent_activities,
+      ...(config.temporal.worker.max_concurrent_workflow_tasks ? { maxConcurrentWorkflowTaskExecutions: config.temporal.worker.max_concurrent_workflow_tasks } : {}),
+      ...(config.temporal.worker.max_cached_workflows !== undefined ? { maxCachedWorkflows: config.temporal.worker.max_cached_workflows } : {}),
       ...(opts.identity ? { identity: opts.identity } : {}),
     });
   } catch (e) {
