@@ -147,6 +147,9 @@ async function indexDataset(plan: RunPlan): Promise<DatasetIndex | undefined> {
   return index;
 }
 
+/** Seconds since the run (the first execution of its continue-as-new chain) started: the x axis of learning curves. */
+const sinceRunStart = () => (Date.now() - workflowInfo().startTime.getTime()) / 1000;
+
 const emptyStats = (): RunStats => ({ batches: 0, samples: 0, stalenessSum: 0, stalenessMax: 0, partialSamples: 0, maxPartialSpan: 0, lastRewardMean: 0, peakSamplesInSystem: 0 });
 
 export async function run(input: RunInput): Promise<RunStatus> {
@@ -332,6 +335,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
         run_id: plan.runId,
         step: steps,
         version: result.version,
+        wall_s: sinceRunStart(),
         'val/reward_mean': result.rewardMean,
         'val/samples': result.samples,
         'val/failed_groups': result.failedGroups,
@@ -397,6 +401,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
         run_id: plan.runId,
         step: batch.step,
         version: state.version,
+        wall_s: sinceRunStart(),
         'rollout/samples': samples,
         'rollout/tokens': batch.groups.reduce((n, g) => n + g.tokens, 0),
         'rollout/reward_mean': rewardMean,
