@@ -96,7 +96,8 @@ function levelsSince(file: string, from: number): Record<string, number> {
     let level: string;
     try {
       const rec = JSON.parse(line) as { level?: string | number };
-      level = typeof rec.level === 'number' ? (rec.level >= 50 ? 'error' : rec.level >= 40 ? 'warn' : 'info') : String(rec.level ?? '');
+      // pino logs numbers (40 warn, 50 error), the Temporal server upper-case names
+      level = typeof rec.level === 'number' ? (rec.level >= 50 ? 'error' : rec.level >= 40 ? 'warn' : 'info') : String(rec.level ?? '').toLowerCase();
     } catch {
       level = 'unparsed';
     }
