@@ -96,4 +96,5 @@ async function bench(workload: string, flags: BenchFlags, out: (line: string) =>
     writeFileSync(flags.out, `${JSON.stringify(report, null, 2)}\n`);
     err(`rollflow bench: report written to ${flags.out}`);
   }
+  if (report.error) process.exitCode = 1;
 }

@@ -29,6 +29,8 @@ export interface BenchReport {
   load1_end: number;
   options: object;
   cells: object[];
+  /** Set when the bench stopped before its last cell. */
+  error?: string;
 }
 
 /** The DES alone for the same cells (no Temporal): W1 and W7 as desW1 per cell, W5 as desW5. */
@@ -61,15 +63,22 @@ export async function runLiveBench<W extends LiveWorkload>(workload: W, raw: unk
   const stack = new BenchStack(opts.stateDir, opts.say);
   const date = new Date().toISOString();
   const load1_start = loadavg()[0]!;
-  const ctx = { stack, stamp: date.replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-'), emit: opts.emit };
+  const cells: object[] = [];
+  const emit = (cell: object) => {
+    cells.push(cell);
+    opts.emit(cell);
+  };
+  const ctx = { stack, stamp: date.replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-'), emit };
+  const report = (error?: string): BenchReport => ({ workload, command: opts.command, date, machine: machine(), load1_start, load1_end: loadavg()[0]!, options, cells, ...(error ? { error } : {}) });
   try {
-    const cells =
-      workload === 'w1'
-        ? await benchW1(options as LiveOptionsByWorkload['w1'], ctx)
-        : workload === 'w7'
-          ? await benchW7(options as LiveOptionsByWorkload['w7'], ctx)
-          : await benchW5(options as LiveOptionsByWorkload['w5'], ctx);
-    return { workload, command: opts.command, date, machine: machine(), load1_start, load1_end: loadavg()[0]!, options, cells };
+    if (workload === 'w1') await benchW1(options as LiveOptionsByWorkload['w1'], ctx);
+    else if (workload === 'w7') await benchW7(options as LiveOptionsByWorkload['w7'], ctx);
+    else await benchW5(options as LiveOptionsByWorkload['w5'], ctx);
+    return report();
+  } catch (e) {
+    // What was measured before the failure is still worth keeping.
+    opts.say(`rollflow bench: stopped early: ${(e as Error).message}`);
+    return report(`stopped early: ${(e as Error).message}`);
   } finally {
     if (!opts.keepStack) await stack.down();
   }

@@ -19,8 +19,8 @@ export const StackOptions = {
 
 export const W1LiveOptions = z.strictObject({
   seed: z.number().int().min(0).default(1).describe('Run seed: fixes the env seeds of the batch, hence every latency (the DES draws the same ones).'),
-  batches: z.array(z.number().int().min(1)).min(1).default([512]).describe('Batch sizes B (trajectories per step, one group each); full sweep [64,128,256,512].'),
-  latencies: z.array(z.tuple([seconds, seconds])).min(1).default([[10, 10]]).describe('(μ, σ) pairs of the env step latency, seconds before time_scale; full sweep [[10,1],[10,7],[10,10],[50,5]].'),
+  batches: z.array(z.number().int().min(1)).min(1).default([64]).describe('Batch sizes B (trajectories per step, one group each); full sweep [64,128,256,512].'),
+  latencies: z.array(z.tuple([seconds, seconds])).min(1).default([[10, 1], [10, 7], [10, 10], [50, 5]]).describe('(μ, σ) pairs of the env step latency, seconds before time_scale; full sweep [[10,1],[10,7],[10,10],[50,5]].'),
   turns: z.number().int().min(1).default(22).describe('Turns per trajectory T; 22 reproduces ROLL Flash Fig. 9.'),
   llm_s: seconds.default(0.1).describe('Generation seconds per turn before time_scale: the sim decodes llm_tokens tokens at llm_s/llm_tokens each; the DES gets the same constant.'),
   llm_tokens: z.number().int().min(1).default(4).describe('Tokens the sim inference generates per turn (fixed length).'),

@@ -181,11 +181,16 @@ export class BenchStack {
     }
   }
 
+  /** Never throws for what the system does: a stack that will not come up, a run that fails or hangs, a server that stops answering are the outcome. */
   async run(name: string, raw: RunConfigInput, runId: string, timeoutS: number, workers = 1): Promise<RunOutcome> {
     const { loaded, file } = this.load(name, raw);
     this.lastLoaded = loaded;
-    await up(loaded, [file], this.say); // engines and worker restart only when their settings changed
-    await this.ensureWorkers(loaded, file, workers);
+    try {
+      await up(loaded, [file], this.say); // engines and worker restart only when their settings changed
+      await this.ensureWorkers(loaded, file, workers);
+    } catch (e) {
+      return { run_id: runId, ok: false, error: `stack: ${(e as Error).message}`, metrics: [], store_dir: loaded.derived.sample_store_path, wall_s: 0, load1_before: round(loadavg()[0]!, 2), load1_after: round(loadavg()[0]!, 2), cpu_s: { server: 0, worker: 0, engines: 0 }, logged: { server: {}, worker: {} } };
+    }
     const serverLog = path.join(this.dir, 'temporal', 'server.log');
     const workerLog = path.join(this.dir, 'logs', `worker-${loaded.config.temporal.task_queue}.log`);
     const logFrom = { server: sizeOf(serverLog), worker: sizeOf(workerLog) };
@@ -210,7 +215,7 @@ export class BenchStack {
     const wall_s = (Date.now() - started) / 1000;
     const cpu1 = stackCpu();
     const status = await this.finalStatus(loaded, runId);
-    if (error) await this.terminate(loaded, runId);
+    if (error) await this.terminate(loaded, runId).catch((e: Error) => this.say(`rollflow bench: could not terminate ${runId}: ${e.message}`));
     const metricsFile = path.join(loaded.derived.run_dir, 'metrics.jsonl');
     const metrics = existsSync(metricsFile) ? readFileSync(metricsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Metrics).filter((m) => m.run_id === runId) : [];
     const last = lines[lines.length - 1];
@@ -231,13 +236,13 @@ export class BenchStack {
   }
 
   private async finalStatus(loaded: LoadedConfig, runId: string): Promise<RunStatus | undefined> {
-    const client = await connectClient(loaded.config);
+    const client = await connectClient(loaded.config).catch(() => undefined);
     try {
-      return await client.workflow.getHandle(runId).query(statusQuery);
+      return await client?.workflow.getHandle(runId).query(statusQuery);
     } catch {
       return undefined;
     } finally {
-      await client.connection.close();
+      await client?.connection.close();
     }
   }
 
