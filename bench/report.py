@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -50,14 +51,15 @@ def runs_of(cell: dict) -> list[dict]:
 
 def w1_table(rep: dict) -> list[str]:
     rows = [
-        "| B | (μ, σ) | step mean s | lockstep s | env_async s | measured speedup | DES speedup | measured/DES − 1 | DES lockstep s | DES env_async s | overhead env_async | overhead lockstep | activities/s |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| B | (μ, σ) | step mean s | lockstep s | env_async s | measured speedup | DES speedup | measured/DES − 1 | DES lockstep s | DES env_async s | overhead env_async | overhead lockstep | activities/s (env_async) | worker processes | server error lines (lockstep / env_async) |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for c in rep["cells"]:
         rows.append(
             f"| {c['batch']} | ({c['mean_s']:g}, {c['std_s']:g}) | {c['env_step_mean_s']:g} | {num(c['baseline_makespan_s'])} | {num(c['rollflow_makespan_s'])} | "
             f"{num(c['measured_speedup'], '{:.2f}×')} | {c['des_speedup']:.2f}× | {pct(c['speedup_vs_des'])} | {c['des_baseline_makespan_s']:.1f} | "
-            f"{c['des_rollflow_makespan_s']:.1f} | {pct(c['overhead'])} | {pct(c['baseline_overhead'])} | {num(c['rollflow_activities_per_s'])} |"
+            f"{c['des_rollflow_makespan_s']:.1f} | {pct(c['overhead'])} | {pct(c['baseline_overhead'])} | {num(c['rollflow_activities_per_s'])} | "
+            f"{c.get('worker_processes', 'n/a')} | {' / '.join(str(r['logged']['server'].get('error', 0)) for r in c['runs'].values())} |"
         )
     errors = [f"- B={c['batch']} ({c['mean_s']:g},{c['std_s']:g}) {m}: {r['error']}" for c in rep["cells"] for m, r in c["runs"].items() if not r["ok"]]
     return rows + ([""] + errors if errors else [])
@@ -102,20 +104,45 @@ def w7_table(rep: dict) -> list[str]:
     return rows
 
 
-def w1_plot(reps: list[dict], png: Path) -> None:
+def w1_plot(reps: list[dict], png: Path, names: list[str]) -> None:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for rep in reps:
-        scale = rep["options"]["time_scale"]
-        for lat in sorted({(c["mean_s"], c["std_s"]) for c in rep["cells"]}):
-            cells = sorted((c for c in rep["cells"] if (c["mean_s"], c["std_s"]) == lat), key=lambda c: c["batch"])
-            b = [c["batch"] for c in cells]
-            label = f"({lat[0]:g},{lat[1]:g}) scale {scale:g}"
-            line = ax1.plot(b, [c["measured_speedup"] for c in cells], "o-", label=f"measured {label}")[0]
-            ax1.plot(b, [c["des_speedup"] for c in cells], "x--", color=line.get_color(), label=f"DES {label}")
-            ax2.plot(b, [None if c["overhead"] is None else 100 * c["overhead"] for c in cells], "o-", color=line.get_color(), label=label)
-    ax1.set(xscale="log", xlabel="batch (trajectories)", ylabel="speedup env_async / lockstep", title="W1: speedup, measured vs DES")
+    cells = [dict(c, time_scale=rep["options"]["time_scale"]) for rep in reps for c in rep["cells"]]
+    for key in sorted({(c["mean_s"], c["std_s"], c["time_scale"]) for c in cells}):
+        mine = sorted((c for c in cells if (c["mean_s"], c["std_s"], c["time_scale"]) == key), key=lambda c: c["batch"])
+        b = [c["batch"] for c in mine]
+        label = f"(μ,σ) = ({key[0]:g},{key[1]:g}), scale {key[2]:g}"
+        line = ax1.plot(b, [c["measured_speedup"] for c in mine], "o-", label=f"measured {label}")[0]
+        ax1.plot(b, [c["des_speedup"] for c in mine], "x--", ms=9, color=line.get_color(), label=f"DES {label}")
+        ax2.plot(b, [None if c["overhead"] is None else 100 * c["overhead"] for c in mine], "o-", color=line.get_color(), label=label)
+    ax1.set(xscale="log", xlabel="batch B (trajectories)", ylabel="speedup = lockstep / env_async makespan", title="W1: speedup, measured vs DES")
     ax2.axhline(5, color="grey", lw=0.8, ls=":")
-    ax2.set(xscale="log", xlabel="batch (trajectories)", ylabel="overhead %", title="W1: env_async overhead (measured / DES − 1)")
+    ax2.set(xscale="log", yscale="symlog", xlabel="batch B (trajectories)", ylabel="overhead % (measured / DES − 1)", title="W1: env_async orchestration overhead (target ≤ 5 %)")
+    ax2.set_ylim(bottom=min(0, *(100 * c["overhead"] for c in cells if c["overhead"] is not None)))
+    for ax in (ax1, ax2):
+        ax.set_xticks([64, 128, 256, 512], ["64", "128", "256", "512"])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+def w5_plot(reps: list[dict], png: Path, names: list[str]) -> None:
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    w = 0.8 / (2 * len(reps))
+    for r, (rep, name) in enumerate(zip(reps, names)):
+        cells = rep["cells"]
+        a = [str(c["alpha"]) for c in cells]
+        x = [i - 0.4 + (2 * r + 0.5) * w for i in range(len(cells))]
+        bars = ax1.bar(x, [c["samples_per_s"] or 0 for c in cells], w, label=f"measured ({name})")
+        ax1.bar([i + w for i in x], [(c["des"] or {}).get("samples_per_s", 0) for c in cells], w, color=bars.patches[0].get_facecolor(), alpha=0.45, hatch="//", label=f"DES, same lengths ({name})")
+        ax1.plot([i + w / 2 for i in x], [(c["des"] or {}).get("bound_min_samples_per_s") for c in cells], "k_", ms=14, mew=2, label="Prop. 1–2 floor" if r == 0 else None)
+        ax1.set_xticks(range(len(cells)), a)
+        for key, style in (("trainer_idle_ratio", "o-"), ("rollout_idle_ratio", "s-")):
+            line = ax2.plot(a, [c[key] for c in cells], style, label=f"{key.split('_')[0]} idle, measured ({name})")[0]
+            ax2.plot(a, [(c["des"] or {}).get(key) for c in cells], style.replace("-", "--"), color=line.get_color(), alpha=0.5, label=f"{key.split('_')[0]} idle, DES ({name})")
+    ax1.set(xlabel="async ratio α", ylabel="samples/s", title="W5: throughput")
+    ax2.set(xlabel="async ratio α", ylabel="share of the makespan", title="W5: idle ratios")
     for ax in (ax1, ax2):
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
@@ -123,42 +150,30 @@ def w1_plot(reps: list[dict], png: Path) -> None:
     fig.savefig(png, dpi=110)
 
 
-def w5_plot(reps: list[dict], png: Path) -> None:
+def w7_plot(reps: list[dict], png: Path, names: list[str]) -> None:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for rep in reps:
-        cells = rep["cells"]
-        a = [str(c["alpha"]) for c in cells]
-        x = range(len(cells))
-        w = 0.27
-        ax1.bar([i - w for i in x], [c["samples_per_s"] or 0 for c in cells], w, label="measured")
-        ax1.bar(list(x), [(c["des"] or {}).get("samples_per_s", 0) for c in cells], w, label="DES (same lengths)")
-        ax1.bar([i + w for i in x], [(c["des"] or {}).get("bound_min_samples_per_s", 0) for c in cells], w, label="Prop. 1–2 floor")
-        ax1.set_xticks(list(x), a)
-        for key, style in (("trainer_idle_ratio", "o-"), ("rollout_idle_ratio", "s-")):
-            line = ax2.plot(a, [c[key] for c in cells], style, label=f"{key.split('_')[0]} idle, measured")[0]
-            ax2.plot(a, [(c["des"] or {}).get(key) for c in cells], style.replace("-", "--"), color=line.get_color(), alpha=0.6, label=f"{key.split('_')[0]} idle, DES")
-    ax1.set(xlabel="async ratio α", ylabel="samples/s", title="W5: throughput")
-    ax2.set(xlabel="async ratio α", ylabel="share of the makespan", title="W5: idle ratios")
-    for ax in (ax1, ax2):
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(png, dpi=110)
-
-
-def w7_plot(reps: list[dict], png: Path) -> None:
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for rep in reps:
+    sizes = set()
+    for rep, name in zip(reps, names):
         cells = [c for c in rep["cells"] if not c.get("skipped") and c["makespan_s"] is not None]
+        failed = [c["in_flight"] for c in rep["cells"] if c.get("skipped", "").startswith("failed") or (not c.get("skipped") and c["makespan_s"] is None)]
         n = [c["in_flight"] for c in cells]
-        label = f"μ={rep['options']['mean_s']:g} s × {rep['options']['time_scale']:g}, T={rep['options']['turns']}"
-        ax1.plot(n, [100 * c["overhead"] for c in cells], "o-", label=label)
-        ax2.plot(n, [c["activities_per_s"] for c in cells], "o-", label=label)
+        sizes.update(n + failed)
+        o = rep["options"]
+        label = f"{name}: μ={o['mean_s']:g} s, σ={o['std_s']:g} s, T={o['turns']}, scale {o['time_scale']:g}"
+        line = ax1.plot(n, [100 * c["overhead"] for c in cells], "o-", label=label)[0]
+        ax2.plot(n, [c["activities_per_s"] for c in cells], "o-", color=line.get_color(), label=label)
+        for f in failed:
+            for ax in (ax1, ax2):
+                ax.axvline(f, color=line.get_color(), ls="--", lw=1)
+                ax.annotate("failed", (f, 0.95), xycoords=("data", "axes fraction"), rotation=90, fontsize=8, ha="right", va="top", color=line.get_color())
     ax1.axhline(10, color="grey", lw=0.8, ls=":")
-    ax1.set(xscale="log", yscale="symlog", xlabel="trajectories in flight", ylabel="overhead % (measured / DES − 1)", title="W7: overhead, embedded dev server")
+    ax1.set(xscale="log", yscale="log", xlabel="trajectories in flight", ylabel="overhead % (measured / DES − 1; target ≤ 10 %)", title="W7: overhead, embedded dev server")
     ax2.set(xscale="log", xlabel="trajectories in flight", ylabel="activities/s", title="W7: orchestration throughput")
     for ax in (ax1, ax2):
-        ax.legend(fontsize=8)
+        ticks = sorted(sizes)
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
@@ -187,7 +202,7 @@ def main(argv: list[str]) -> int:
     if notes.exists():
         lines += [notes.read_text().rstrip(), ""]
     (out_dir / f"{workload}.md").write_text("\n".join(lines))
-    PLOTS[workload](reps, out_dir / f"{workload}.png")
+    PLOTS[workload](reps, out_dir / f"{workload}.png", [f.stem for f in files])
     print(f"wrote {out_dir / (workload + '.md')} and {out_dir / (workload + '.png')}")
     return 0
 
