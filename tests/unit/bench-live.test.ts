@@ -177,7 +177,7 @@ describe('the bench command', () => {
 
   it('--des-only prints the DES of the same cells as JSON, without Temporal', async () => {
     const lines: string[] = [];
-    await benchCommand((l) => lines.push(l), () => undefined).parseAsync(['w1', '--des-only', '--set', 'batches=[16]', '--set', 'turns=3'], { from: 'user' });
+    await benchCommand((l) => lines.push(l), () => undefined).parseAsync(['w1', '--des-only', '--set', 'batches=[16]', '--set', 'latencies=[[10,10]]', '--set', 'turns=3'], { from: 'user' });
     const r = JSON.parse(lines.join('\n'));
     expect(r).toEqual(desW1({ seed: 1, batch: 16, turns: 3, mean_s: 10, std_s: 10, llm_s: 0.1, time_scale: 0.1, dataset_size: 4096 }));
     lines.length = 0;

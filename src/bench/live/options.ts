@@ -12,7 +12,7 @@ const seconds = z.number().min(0);
 /** Where the bench's own stack lives: never the user's ports or state dir. */
 export const StackOptions = {
   port_base: z.number().int().min(1024).max(65000).default(7260).describe('Temporal on port_base, its UI on +1, sim inference +2, trainer +3, env +4 (away from a user stack on 7233/830x).'),
-  worker_processes: z.number().int().min(1).max(64).optional().describe('Worker processes polling the bench task queue; each runs at most 100 activities at once and an env step holds one while it sleeps. Default: ⌈in flight / 100⌉, at most max_worker_processes.'),
+  worker_processes: z.number().int().min(1).max(64).optional().describe('Worker processes polling the bench task queue; an env step holds an activity slot while it sleeps. Default: ⌈in flight / temporal.worker.max_concurrent_activities⌉ (2000 by default), at most max_worker_processes.'),
   max_worker_processes: z.number().int().min(1).default(8).describe('Most worker processes the default `worker_processes` starts (each is a Node process on this machine).'),
   run_timeout_s: z.number().positive().default(3600).describe('A run still going after this many seconds is terminated and reported as a timeout.'),
 };
@@ -79,9 +79,12 @@ export function isLiveWorkload(w: string): w is LiveWorkload {
   return w in LIVE_SCHEMAS;
 }
 
-/** Worker processes for `inFlight` trajectories: the option, or one per 100 (the SDK's activity slots), capped. */
+/** Activity slots of one worker: the config's temporal.worker.max_concurrent_activities default. */
+export const WORKER_ACTIVITY_SLOTS = 2000;
+
+/** Worker processes for `inFlight` trajectories: the option, or enough activity slots for every one of them, capped. */
 export function workersFor(o: { worker_processes?: number | undefined; max_worker_processes: number }, inFlight: number): number {
-  return o.worker_processes ?? Math.min(o.max_worker_processes, Math.max(1, Math.ceil(inFlight / 100)));
+  return o.worker_processes ?? Math.min(o.max_worker_processes, Math.max(1, Math.ceil(inFlight / WORKER_ACTIVITY_SLOTS)));
 }
 
 /** Validates raw options (from --set); a bad one names the key, the value and what was expected (DesOptionsError). */

@@ -156,10 +156,10 @@ export class BenchStack {
   }
 
   /**
-   * `workers` worker processes in all: a worker runs at most 100 activities at
-   * once (the SDK's default slots) and an env step holds its slot while the
-   * env sleeps, so B trajectories in flight need ⌈B/100⌉ workers to run as
-   * the DES assumes (unbounded concurrency).
+   * `workers` worker processes in all. An env step holds its activity slot
+   * while the env sleeps, so B trajectories in flight need B slots to run as
+   * the DES assumes (unbounded concurrency); one worker has
+   * temporal.worker.max_concurrent_activities of them.
    */
   private async ensureWorkers(loaded: LoadedConfig, file: string, workers: number): Promise<void> {
     const { temporal, engines } = loaded.config;
