@@ -52,7 +52,7 @@ pg_bin() {
   found=$(find_it || true)
   if [ -z "$found" ]; then
     # Debian keeps initdb off PATH, so this installs only when no version is found at all.
-    "$ROLLFLOW_ROOT/scripts/ensure-system-packages.sh" initdb=postgresql
+    "$ROLLFLOW_ROOT/scripts/ensure-system-packages.sh" initdb=postgresql >&2
     found=$(find_it || true)
   fi
   [ -n "$found" ] && [ -x "$found/pg_ctl" ] && [ -x "$found/postgres" ] \
