@@ -22,6 +22,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+KEEP_ALIVE_S = 75
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     overrides = {k: getattr(args, k) for k in ("role", "backend", "host", "port", "log_level")}
@@ -35,7 +38,18 @@ def main(argv: list[str] | None = None) -> int:
 
     from .app import create_app
 
-    uvicorn.run(create_app(config), host=config.host, port=config.port, log_level=config.log_level)
+    # Idle keep-alive connections must be closed by the client (Node's fetch
+    # drops them after 4 s), never by the server: a server closing a socket
+    # the client is about to reuse makes that request fail with "other side
+    # closed" (UND_ERR_SOCKET). uvicorn's default of 5 s leaves a 1 s margin
+    # that a loaded machine overruns.
+    uvicorn.run(
+        create_app(config),
+        host=config.host,
+        port=config.port,
+        log_level=config.log_level,
+        timeout_keep_alive=KEEP_ALIVE_S,
+    )
     return 0
 
 

@@ -29,7 +29,14 @@ export async function requestJson<T>(url: string, opts: RequestOptions = {}): Pr
     const cause = (e as { cause?: { code?: string } }).cause?.code ?? (timeout.aborted ? 'timeout' : String(e));
     throw new EngineUnavailableError(`${url}: ${cause}`);
   }
-  const text = await res.text();
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (e) {
+    // The connection broke mid-body: the same retryable failure as no answer.
+    if (opts.signal?.aborted) throw opts.signal.reason ?? e;
+    throw new EngineUnavailableError(`${url}: ${(e as { cause?: { code?: string } }).cause?.code ?? String(e)}`);
+  }
   if (res.status >= 500) throw new EngineUnavailableError(`${url}: HTTP ${res.status} ${text.slice(0, 500)}`);
   if (res.status >= 400) throw new EngineRejectedError(`${url}: HTTP ${res.status} ${text.slice(0, 500)}`, res.status);
   try {
