@@ -10,6 +10,11 @@ and must be an integer: optional sign, digits, optionally grouped by commas
 Anything else (words, ``19.0``, an empty reply) is an invalid action, rewarded
 ``-format_penalty`` (0 by default). Reward 1 for the right integer, 0 for a
 wrong one. The episode ends after one step, whatever the answer.
+
+The question reads "What is 12 + 7? Reply with a single integer, …"
+(``prompt: text``, the default) or just ``12+7=`` (``prompt: compact``): a
+model built from code with a few hundred thousand parameters finds the
+operands far sooner at the end of a 5-token prompt than inside a 70-token one.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ class ArithmeticConfig(EnvConfig):
     max_operand: int = Field(default=100, ge=1, le=10**7, description="Largest operand (and quotient, for /); results stay exact in JSON numbers.")
     ops: list[Op] = Field(default_factory=lambda: ["+", "-", "*"], min_length=1, description="Operators to draw from.")
     format_penalty: float = Field(default=0.0, ge=0, description="An unparsable answer is rewarded -format_penalty.")
+    prompt: Literal["text", "compact"] = Field(default="text", description="text: 'What is 12 + 7? Reply with …'; compact: '12+7='.")
 
 
 def parse_integer(text: str) -> int | None:
@@ -63,6 +69,8 @@ class ArithmeticEnv(BaseEnv):
         self.turn = 0
         self.done = False
         self.success = False
+        if config.prompt == "compact":
+            return f"{a}{op}{b}="
         return f"What is {self.question}? Reply with a single integer, e.g. <answer>42</answer>."
 
     def info(self) -> dict[str, Any]:

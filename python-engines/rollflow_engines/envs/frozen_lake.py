@@ -18,11 +18,17 @@ slides the same way).
 
 Reward 1 on reaching the goal, 0 otherwise. The episode ends at the goal, in
 a hole, or after ``max_turns`` steps (``info.truncated``).
+
+Observations: ``render: text`` (default) explains the game, reports the last
+move and draws the map with spaced tiles; ``render: compact`` is the map alone,
+one row per line with P for the player (e.g. ``SFFF\nFPFH\nFFFH\nHFFG``), for
+tiny models whose context holds a few hundred tokens (about 20 per turn
+instead of about 150).
 """
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -42,6 +48,7 @@ class FrozenLakeConfig(EnvConfig):
     frozen_prob: float = Field(default=0.8, gt=0, le=1, description="Probability that a generated tile is frozen rather than a hole.")
     format_penalty: float = Field(default=0.0, ge=0, description="An invalid action is rewarded -format_penalty.")
     desc: list[str] | None = Field(default=None, description="A fixed map instead of a generated one, e.g. ['SFFF', 'FHFH', 'FFFH', 'HFFG'].")
+    render: Literal["text", "compact"] = Field(default="text", description="text: instructions, last move and map; compact: the map alone, P marking the player.")
 
     @field_validator("desc")
     @classmethod
@@ -196,6 +203,8 @@ class FrozenLakeEnv(BaseEnv):
         return StepResult(self._render(message), reward, self.done, info)
 
     def _render(self, message: str) -> str:
+        if self.config.render == "compact":
+            return "\n".join("".join("P" if (r, c) == self.pos else tile for c, tile in enumerate(row)) for r, row in enumerate(self.desc))
         rows = [" ".join("P" if (r, c) == self.pos else tile for c, tile in enumerate(row)) for r, row in enumerate(self.desc)]
         lines = [message] if message else []
         if not message:

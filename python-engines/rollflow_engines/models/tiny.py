@@ -1,7 +1,8 @@
 """Tiny causal LMs built from code: no download, deterministic by seed.
 
 ``tiny:<preset>`` names a small Llama-architecture model with a character-level
-tokenizer (digits, letters, punctuation, space, newline). It is built once into
+tokenizer (digits, letters, punctuation, space, newline); ``tiny:<preset>+warm:<name>``
+the same after a short supervised warm-start (models/warmstart.py). It is built once into
 a cache directory with ``save_pretrained`` and from then on loads exactly like
 any Hugging Face model directory, so the torch backends have one loading path
 for tiny and real models.
@@ -88,8 +89,25 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("ROLLFLOW_MODEL_CACHE", Path(__file__).resolve().parents[3] / ".cache" / "models"))
 
 
-def resolve_model_path(name_or_path: str, seed: int = 0, cache_dir: str | os.PathLike | None = None) -> Path:
-    """``tiny:<preset>`` -> a built model directory (built on first use); anything else is a local directory."""
+def check_tiny_name(name: str) -> None:
+    """ValueError unless ``name`` is ``tiny:<preset>`` or ``tiny:<preset>+warm:<warm-start>`` with known parts."""
+    from .warmstart import WARM_STARTS, split_name
+
+    preset, warm = split_name(name)
+    if preset not in TINY_PRESETS:
+        raise ValueError(f"unknown tiny preset; expected one of {', '.join(f'tiny:{p}' for p in TINY_PRESETS)}")
+    if warm is not None and warm not in WARM_STARTS:
+        raise ValueError(f"unknown warm-start {warm!r}; expected tiny:{preset}+warm:<one of {', '.join(WARM_STARTS)}>")
+
+
+def resolve_model_path(name_or_path: str, seed: int = 0, cache_dir: str | os.PathLike | None = None, log=None) -> Path:
+    """``tiny:<preset>`` -> a built model directory (built on first use); ``tiny:<preset>+warm:<name>``
+    -> that model after warm-start ``<name>`` (models/warmstart.py); anything else is a local directory."""
+    if name_or_path.startswith("tiny:") and "+warm:" in name_or_path:
+        from .warmstart import resolve_warm_path, split_name
+
+        preset, warm = split_name(name_or_path)
+        return resolve_warm_path(preset, warm or "", seed, cache_dir or default_cache_dir(), log)
     if name_or_path.startswith("tiny:"):
         preset = name_or_path.removeprefix("tiny:")
         target = Path(cache_dir or default_cache_dir()) / f"tiny-{preset}-seed{seed}"

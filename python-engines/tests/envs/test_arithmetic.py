@@ -69,3 +69,10 @@ def test_each_operator_is_exact(op):
 def test_bad_config_is_rejected(config):
     with pytest.raises(ValueError):
         ArithmeticConfig(**config)
+
+
+def test_compact_prompt_is_the_bare_question():
+    env, observation = make(5, prompt="compact", ops=["-"])
+    a, b = env.question.split(" - ")
+    assert observation == f"{a}-{b}=" and make(5, ops=["-"])[0].answer == env.answer
+    assert env.step(str(env.answer)).reward == 1.0

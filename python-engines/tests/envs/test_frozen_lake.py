@@ -159,3 +159,11 @@ def test_bad_config_is_rejected_naming_the_key(config, field):
     with pytest.raises(ValidationError) as e:
         FrozenLakeConfig(**config)
     assert ".".join(str(p) for p in e.value.errors()[0]["loc"]) == field
+
+
+def test_compact_render_is_the_map_alone():
+    env, observation = make(0, desc=FIXED, render="compact")
+    assert observation == "PFFF\nFHFH\nFFFH\nHFFG"
+    assert env.step("Right").observation == "SPFF\nFHFH\nFFFH\nHFFG"
+    assert env.step("banana").observation == "SPFF\nFHFH\nFFFH\nHFFG"  # invalid: no move, no crash
+    assert make(0, desc=FIXED)[1] != observation  # the default render is unchanged

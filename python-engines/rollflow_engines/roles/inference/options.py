@@ -76,10 +76,9 @@ class Options(BaseModel):
     def _model_exists(cls, model: str, info: ValidationInfo) -> str:
         backend = info.data.get("backend")
         if backend in ("torch", "vllm") and model.startswith("tiny:"):
-            from ...models import TINY_PRESETS
+            from ...models.tiny import check_tiny_name
 
-            if model.removeprefix("tiny:") not in TINY_PRESETS:
-                raise ValueError(f"unknown tiny preset; expected one of {', '.join(f'tiny:{p}' for p in TINY_PRESETS)}")
+            check_tiny_name(model)
         elif backend == "torch" and not Path(model).is_dir():  # vllm may fetch hub ids itself
             raise ValueError("not a local directory (models are not downloaded here; use tiny:<preset> or a path)")
         return model
