@@ -121,6 +121,10 @@ export const CustomEnvSchema = z
     max_steps: count(1).default(1).describe('Most turns per episode.'),
     max_tokens_per_step: count(1).optional().describe('Most tokens the model may generate per turn; defaults to generating_args.max_new_tokens.'),
     env_config: z.record(z.string(), z.unknown()).default({}).describe('Arguments passed to the env constructor.'),
+    env_calls: z
+      .enum(['auto', 'activity', 'local'])
+      .default('auto')
+      .describe('(rollflow) How env reset/step and the sample write run: activity (own task, retried and shown as pending in the UI; for slow envs such as sandboxes), local (a local activity of the trajectory workflow: far less server work, for envs that answer in milliseconds), auto (local in one-request groups, activity in trajectory workflows).'),
   })
   .describe('One env definition, referenced by its key from an env manager tag.');
 

@@ -3,7 +3,7 @@
  * dead worker is noticed in heartbeatTimeout, not startToCloseTimeout.
  * Failure types that retrying cannot fix are named here, not matched by text.
  */
-import type { ActivityOptions } from '@temporalio/workflow';
+import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
 
 const NON_RETRYABLE = ['EngineRejectedError', 'TokenizationDriftError', 'InvalidKeyError', 'SampleNotFoundError', 'EnvConfigError'];
 
@@ -32,4 +32,23 @@ export const TRAIN: ActivityOptions = {
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '60 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: NON_RETRYABLE },
+};
+
+/**
+ * Env calls and sample writes of a one-request group (single-turn, prompt
+ * replication off) run as local activities: executed by the worker that runs
+ * the group and recorded as markers in its history, so the server dispatches
+ * one workflow task per phase instead of one activity task per call. On the
+ * embedded server that is most of a single-turn step's cost (3·G of the
+ * 3·G + 1 calls of a group).
+ */
+export const LOCAL_ENV: LocalActivityOptions = {
+  startToCloseTimeout: '10 minutes',
+  localRetryThreshold: '10 seconds',
+  retry: ENV.retry,
+};
+
+export const LOCAL_STORE: LocalActivityOptions = {
+  startToCloseTimeout: '2 minutes',
+  retry: STORE.retry,
 };

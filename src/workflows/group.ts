@@ -8,7 +8,7 @@
 import { ChildWorkflowFailure, defineSignal, executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { GroupRef, GroupResult } from './run-state';
 import { KIND, RUN_ID } from './search-attributes';
-import { contextKey, finishEpisode, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
+import { contextKey, episodeCalls, finishEpisode, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
 import type { Activities, Sampling } from '../activities';
 import { GENERATE } from './activity-options';
 
@@ -78,13 +78,19 @@ function runTrajectories(input: GroupInput): Promise<TrajectorySummary[]> {
   );
 }
 
-/** Prompt replication off: one env reset per sample (same seed), one n = G generation request, then each sample's env step. */
+/**
+ * Prompt replication off: one env reset per sample (same seed), one n = G
+ * generation request, then each sample's env step and sample write. The env
+ * and store calls are local activities unless the env asks otherwise: the
+ * throughput path.
+ */
 async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
   const trajectories = trajectoryInputs(input);
-  const episodes = await Promise.all(trajectories.map(startEpisode));
+  const calls = episodeCalls(input.env, 'local');
+  const episodes = await Promise.all(trajectories.map((t) => startEpisode(t, calls)));
   const turns = await generateGroupTurn({ contextKeys: trajectories.map(contextKey), observation: episodes[0]!.observation, sampling: input.sampling, affinity: input.groupUid });
-  const stepped = await Promise.all(trajectories.map((t, i) => stepEnv(t, episodes[i]!, turns[i]!.action)));
-  return Promise.all(trajectories.map((t, i) => finishEpisode(t, stepped[i]!)));
+  const stepped = await Promise.all(trajectories.map((t, i) => stepEnv(t, episodes[i]!, turns[i]!.action, calls)));
+  return Promise.all(trajectories.map((t, i) => finishEpisode(t, stepped[i]!, calls)));
 }
 
 /**

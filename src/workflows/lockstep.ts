@@ -13,7 +13,7 @@
 import { continueAsNew, workflowInfo } from '@temporalio/workflow';
 import { failedGroup, reportToRun, summarize, trajectoryInputs, type GroupInput } from './group';
 import type { GroupResult } from './run-state';
-import { finishEpisode, generateFor, startEpisode, stepEnv, type Episode, type TrajectorySummary } from './trajectory';
+import { episodeCalls, finishEpisode, generateFor, startEpisode, stepEnv, type Episode, type TrajectorySummary } from './trajectory';
 
 /** One trajectory's progress: its episode, or why it failed for good (its whole group then fails). */
 export type Slot = { ep: Episode } | { error: string };
@@ -45,7 +45,7 @@ export async function lockstepRollout(input: LockstepInput): Promise<GroupResult
   const trajectories = input.groups.flatMap(trajectoryInputs);
   const groupOf = input.groups.flatMap((g, gi) => trajectoryInputs(g).map(() => gi));
   const slots: Slot[] = input.slots ?? (await Promise.all(trajectories.map(async (t) => {
-    const r = await settle(startEpisode(t));
+    const r = await settle(startEpisode(t, episodeCalls(t.env, 'activity')));
     return r.ok ? { ep: r.value } : { error: r.error };
   })));
   // A failed trajectory fails its group: its siblings stop too (their group will not be trained).
@@ -60,7 +60,7 @@ export async function lockstepRollout(input: LockstepInput): Promise<GroupResult
     // Barrier 2: every env steps; the turn ends with the slowest.
     const steps = await Promise.all(turn.map((i, k) => {
       const a = actions[k]!;
-      return a.ok ? settle(stepEnv(trajectories[i]!, (slots[i] as { ep: Episode }).ep, a.value.action)) : Promise.resolve(a);
+      return a.ok ? settle(stepEnv(trajectories[i]!, (slots[i] as { ep: Episode }).ep, a.value.action, episodeCalls(trajectories[i]!.env, 'activity'))) : Promise.resolve(a);
     }));
     turn.forEach((i, k) => {
       const s = steps[k]!;
@@ -73,7 +73,7 @@ export async function lockstepRollout(input: LockstepInput): Promise<GroupResult
     }
   }
 
-  const finished = await Promise.all(slots.map((s, i) => ('ep' in s ? settle(finishEpisode(trajectories[i]!, s.ep)) : Promise.resolve({ ok: false as const, error: s.error }))));
+  const finished = await Promise.all(slots.map((s, i) => ('ep' in s ? settle(finishEpisode(trajectories[i]!, s.ep, episodeCalls(trajectories[i]!.env, 'activity'))) : Promise.resolve({ ok: false as const, error: s.error }))));
   const results = input.groups.map((g, gi) => {
     const mine = finished.filter((_, i) => groupOf[i] === gi);
     const failure = mine.find((r) => !r.ok);

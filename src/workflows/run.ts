@@ -324,7 +324,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     const steps = state.step;
     const result = await executeChild(validate, {
       workflowId: `${plan.runId}/val-${steps}`,
-      args: [{ runId: plan.runId, steps, version: state.version, envs: v.envs, groupSize: v.groupSize, sampling: plan.sampling, seed: plan.seed }],
+      args: [{ runId: plan.runId, steps, version: state.version, envs: v.envs, groupSize: v.groupSize, sampling: plan.sampling, seed: plan.seed, replicate: plan.replicate }],
       typedSearchAttributes: [{ key: RUN_ID, value: plan.runId }, { key: KIND, value: 'validate' }, { key: STEP, value: steps }],
     });
     stats.lastValidation = { steps, rewardMean: result.rewardMean };

@@ -8,18 +8,28 @@
  * baseline (lockstep.ts) runs exactly the same calls, only with a barrier
  * across the batch between them.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities, Sampling, TurnSummary } from '../activities';
-import { ENV, GENERATE, STORE } from './activity-options';
+import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE } from './activity-options';
 
-const { envReset, envStep } = proxyActivities<Activities>(ENV);
 const { generateTurn } = proxyActivities<Activities>(GENERATE);
-const { finishTrajectory } = proxyActivities<Activities>(STORE);
+
+/** The env and store calls of an episode: activities by default, local activities where a group batches them (group.ts). */
+export type EpisodeCalls = Pick<Activities, 'envReset' | 'envStep' | 'finishTrajectory'>;
+// (Activity proxies have no own keys, so each call is picked by name, not spread.)
+const env = proxyActivities<Activities>(ENV);
+const store = proxyActivities<Activities>(STORE);
+export const ACTIVITY_CALLS: EpisodeCalls = { envReset: env.envReset, envStep: env.envStep, finishTrajectory: store.finishTrajectory };
+const localEnv = proxyLocalActivities<Activities>(LOCAL_ENV);
+const localStore = proxyLocalActivities<Activities>(LOCAL_STORE);
+export const LOCAL_CALLS: EpisodeCalls = { envReset: localEnv.envReset, envStep: localEnv.envStep, finishTrajectory: localStore.finishTrajectory };
 
 export interface EnvSpec {
   type: string;
   config: Record<string, unknown>;
   maxTurns: number;
+  /** custom_envs.<tag>.env_calls; absent = auto. */
+  calls?: 'auto' | 'activity' | 'local';
 }
 
 export interface TrajectoryInput {
@@ -56,8 +66,8 @@ const envInput = (input: TrajectoryInput) => ({ envType: input.env.type, envConf
 /** Where a trajectory's token-level context lives in the sample store. */
 export const contextKey = (input: TrajectoryInput) => `${input.runId}/trajectories/${input.uid}.json`;
 
-export async function startEpisode(input: TrajectoryInput): Promise<Episode> {
-  const { state, observation } = await envReset({ ...envInput(input), seed: input.envSeed });
+export async function startEpisode(input: TrajectoryInput, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
+  const { state, observation } = await calls.envReset({ ...envInput(input), seed: input.envSeed });
   return { state, observation, reward: 0, turns: 0, done: false };
 }
 
@@ -67,22 +77,29 @@ export function generateFor(input: TrajectoryInput, ep: Episode): Promise<TurnSu
 }
 
 /** Applies the model's action to the env; the episode is done when the env says so or the turns run out. */
-export async function stepEnv(input: TrajectoryInput, ep: Episode, action: string): Promise<Episode> {
-  const step = await envStep({ ...envInput(input), state: ep.state, action });
+export async function stepEnv(input: TrajectoryInput, ep: Episode, action: string, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
+  const step = await calls.envStep({ ...envInput(input), state: ep.state, action });
   const turns = ep.turns + 1;
   return { state: step.state, observation: step.observation, reward: ep.reward + step.reward, turns, done: step.done || turns >= input.env.maxTurns };
 }
 
-export async function finishEpisode(input: TrajectoryInput, ep: Episode): Promise<TrajectorySummary> {
-  const done = await finishTrajectory({ contextKey: contextKey(input), sampleKey: `${input.runId}/samples/${input.uid}.json`, uid: input.uid, groupId: input.groupId, reward: ep.reward });
+export async function finishEpisode(input: TrajectoryInput, ep: Episode, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<TrajectorySummary> {
+  const done = await calls.finishTrajectory({ contextKey: contextKey(input), sampleKey: `${input.runId}/samples/${input.uid}.json`, uid: input.uid, groupId: input.groupId, reward: ep.reward });
   return { uid: input.uid, reward: ep.reward, turns: ep.turns, ...done };
 }
 
+/** The calls an env's settings ask for, where `auto` resolves to `whenAuto`. */
+export function episodeCalls(env: EnvSpec, whenAuto: 'activity' | 'local'): EpisodeCalls {
+  const kind = env.calls === undefined || env.calls === 'auto' ? whenAuto : env.calls;
+  return kind === 'local' ? LOCAL_CALLS : ACTIVITY_CALLS;
+}
+
 export async function trajectory(input: TrajectoryInput): Promise<TrajectorySummary> {
-  let ep = await startEpisode(input);
+  const calls = episodeCalls(input.env, 'activity');
+  let ep = await startEpisode(input, calls);
   while (!ep.done && ep.turns < input.env.maxTurns) {
     const turn = await generateFor(input, ep);
-    ep = await stepEnv(input, ep, turn.action);
+    ep = await stepEnv(input, ep, turn.action, calls);
   }
-  return finishEpisode(input, ep);
+  return finishEpisode(input, ep, calls);
 }

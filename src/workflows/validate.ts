@@ -31,6 +31,8 @@ export interface ValidateInput {
   groupSize: number;
   sampling: Omit<Sampling, 'seed' | 'max_tokens'>;
   seed: number;
+  /** The run's prompt replication setting (GroupInput.replicate); multi-turn envs always replicate. */
+  replicate: boolean;
 }
 
 export interface ValidationResult {
@@ -57,7 +59,7 @@ export async function validate(input: ValidateInput): Promise<ValidationResult> 
         envSeed: VAL_SEED_BASE + i,
         sampling: { ...input.sampling, max_tokens: env.maxTokens, seed: input.seed + 7919 * i },
         filter: 'none',
-        replicate: true,
+        replicate: input.replicate || env.spec.maxTurns > 1,
       };
       const result = await executeChild(group, {
         workflowId: `${workflowInfo().workflowId}/g${g}`,

@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { status as statusQuery } from '../../src/workflows/run';
 import { freePort, readPid, ROOT, TestDevServer } from './helpers/dev-server';
 
-const B = 8; // 2 groups of 4
+const G = 4;
+const B = 2 * G; // 2 groups of 4
 let server: TestDevServer;
 let config: string;
 let client: Client;
@@ -267,6 +268,9 @@ describe('training runs', () => {
     expect(scheduled.filter((n) => n === 'generateGroupTurn')).toHaveLength(1);
     expect(scheduled.filter((n) => n === 'generateTurn')).toHaveLength(0);
     expect(history.events!.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toHaveLength(0);
+    // The G env resets, G env steps and G sample writes ran as local activities: markers, not activity tasks.
+    expect(scheduled.filter((n) => n !== 'generateGroupTurn')).toEqual([]);
+    expect(history.events!.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toHaveLength(3 * G);
     for (const sample of batches('one-request').flat()) {
       expect(sample.old_logprobs).toHaveLength(sample.response_ids.length);
       expect(sample.version_spans.at(-1)!.end).toBe(sample.response_ids.length);
