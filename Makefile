@@ -5,17 +5,20 @@
 SHELL := bash
 .DEFAULT_GOAL := help
 ROLLFLOW := bin/rollflow
-DEMO_CONFIG ?= examples/sim-rlvr.yaml
+DEMO_CONFIG ?= examples/learn-arith.yaml
+# The demo is the learning run in its small form: 100 steps, validated every 20.
+DEMO_SETS ?= --set max_steps=100 --set eval_steps=20
 TS_SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
-.PHONY: help setup node python temporal-cli system-packages build lint typecheck test demo down status clean python-lock cluster-up cluster-down cluster-status bench
+.PHONY: help setup node python temporal-cli system-packages build lint typecheck test demo down status clean python-lock cluster-up cluster-down cluster-status bench bench-learning
 
 help:
-	@echo "make demo   - set up, start the embedded stack (Temporal + engines + worker), run a sim training run"
+	@echo "make demo   - set up, start the embedded stack (Temporal + torch engines + worker), run a real learning run (GRPO on addition)"
 	@echo "make test   - set up, lint, type-check, run vitest + pytest"
 	@echo "make down   - stop the embedded stack;  make status - show it"
 	@echo "make cluster-up / cluster-down / cluster-status - the local Temporal cluster on PostgreSQL (builds the server once)"
 	@echo "make bench  - W1, W5, W7 on the real system beside their DES; tables and plots in bench/results/ (about an hour)"
+	@echo "make bench-learning - the learning runs (sync vs async, long tail, FrozenLake) on the torch engines (about 90 minutes)"
 
 setup: node python temporal-cli system-packages
 
@@ -52,11 +55,12 @@ typecheck: node
 test: setup build lint typecheck
 	scripts/run-tests.sh
 
-# The main job: an asynchronous RL run (async ratio 1) on the sim engines, a line per step.
+# The main job: a real learning run (GRPO on single-digit addition, tiny model on the torch
+# engines, async ratio 1), a line per step; the validation reward rises from ~0.3 to ~0.7+.
 demo: setup build
-	$(ROLLFLOW) dev up $(DEMO_CONFIG)
-	$(ROLLFLOW) smoke $(DEMO_CONFIG)
-	$(ROLLFLOW) run $(DEMO_CONFIG) --wait
+	$(ROLLFLOW) dev up $(DEMO_CONFIG) $(DEMO_SETS)
+	$(ROLLFLOW) smoke $(DEMO_CONFIG) $(DEMO_SETS)
+	$(ROLLFLOW) run $(DEMO_CONFIG) $(DEMO_SETS) --wait
 	@echo "The stack keeps running: Temporal UI at http://127.0.0.1:8233 ; stop it with 'make down'."
 
 down: build
@@ -90,6 +94,12 @@ bench: setup build
 	$(ROLLFLOW) bench w5 $(BENCH_W5) --out $(BENCH_OUT)/w5.json
 	$(ROLLFLOW) bench w7 $(BENCH_W7) --out $(BENCH_OUT)/w7.json
 	for w in w1 w5 w7; do .venv/bin/python bench/report.py $$w $(BENCH_OUT)/$$w*.json; done
+
+# The learning runs of bench/results/learning.md (torch engines, about 90 minutes on 2 cores):
+# appends to bench/results/learning-runs.jsonl, then redraws learning.png and learning.md.
+bench-learning: setup build
+	bench/learning/run.sh
+	.venv/bin/python bench/learning/report.py
 
 clean:
 	rm -rf dist node_modules .venv

@@ -55,6 +55,7 @@ export const TemporalSchema = z
     worker: z
       .strictObject({
         max_concurrent_activities: count(1).default(2000).describe('Activities one worker runs at once; rollflow\'s wait on engines and envs (I/O, not CPU), and a sleeping env step holds a slot, so this is far above the SDK\'s 100.'),
+        max_concurrent_local_activities: count(1).default(2000).describe('Local activities one worker runs at once (env calls with env_calls local or auto); the SDK\'s default of 100 would queue the env steps of a large batch.'),
         max_concurrent_workflow_tasks: count(2).optional().describe('Workflow tasks one worker runs at once (SDK default when unset).'),
         max_cached_workflows: count(0).optional().describe('Workflows kept in a worker\'s cache between tasks (SDK default when unset).'),
       })

@@ -57,7 +57,10 @@ export async function startEngine(e: LaunchedEngine): Promise<string> {
   const env = { ...process.env, PYTHONPATH: path.join(ROOT, 'python-engines') };
   const { pid, action } = await ensureStarted(e.process, JSON.stringify(args), () => startDetached(e.process, pythonBin(), args, env, JSON.stringify(args)));
   if (action === 'already running') return `${e.process.name}: already running (pid ${pid})`;
-  await waitUntil(e.process, () => engineHealth(e.url, { timeoutMs: 2_000 }), 120_000);
+  // A model-backed server may first build its model (a tiny model's warm-start takes minutes on 2
+  // loaded cores); it is watched all along, so a crash still fails fast with its log.
+  const readyWithinMs = e.backend === 'sim' || e.role === 'env' ? 120_000 : 900_000;
+  await waitUntil(e.process, () => engineHealth(e.url, { timeoutMs: 2_000 }), readyWithinMs);
   return `${e.process.name}: ${action === 'restarted' ? 'restarted with new settings' : 'started'} (pid ${pid}) at ${e.url}`;
 }
 

@@ -38,6 +38,7 @@ export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {
       workflowsPath: opts.workflowsPath ?? require.resolve('../workflows'),
       activities: createActivities(createDeps(loaded)),
       maxConcurrentActivityTaskExecutions: config.temporal.worker.max_concurrent_activities,
+      maxConcurrentLocalActivityExecutions: config.temporal.worker.max_concurrent_local_activities,
       ...(config.temporal.worker.max_concurrent_workflow_tasks ? { maxConcurrentWorkflowTaskExecutions: config.temporal.worker.max_concurrent_workflow_tasks } : {}),
       ...(config.temporal.worker.max_cached_workflows !== undefined ? { maxCachedWorkflows: config.temporal.worker.max_cached_workflows } : {}),
       ...(opts.identity ? { identity: opts.identity } : {}),

@@ -87,6 +87,8 @@ export interface RunStats {
   peakSamplesInSystem: number;
   /** The latest validation: mean reward of the weights after `steps` steps. */
   lastValidation?: { steps: number; rewardMean: number };
+  /** When the run's first execution started (epoch ms): wall_s counts from here across continue-as-new. */
+  startedAtMs?: number;
 }
 
 export interface RunInput {
@@ -147,9 +149,6 @@ async function indexDataset(plan: RunPlan): Promise<DatasetIndex | undefined> {
   return index;
 }
 
-/** Seconds since the run (the first execution of its continue-as-new chain) started: the x axis of learning curves. */
-const sinceRunStart = () => (Date.now() - workflowInfo().startTime.getTime()) / 1000;
-
 const emptyStats = (): RunStats => ({ batches: 0, samples: 0, stalenessSum: 0, stalenessMax: 0, partialSamples: 0, maxPartialSpan: 0, lastRewardMean: 0, peakSamplesInSystem: 0 });
 
 export async function run(input: RunInput): Promise<RunStatus> {
@@ -166,6 +165,11 @@ export async function run(input: RunInput): Promise<RunStatus> {
       ? RunState.resumeFrom(input.resumeFrom, plan.limits, datasetSize)
       : new RunState(plan.limits, datasetSize);
   const stats = input.stats ?? emptyStats();
+  // Seconds since the run (the first execution of its continue-as-new chain) started: the x axis of
+  // learning curves. Carried in the stats: workflowInfo().startTime, documented as the chain's start,
+  // restarted with each execution here (wall_s fell back at every continue-as-new).
+  stats.startedAtMs ??= workflowInfo().startTime.getTime();
+  const sinceRunStart = () => (Date.now() - stats.startedAtMs!) / 1000;
   let suspended = input.suspended ?? false;
   let enginesPaused = input.enginesPaused ?? false;
   const owners = new Map(Object.entries(input.owners ?? {}));
@@ -349,6 +353,9 @@ export async function run(input: RunInput): Promise<RunStatus> {
   // ---- trainer loop
   const firstStep = state.step;
   let lastStepEnd = Date.now();
+  // Idle ratios are per step: start-up and the first validation are not the first step's idle time.
+  rolloutIdleMs = 0;
+  if (rolloutIdleSince !== undefined) rolloutIdleSince = lastStepEnd;
   // A run whose groups keep failing (a bad env config, a broken engine) stops with the cause instead of spinning.
   const failingBadly = () => {
     const { failedGroups, dispatchedGroups } = state.counters;

@@ -146,6 +146,11 @@ describe('training runs', () => {
     const executions = [];
     for await (const e of client.workflow.list({ query: `WorkflowId = 'exactly-once'` })) executions.push(e.status.name);
     expect(executions.filter((x) => x === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(3);
+    // wall_s counts from the run's start across executions: it never falls back at a continue-as-new
+    const metrics = readFileSync(path.join(server.stateDir, 'run', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { run_id: string; step: number; wall_s: number });
+    const walls = metrics.filter((m) => m.run_id === 'exactly-once').sort((a, b) => a.step - b.step).map((m) => m.wall_s);
+    expect(walls).toHaveLength(10);
+    walls.slice(1).forEach((w, i) => expect(w).toBeGreaterThanOrEqual(walls[i]!));
   });
 
   it('partial rollout: generations cut by a weight sync continue under the new weights', () => {
@@ -178,6 +183,17 @@ describe('training runs', () => {
       const stretches = sample.loss_mask.filter((m, i) => m === 1 && sample.loss_mask[i - 1] !== 1).length;
       expect(stretches).toBe(3);
     }
+  });
+
+  it('env_calls: local runs a trajectory\'s env and store calls as local activities; generation stays an activity', async () => {
+    const s = runJson('lake-local', 'train_env_manager.tags=[lake]', 'custom_envs.lake.env_calls=local', 'max_steps=1', 'async_generation_ratio=0');
+    expect(s.unique_uids_consumed).toBe(B);
+    const history = await client.workflow.getHandle('lake-local/e0-p0/s0').fetchHistory();
+    const scheduled = history.events!.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name!] : []));
+    expect(scheduled).toEqual(['generateTurn', 'generateTurn', 'generateTurn']);
+    // reset, three steps and the sample write
+    expect(history.events!.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toHaveLength(5);
+    expect(batches('lake-local').flat()).toHaveLength(B);
   });
 
   it('resumes from a checkpoint: consumed prompts are skipped, the step count continues without a jump or repeat', () => {

@@ -1,7 +1,7 @@
 // temporal/cluster.sh's server config, checked without building the server or
 // starting PostgreSQL: `cluster.sh config` prints what `start` writes.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -9,8 +9,8 @@ import { parse } from 'yaml';
 
 const root = path.join(__dirname, '../..');
 
-// Built only by `temporal/cluster.sh start` (never by make test), so the last test runs where it exists.
-const serverBin = path.join(root, '.cache/go/temporal-server/server');
+// That the server itself accepts this config is shown where it runs: `temporal/cluster.sh start`
+// (bench/scale/run.sh TARGET=cluster); make test never builds the server.
 
 function renderText(env: Record<string, string> = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), 'rollflow-cluster-'));
@@ -64,14 +64,5 @@ describe('temporal/cluster.sh config', () => {
     expect(config.services.frontend.rpc.grpcPort).toBe(7733);
     expect(config.persistence.numHistoryShards).toBe(8);
     expect(config.persistence.datastores[config.persistence.defaultStore].sql.connectAddr).toBe('127.0.0.1:5999');
-  });
-
-  it.skipIf(!existsSync(serverBin))('is accepted by the Temporal server itself (render-config), where the server is built', () => {
-    const { dir, text } = renderText();
-    mkdirSync(path.join(dir, 'config'));
-    writeFileSync(path.join(dir, 'config', 'rollflow.yaml'), text);
-    const r = spawnSync(serverBin, ['--config', path.join(dir, 'config'), '--env', 'rollflow', 'render-config'] /* render-config ignores --root */, { encoding: 'utf8' });
-    expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout).toContain('postgres12');
   });
 });

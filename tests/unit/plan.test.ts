@@ -50,6 +50,12 @@ describe('run plan', () => {
     expect(plan({ custom_envs: { c: envs.c } }).validation).toBeUndefined();
   });
 
+  it('carries each env\'s env_calls (auto unless set); a wrong value names the key and the choices', () => {
+    const p = plan({ custom_envs: { ...envs, b: { ...envs.b, env_calls: 'local' } }, train_env_manager: { num_env_groups: 2, group_size: 1, tags: ['a', 'b'] } });
+    expect(p.envs.map((e) => e.spec.calls)).toEqual(['auto', 'local']);
+    expect(() => plan({ custom_envs: { c: { ...envs.c, env_calls: 'remote' } } })).toThrow(/custom_envs\.c\.env_calls.*"remote".*auto.*activity.*local/s);
+  });
+
   it('carries the rollout mode', () => {
     expect(plan({ custom_envs: { c: envs.c } }).rolloutMode).toBe('env_async');
     expect(plan({ custom_envs: { c: envs.c }, rollout_mode: 'lockstep' }).rolloutMode).toBe('lockstep');

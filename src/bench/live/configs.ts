@@ -42,6 +42,7 @@ interface RolloutCell {
   datasetSize: number;
   timeScale: number;
   mode: 'lockstep' | 'env_async';
+  envCalls: 'activity' | 'local';
 }
 
 function rolloutConfig(c: RolloutCell, ports: StackPorts, runDir: string): RunConfigInput {
@@ -62,6 +63,7 @@ function rolloutConfig(c: RolloutCell, ports: StackPorts, runDir: string): RunCo
         max_steps: c.turns,
         max_tokens_per_step: c.llmTokens,
         env_config: { turns: c.turns, mean_s: c.meanS, std_s: c.stdS, time_scale: c.timeScale },
+        env_calls: c.envCalls,
       },
     },
     actor_infer: { generating_args: { max_new_tokens: c.llmTokens } },
@@ -85,7 +87,7 @@ export function w1Cells(o: W1LiveOptions): W1Cell[] {
 
 /** W1: one group per trajectory (G = 1), so every trajectory has its own env seed and latencies. */
 export function w1RunConfig(o: W1LiveOptions, cell: W1Cell, mode: 'lockstep' | 'env_async', runDir: string): RunConfigInput {
-  const c = { exp: 'bench-w1', seed: o.seed, groups: cell.batch, groupSize: 1, turns: o.turns, meanS: cell.mean_s, stdS: cell.std_s, llmS: o.llm_s, llmTokens: o.llm_tokens, datasetSize: o.dataset_size, timeScale: o.time_scale, mode };
+  const c = { exp: 'bench-w1', seed: o.seed, groups: cell.batch, groupSize: 1, turns: o.turns, meanS: cell.mean_s, stdS: cell.std_s, llmS: o.llm_s, llmTokens: o.llm_tokens, datasetSize: o.dataset_size, timeScale: o.time_scale, mode, envCalls: o.env_calls };
   return rolloutConfig(c, o, runDir);
 }
 
@@ -95,7 +97,7 @@ export function w1DesOptions(o: W1LiveOptions, cell: W1Cell): Partial<W1Options>
 
 export function w7RunConfig(o: W7LiveOptions, inFlight: number, runDir: string): RunConfigInput {
   if (inFlight % o.group_size !== 0) throw new RangeError(`w7: in_flight ${inFlight} is not a multiple of group_size ${o.group_size}`);
-  const c = { exp: 'bench-w7', seed: o.seed, groups: inFlight / o.group_size, groupSize: o.group_size, turns: o.turns, meanS: o.mean_s, stdS: o.std_s, llmS: o.llm_s, llmTokens: o.llm_tokens, datasetSize: o.dataset_size, timeScale: o.time_scale, mode: 'env_async' as const };
+  const c = { exp: 'bench-w7', seed: o.seed, groups: inFlight / o.group_size, groupSize: o.group_size, turns: o.turns, meanS: o.mean_s, stdS: o.std_s, llmS: o.llm_s, llmTokens: o.llm_tokens, datasetSize: o.dataset_size, timeScale: o.time_scale, mode: 'env_async' as const, envCalls: o.env_calls };
   return rolloutConfig(c, o, runDir);
 }
 

@@ -10,6 +10,11 @@ import { parseDesOptions } from '../des/options';
 const seconds = z.number().min(0);
 
 /** Where the bench's own stack lives: never the user's ports or state dir. */
+const envCalls = z
+  .enum(['activity', 'local'])
+  .default('activity')
+  .describe("How the latency_sim env's reset/step and the sample write run (custom_envs.<tag>.env_calls): activity, or local (local activities: less server work per turn).");
+
 export const StackOptions = {
   port_base: z.number().int().min(1024).max(65000).default(7260).describe('Temporal on port_base, its UI on +1, sim inference +2, trainer +3, env +4 (away from a user stack on 7233/830x).'),
   worker_processes: z.number().int().min(1).max(64).optional().describe('Worker processes polling the bench task queue; an env step holds an activity slot while it sleeps. Default: ⌈in flight / temporal.worker.max_concurrent_activities⌉ (2000 by default), at most max_worker_processes.'),
@@ -27,6 +32,7 @@ export const W1LiveOptions = z.strictObject({
   dataset_size: z.number().int().min(1).default(4096).describe('Dataset size of the runs (and the DES): with the seed it fixes which env seeds a batch gets.'),
   time_scale: z.number().positive().default(0.1).describe('Multiplies every latency (env and LLM) in the run and the DES; 0.1 makes μ = 10 s a 1 s step.'),
   modes: z.array(z.enum(['lockstep', 'env_async'])).min(1).default(['lockstep', 'env_async']).describe('Which runs to make; the DES always computes both.'),
+  env_calls: envCalls,
   ...StackOptions,
 });
 export type W1LiveOptions = z.output<typeof W1LiveOptions>;
@@ -62,6 +68,7 @@ export const W7LiveOptions = z.strictObject({
   dataset_size: z.number().int().min(1).default(16384).describe('Dataset size: every group of the largest N gets its own env seed.'),
   time_scale: z.number().positive().default(1).describe('Multiplies every latency in the run and the DES.'),
   max_overhead: z.number().positive().default(0.1).describe('Overhead (measured / DES − 1) at or below which a size counts as sustained.'),
+  env_calls: envCalls,
   ...StackOptions,
   run_timeout_s: z.number().positive().default(900).describe('A size still running after this many seconds is terminated, counted as broken, and larger sizes are skipped.'),
 });
