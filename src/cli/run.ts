@@ -51,6 +51,7 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
 async function follow(client: Client, runId: string, out: (line: string) => void): Promise<RunStatus> {
   const handle = client.workflow.getHandle(runId);
   let lastStep = -1;
+  let printedValSteps: number | undefined;
   let datasetReported = false;
   for (;;) {
     const desc = await handle.describe();
@@ -63,11 +64,19 @@ async function follow(client: Client, runId: string, out: (line: string) => void
     }
     if (s && s.step !== lastStep) {
       lastStep = s.step;
+      printedValSteps = s.lastValidation?.steps;
       const val = s.lastValidation ? `  val reward ${s.lastValidation.rewardMean.toFixed(3)} (after ${s.lastValidation.steps} steps)` : '';
-      out(`step ${s.step}/${s.maxSteps}  version ${s.version}  reward ${s.lastRewardMean.toFixed(3)}${val}  staleness max ${s.staleness.max}  in system ${s.samplesInSystem}/${s.maxSamplesInSystem}`);
+      const reward = s.step > 0 ? s.lastRewardMean.toFixed(3) : '  -  '; // no batch trained yet
+      out(`step ${s.step}/${s.maxSteps}  version ${s.version}  reward ${reward}${val}  staleness max ${s.staleness.max}  in system ${s.samplesInSystem}/${s.maxSamplesInSystem}`);
     }
-    if (done) return s!;
-    if (s && s.step >= s.maxSteps) return (await handle.result()) as RunStatus;
+    if (done || (s && s.step >= s.maxSteps)) {
+      const final = done ? s! : ((await handle.result()) as RunStatus);
+      // The end-of-run validation finishes after the last step's line: print its result too.
+      if (final.lastValidation && final.lastValidation.steps !== printedValSteps) {
+        out(`done: val reward ${final.lastValidation.rewardMean.toFixed(3)} after ${final.lastValidation.steps} steps`);
+      }
+      return final;
+    }
     await new Promise((r) => setTimeout(r, 1000));
   }
 }
