@@ -52,8 +52,8 @@ class WarmStart:
     answer_format: Literal["bare", "tagged"] = "bare"  # "19" or "<answer>19</answer>" (both parse)
     # Long-tailed response lengths: round(LogNormal(log median, sigma)) spaces in each reply, which
     # every env strips before parsing. None: no filler. After the answer ("end") the length cannot
-    # change the answer, so RL has no reason to shorten it; before it ("start"), long fillers answered
-    # worse and RL cut the tail within 75 steps (bench/results/learning.md).
+    # change the answer; still, in the learning runs the synchronous run shortened the replies and
+    # the α = 2 run lengthened them (bench/results/learning.md). "start" puts the filler first.
     filler_median: float | None = None
     filler_at: Literal["start", "end"] = "end"
     filler_sigma: float = 1.0
