@@ -35,12 +35,12 @@ export const TRAIN: ActivityOptions = {
 };
 
 /**
- * Env calls and sample writes of a one-request group (single-turn, prompt
- * replication off) run as local activities: executed by the worker that runs
- * the group and recorded as markers in its history, so the server dispatches
- * one workflow task per phase instead of one activity task per call. On the
- * embedded server that is most of a single-turn step's cost (3·G of the
- * 3·G + 1 calls of a group).
+ * Env calls and sample writes as local activities (env_calls local, or auto
+ * in a one-request group): executed by the worker that runs the workflow and
+ * recorded as markers in its history, so the server dispatches one workflow
+ * task per phase instead of one activity task per call. In a one-request
+ * group that is 3·G of its 3·G + 1 calls. Meant for envs that answer in
+ * milliseconds: a local call that sleeps keeps its workflow task open.
  */
 export const LOCAL_ENV: LocalActivityOptions = {
   startToCloseTimeout: '10 minutes',

@@ -14,7 +14,7 @@ import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE } from './activity-options
 
 const { generateTurn } = proxyActivities<Activities>(GENERATE);
 
-/** The env and store calls of an episode: activities by default, local activities where a group batches them (group.ts). */
+/** The env and store calls of an episode: activities, or local activities (custom_envs.<tag>.env_calls; see episodeCalls). */
 export type EpisodeCalls = Pick<Activities, 'envReset' | 'envStep' | 'finishTrajectory'>;
 // (Activity proxies have no own keys, so each call is picked by name, not spread.)
 const env = proxyActivities<Activities>(ENV);
