@@ -47,23 +47,6 @@ def records(path: Path, run_id: str) -> list[dict]:
     return [out[k] for k in sorted(out)]
 
 
-def stitch(metrics: list[dict], validation: list[dict], starts_ms: list[float]) -> None:
-    """Runs recorded before wall_s counted across continue-as-new measured it from the start of
-    each workflow execution: put every record back on the run's clock, using the executions'
-    start times from Temporal (``execution_starts_ms``, oldest first, added by execution_starts.py).
-    A metrics record of step s is written when s + 1 steps are done, a validation record of step v
-    right after the metrics record of step v - 1; an execution's first record has a smaller wall_s
-    than the previous execution's last."""
-    ordered = sorted([(m["step"] + 1, 0, m) for m in metrics] + [(v["step"], 1, v) for v in validation],
-                     key=lambda t: (t[0], t[1]))
-    execution, previous = 0, -1.0
-    for _, _, r in ordered:
-        if r["wall_s"] < previous:
-            execution += 1
-        previous = r["wall_s"]
-        r["wall_s"] += (starts_ms[execution] - starts_ms[0]) / 1000
-
-
 def run_dir(entry: dict) -> Path:
     cmd = entry["command"].split()
     exp = next((a.split("=", 1)[1] for a in cmd if a.startswith("exp_name=")), None)
@@ -86,12 +69,8 @@ def load_runs() -> list[dict]:
         if run_id is None or "metrics" in entry:
             continue  # a failed run (its error is in the line), or a curve already kept
         d = run_dir(entry)
-        metrics = records(d / "metrics.jsonl", run_id)
-        validation = records(d / "validation.jsonl", run_id)
-        if "execution_starts_ms" in entry:
-            stitch(metrics, validation, entry.pop("execution_starts_ms"))
-        entry["metrics"] = [{k: m[k] for k in KEEP if k in m} for m in metrics]
-        entry["validation"] = [{k: v[k] for k in KEEP if k in v} for v in validation]
+        entry["metrics"] = [{k: m[k] for k in KEEP if k in m} for m in records(d / "metrics.jsonl", run_id)]
+        entry["validation"] = [{k: v[k] for k in KEEP if k in v} for v in records(d / "validation.jsonl", run_id)]
     path.write_text("".join(json.dumps(e) + "\n" for e in entries))
     return [e for e in entries if "metrics" in e]
 

@@ -14,6 +14,8 @@ export const PG_VARIANTS = ['vanilla', 'ppo', 'decoupled_ppo', 'tis', 'cispo', '
 export const ADV_ESTIMATORS = ['grpo', 'reinforce', 'gae'] as const;
 export const REWARD_NORMS = ['none', 'group', 'batch', 'group_mean_batch_std'] as const;
 export const REWARD_TYPES = ['exact_match', 'math_verify', 'python'] as const;
+/** Default activity and local-activity slots of one worker (temporal.worker.*); the bench sizes its workers by it. */
+export const WORKER_SLOTS = 2000;
 
 // ---- engines (rollflow): where the Python servers are, and whether rollflow starts them
 function endpoint<B extends readonly [string, ...string[]]>(backends: B, defaultUrl: string, defaultBackend: B[number]) {
@@ -54,8 +56,8 @@ export const TemporalSchema = z
     ui_url: z.url().default('http://127.0.0.1:8233').describe('Temporal UI base URL, used in printed links; its port is the embedded UI port.'),
     worker: z
       .strictObject({
-        max_concurrent_activities: count(1).default(2000).describe('Activities one worker runs at once; rollflow\'s wait on engines and envs (I/O, not CPU), and a sleeping env step holds a slot, so this is far above the SDK\'s 100.'),
-        max_concurrent_local_activities: count(1).default(2000).describe('Local activities one worker runs at once (env calls with env_calls local or auto); the SDK\'s default of 100 would queue the env steps of a large batch.'),
+        max_concurrent_activities: count(1).default(WORKER_SLOTS).describe('Activities one worker runs at once; rollflow\'s wait on engines and envs (I/O, not CPU), and a sleeping env step holds a slot, so this is far above the SDK\'s 100.'),
+        max_concurrent_local_activities: count(1).default(WORKER_SLOTS).describe('Local activities one worker runs at once (env calls with env_calls local or auto); the SDK\'s default of 100 would queue the env steps of a large batch.'),
         max_concurrent_workflow_tasks: count(2).optional().describe('Workflow tasks one worker runs at once (SDK default when unset).'),
         max_cached_workflows: count(0).optional().describe('Workflows kept in a worker\'s cache between tasks (SDK default when unset).'),
       })

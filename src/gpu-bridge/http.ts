@@ -13,6 +13,9 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
+/** undici's error code (ECONNREFUSED, UND_ERR_SOCKET, …) when it gives one, else `otherwise`. */
+const failureCode = (e: unknown, otherwise = String(e)) => (e as { cause?: { code?: string } }).cause?.code ?? otherwise;
+
 export async function requestJson<T>(url: string, opts: RequestOptions = {}): Promise<T> {
   const timeout = AbortSignal.timeout(opts.timeoutMs ?? 30_000);
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
@@ -26,8 +29,7 @@ export async function requestJson<T>(url: string, opts: RequestOptions = {}): Pr
     });
   } catch (e) {
     if (opts.signal?.aborted) throw opts.signal.reason ?? e;
-    const cause = (e as { cause?: { code?: string } }).cause?.code ?? (timeout.aborted ? 'timeout' : String(e));
-    throw new EngineUnavailableError(`${url}: ${cause}`);
+    throw new EngineUnavailableError(`${url}: ${failureCode(e, timeout.aborted ? 'timeout' : String(e))}`);
   }
   let text: string;
   try {
@@ -35,7 +37,7 @@ export async function requestJson<T>(url: string, opts: RequestOptions = {}): Pr
   } catch (e) {
     // The connection broke mid-body: the same retryable failure as no answer.
     if (opts.signal?.aborted) throw opts.signal.reason ?? e;
-    throw new EngineUnavailableError(`${url}: ${(e as { cause?: { code?: string } }).cause?.code ?? String(e)}`);
+    throw new EngineUnavailableError(`${url}: ${failureCode(e)}`);
   }
   if (res.status >= 500) throw new EngineUnavailableError(`${url}: HTTP ${res.status} ${text.slice(0, 500)}`);
   if (res.status >= 400) throw new EngineRejectedError(`${url}: HTTP ${res.status} ${text.slice(0, 500)}`, res.status);

@@ -43,7 +43,9 @@ export interface GroupInput {
 export async function group(input: GroupInput): Promise<GroupResult> {
   let result: GroupResult;
   try {
-    result = summarize(input, await (input.replicate ? runTrajectories(input) : runOneRequest(input)));
+    // One request serves single-turn groups only: a multi-turn episode needs its own loop.
+    const oneRequest = !input.replicate && input.env.maxTurns === 1;
+    result = summarize(input, await (oneRequest ? runOneRequest(input) : runTrajectories(input)));
   } catch (err) {
     result = failedGroup(input, err);
   }

@@ -44,8 +44,9 @@ async function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: 
 export async function lockstepRollout(input: LockstepInput): Promise<GroupResult[]> {
   const trajectories = input.groups.flatMap(trajectoryInputs);
   const groupOf = input.groups.flatMap((g, gi) => trajectoryInputs(g).map(() => gi));
-  const slots: Slot[] = input.slots ?? (await Promise.all(trajectories.map(async (t) => {
-    const r = await settle(startEpisode(t, episodeCalls(t.env, 'activity')));
+  const calls = trajectories.map((t) => episodeCalls(t.env, 'activity'));
+  const slots: Slot[] = input.slots ?? (await Promise.all(trajectories.map(async (t, i) => {
+    const r = await settle(startEpisode(t, calls[i]));
     return r.ok ? { ep: r.value } : { error: r.error };
   })));
   // A failed trajectory fails its group: its siblings stop too (their group will not be trained).
@@ -60,7 +61,7 @@ export async function lockstepRollout(input: LockstepInput): Promise<GroupResult
     // Barrier 2: every env steps; the turn ends with the slowest.
     const steps = await Promise.all(turn.map((i, k) => {
       const a = actions[k]!;
-      return a.ok ? settle(stepEnv(trajectories[i]!, (slots[i] as { ep: Episode }).ep, a.value.action, episodeCalls(trajectories[i]!.env, 'activity'))) : Promise.resolve(a);
+      return a.ok ? settle(stepEnv(trajectories[i]!, (slots[i] as { ep: Episode }).ep, a.value.action, calls[i])) : Promise.resolve(a);
     }));
     turn.forEach((i, k) => {
       const s = steps[k]!;
@@ -73,7 +74,7 @@ export async function lockstepRollout(input: LockstepInput): Promise<GroupResult
     }
   }
 
-  const finished = await Promise.all(slots.map((s, i) => ('ep' in s ? settle(finishEpisode(trajectories[i]!, s.ep, episodeCalls(trajectories[i]!.env, 'activity'))) : Promise.resolve({ ok: false as const, error: s.error }))));
+  const finished = await Promise.all(slots.map((s, i) => ('ep' in s ? settle(finishEpisode(trajectories[i]!, s.ep, calls[i])) : Promise.resolve({ ok: false as const, error: s.error }))));
   const results = input.groups.map((g, gi) => {
     const mine = finished.filter((_, i) => groupOf[i] === gi);
     const failure = mine.find((r) => !r.ok);

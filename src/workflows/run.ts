@@ -271,7 +271,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
       envSeed: envSeedOf(ref),
       sampling: { ...plan.sampling, max_tokens: envOf(ref).maxTokens, seed: Math.floor(splitmix32(plan.seed ^ (ref.epoch * 7919 + ref.position))() * 2 ** 31) },
       filter: plan.filter,
-      replicate: plan.replicate || envOf(ref).spec.maxTurns > 1,
+      replicate: plan.replicate,
   });
   const startGroups = async (refs: GroupRef[]) => {
     if (plan.rolloutMode === 'env_async') {

@@ -31,7 +31,7 @@ export interface ValidateInput {
   groupSize: number;
   sampling: Omit<Sampling, 'seed' | 'max_tokens'>;
   seed: number;
-  /** The run's prompt replication setting (GroupInput.replicate); multi-turn envs always replicate. */
+  /** The run's prompt replication setting (GroupInput.replicate). */
   replicate: boolean;
 }
 
@@ -59,7 +59,7 @@ export async function validate(input: ValidateInput): Promise<ValidationResult> 
         envSeed: VAL_SEED_BASE + i,
         sampling: { ...input.sampling, max_tokens: env.maxTokens, seed: input.seed + 7919 * i },
         filter: 'none',
-        replicate: input.replicate || env.spec.maxTurns > 1,
+        replicate: input.replicate,
       };
       const result = await executeChild(group, {
         workflowId: `${workflowInfo().workflowId}/g${g}`,

@@ -1,20 +1,15 @@
 // The user's path, end to end: `rollflow dev up` brings up a real dev server,
 // real engine processes and a worker; `smoke` runs a workflow through them;
 // a dead engine is named in the report; `dev down` stops everything.
-import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, readPid, ROOT, TestDevServer } from './helpers/dev-server';
 
-const cli = path.join(ROOT, 'bin/rollflow');
 let server: TestDevServer;
 let config: string;
 
-function rollflow(...args: string[]) {
-  const r = spawnSync(cli, args, { env: { ...server.env, ROLLFLOW_LOG_FORMAT: 'json' }, encoding: 'utf8', timeout: 300_000 });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
+const rollflow = (...args: string[]) => server.rollflow(args, 300_000);
 
 beforeAll(async () => {
   expect(existsSync(path.join(ROOT, 'dist/cli/index.js')), 'run `make build` first').toBe(true);

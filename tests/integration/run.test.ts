@@ -3,14 +3,13 @@
 // once across continue-as-new, partial rollout across weight syncs, and a
 // worker killed with SIGKILL mid-run. Every check reads what the run recorded
 // (batch files the trainer read, the run's status), never elapsed time.
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { status as statusQuery } from '../../src/workflows/run';
-import { freePort, readPid, ROOT, TestDevServer } from './helpers/dev-server';
+import { freePort, readJsonl, readPid, ROOT, TestDevServer } from './helpers/dev-server';
 
 const G = 4;
 const B = 2 * G; // 2 groups of 4
@@ -19,10 +18,7 @@ let config: string;
 let client: Client;
 let inferenceUrl: string;
 
-function rollflow(...args: string[]) {
-  const r = spawnSync(path.join(ROOT, 'bin/rollflow'), args, { env: { ...server.env, ROLLFLOW_LOG_FORMAT: 'json' }, encoding: 'utf8', timeout: 600_000 });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
+const rollflow = (...args: string[]) => server.rollflow(args, 600_000);
 
 interface Summary {
   run_id: string;
@@ -55,7 +51,7 @@ function batches(runId: string): BatchSample[][] {
   const dir = path.join(server.stateDir, 'run', 'samples', runId, 'batches');
   return readdirSync(dir)
     .sort()
-    .map((f) => readFileSync(path.join(dir, f), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as BatchSample));
+    .map((f) => readJsonl<BatchSample>(path.join(dir, f)));
 }
 
 /** Polls `probe` (a recorded state, not a clock) until it yields a value; the deadline only guards against a hang. */
@@ -116,7 +112,7 @@ describe('training runs', () => {
       for (const sample of batch) expect(sample.version_spans.map((v) => v.version)).toEqual([step]);
     });
     // synchronous: nothing generates while a batch trains and syncs, so rollout is idle part of every step
-    const metrics = readFileSync(path.join(server.stateDir, 'run', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number | string>);
+    const metrics = readJsonl<Record<string, number | string>>(path.join(server.stateDir, 'run', 'metrics.jsonl'));
     const mine = metrics.filter((m) => m.run_id === 'sync');
     expect(mine.map((m) => m.step)).toEqual([0, 1, 2, 3, 4]);
     for (const m of mine) {
@@ -147,7 +143,7 @@ describe('training runs', () => {
     for await (const e of client.workflow.list({ query: `WorkflowId = 'exactly-once'` })) executions.push(e.status.name);
     expect(executions.filter((x) => x === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(3);
     // wall_s counts from the run's start across executions: it never falls back at a continue-as-new
-    const metrics = readFileSync(path.join(server.stateDir, 'run', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { run_id: string; step: number; wall_s: number });
+    const metrics = readJsonl<{ run_id: string; step: number; wall_s: number }>(path.join(server.stateDir, 'run', 'metrics.jsonl'));
     const walls = metrics.filter((m) => m.run_id === 'exactly-once').sort((a, b) => a.step - b.step).map((m) => m.wall_s);
     expect(walls).toHaveLength(10);
     walls.slice(1).forEach((w, i) => expect(w).toBeGreaterThanOrEqual(walls[i]!));
@@ -295,7 +291,7 @@ describe('training runs', () => {
 
   it('validates before training, every eval_steps and at the end, on prompts it never trains on', () => {
     runJson('validated', 'max_steps=3', 'eval_steps=2', 'val_env_manager={num_env_groups: 2, group_size: 2, tags: [arith]}');
-    const records = readFileSync(path.join(server.stateDir, 'run', 'validation.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number | string>).filter((r) => r.run_id === 'validated');
+    const records = readJsonl<Record<string, number | string>>(path.join(server.stateDir, 'run', 'validation.jsonl')).filter((r) => r.run_id === 'validated');
     expect(records.map((r) => [r.step, r.version, r['val/samples']])).toEqual([[0, 0, 4], [2, 2, 4], [3, 3, 4]]);
     expect(batches('validated').flat().filter((x) => x.uid.startsWith('val'))).toEqual([]);
   });

@@ -2,22 +2,16 @@
 // generates, the torch trainer takes real gradient steps, and every step's
 // weights reach the inference server. Checks what the run recorded: the
 // batches, the trainer's metrics, the served weight version.
-import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, ROOT, TestDevServer } from './helpers/dev-server';
+import { freePort, readJsonl, ROOT, TestDevServer } from './helpers/dev-server';
 
 let server: TestDevServer;
 let config: string;
 let inferenceUrl: string;
 
-function rollflow(...args: string[]) {
-  const r = spawnSync(path.join(ROOT, 'bin/rollflow'), args, { env: { ...server.env, ROLLFLOW_LOG_FORMAT: 'json' }, encoding: 'utf8', timeout: 900_000 });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-const readJsonl = (file: string) => readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+const rollflow = (...args: string[]) => server.rollflow(args, 900_000);
 
 beforeAll(async () => {
   expect(readdirSync(path.join(ROOT, 'dist')).length, 'run `make build` first').toBeGreaterThan(0);

@@ -6,15 +6,16 @@
  */
 import { z } from 'zod';
 import { parseDesOptions } from '../des/options';
+import { WORKER_SLOTS } from '../../configs';
 
 const seconds = z.number().min(0);
 
-/** Where the bench's own stack lives: never the user's ports or state dir. */
 const envCalls = z
   .enum(['activity', 'local'])
   .default('activity')
   .describe("How the latency_sim env's reset/step and the sample write run (custom_envs.<tag>.env_calls): activity, or local (local activities: less server work per turn).");
 
+/** Where the bench's own stack lives: never the user's ports or state dir. */
 export const StackOptions = {
   port_base: z.number().int().min(1024).max(65000).default(7260).describe('Temporal on port_base, its UI on +1, sim inference +2, trainer +3, env +4 (away from a user stack on 7233/830x).'),
   worker_processes: z.number().int().min(1).max(64).optional().describe('Worker processes polling the bench task queue; an env step holds an activity slot while it sleeps. Default: ⌈in flight / temporal.worker.max_concurrent_activities⌉ (2000 by default), at most max_worker_processes.'),
@@ -86,12 +87,9 @@ export function isLiveWorkload(w: string): w is LiveWorkload {
   return w in LIVE_SCHEMAS;
 }
 
-/** Activity slots of one worker: the config's temporal.worker.max_concurrent_activities default. */
-export const WORKER_ACTIVITY_SLOTS = 2000;
-
 /** Worker processes for `inFlight` trajectories: the option, or enough activity slots for every one of them, capped. */
 export function workersFor(o: { worker_processes?: number | undefined; max_worker_processes: number }, inFlight: number): number {
-  return o.worker_processes ?? Math.min(o.max_worker_processes, Math.max(1, Math.ceil(inFlight / WORKER_ACTIVITY_SLOTS)));
+  return o.worker_processes ?? Math.min(o.max_worker_processes, Math.max(1, Math.ceil(inFlight / WORKER_SLOTS)));
 }
 
 /** Validates raw options (from --set); a bad one names the key, the value and what was expected (DesOptionsError). */

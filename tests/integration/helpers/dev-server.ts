@@ -61,6 +61,17 @@ export class TestDevServer {
   stop(): ScriptResult {
     return this.run('stop');
   }
+
+  /** bin/rollflow against this server's state dir, with JSON logs. */
+  rollflow(args: string[], timeoutMs: number): ScriptResult {
+    const r = spawnSync(path.join(ROOT, 'bin/rollflow'), args, { env: { ...this.env, ROLLFLOW_LOG_FORMAT: 'json' }, encoding: 'utf8', timeout: timeoutMs });
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+}
+
+/** The records of a JSON-lines file. */
+export function readJsonl<T = Record<string, unknown>>(file: string): T[] {
+  return readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as T);
 }
 
 /** The pid in one of rollflow's pid files (first line; the second is the launch fingerprint). */
