@@ -8,7 +8,9 @@ reports=.state/test-reports
 rm -rf "$reports"; mkdir -p "$reports"
 
 status=0
-node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile.json="$reports/vitest.json" || status=1
+node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile.json="$reports/vitest.json" 2>&1 | tee "$reports/vitest.log"
+vitest_status=${PIPESTATUS[0]}
+[ "$vitest_status" -eq 0 ] || status=1
 (cd python-engines && ../.venv/bin/python -m pytest --junitxml="../$reports/pytest.xml") || status=1
-node scripts/test-summary.mjs "$reports" || status=1
+VITEST_STATUS=$vitest_status node scripts/test-summary.mjs "$reports" || status=1
 exit $status

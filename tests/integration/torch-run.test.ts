@@ -56,7 +56,8 @@ afterAll(() => {
 });
 
 describe('a run on the torch engines', () => {
-  it('trains a real model: gradient steps on generated tokens, each new version served', async () => {
+  // Three torch steps take seconds here; a cold, loaded 2-core machine gets the CLI call's own limit.
+  it('trains a real model: gradient steps on generated tokens, each new version served', { timeout: 900_000 }, async () => {
     const r = rollflow('run', config, '--json', '--run-id', 'torch');
     expect(r.status, r.stderr).toBe(0);
     const summary = JSON.parse(r.stdout.trim().split('\n').pop()!) as { steps: number; unique_uids_consumed: number };

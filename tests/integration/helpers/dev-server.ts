@@ -4,20 +4,35 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 export const ROOT = path.join(__dirname, '../../..');
 const script = path.join(ROOT, 'temporal/dev-server.sh');
 
+/**
+ * A port nobody else will be handed until our own process binds it. A plain
+ * bind(0)-then-close leaves the port free for the next bind(0) or outgoing
+ * connection of any process (the other test file's servers, engines and
+ * clients), so it is parked in TIME_WAIT first: we connect to it and the
+ * listening side closes first. The kernel skips TIME_WAIT ports when it picks
+ * ports itself, while our servers (Node, uvicorn, Temporal's Go) bind with
+ * SO_REUSEADDR and get it. The same trick as Temporal's own freeport.
+ */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const srv = createServer();
+    const srv = createServer((accepted) => {
+      accepted.destroy();
+      srv.close(() => resolve(port));
+    });
+    let port = 0;
     srv.once('error', reject);
     srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
+      port = (srv.address() as { port: number }).port;
+      const client = connect(port, '127.0.0.1');
+      client.on('error', () => undefined); // the reset from our own close
+      client.on('close', () => client.destroy());
     });
   });
 }
