@@ -104,6 +104,45 @@ def w7_table(rep: dict) -> list[str]:
     return rows
 
 
+def w4_table(rep: dict) -> list[str]:
+    rows = [
+        "| P × n | servers | time scale | n per request s | replicated s | measured speedup | DES speedup | measured/DES − 1 | DES n per request s | DES replicated s "
+        "| overhead replicated | overhead n per request | DES n per request, 100 other arrival orders s | DES speedup, same lengths | mean / max tokens | requests sent over (p50 / last) s, n per request · replicated |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|",
+    ]
+    for c in rep["cells"]:
+        same = c.get("des_same_lengths") or {}
+        ramp = c.get("dispatch_ramp") or {}
+        ramp_txt = " · ".join(f"{r['p50_s']:.1f} / {r['last_s']:.1f}" if r else "n/a" for r in (ramp.get("n_per_request"), ramp.get("replicated")))
+        order = (c.get("des_order_range") or {}).get("n_per_request")
+        order_txt = f"{order['min_s']:.1f}–{order['max_s']:.1f}" if order else "n/a"
+        tokens = ", ".join(f"{c['mean_tokens'][m]} / {c['max_tokens'][m]}" for m in c["mean_tokens"])
+        rows.append(
+            f"| {c['prompts']} × {c['n']} | {c['servers']} | {c['time_scale']:g} | {num(c['baseline_makespan_s'])} | {num(c['rollflow_makespan_s'])} | "
+            f"{num(c['measured_speedup'], '{:.2f}×')} | {num(c['des_speedup'], '{:.2f}×')} | {pct(c['speedup_vs_des'])} | {num(c['des_baseline_makespan_s'])} | "
+            f"{num(c['des_rollflow_makespan_s'])} | {pct(c['overhead'])} | {pct(c['baseline_overhead'])} | {order_txt} | {num(same.get('speedup'), '{:.2f}×')} | {tokens} | {ramp_txt} |"
+        )
+    errors = [f"- {m}: {r['error']}" for c in rep["cells"] for m, r in c["runs"].items() if not r["ok"]]
+    return rows + ([""] + errors if errors else [])
+
+
+def w4_plot(reps: list[dict], png: Path, names: list[str]) -> None:
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    cells = [(name, c) for rep, name in zip(reps, names) for c in rep["cells"]]
+    x = range(len(cells))
+    w = 0.2
+    series = [("baseline_makespan_s", "n per request, measured", None), ("des_baseline_makespan_s", "n per request, DES", "//"),
+              ("rollflow_makespan_s", "replicated, measured", None), ("des_rollflow_makespan_s", "replicated, DES", "//")]
+    for k, (key, label, hatch) in enumerate(series):
+        ax.bar([i - 1.5 * w + k * w for i in x], [c[key] or 0 for _, c in cells], w, label=label, hatch=hatch, alpha=0.5 if hatch else 1, color=f"C{k // 2}")
+    ax.set_xticks(list(x), [f"{c['prompts']}×{c['n']}, K={c['servers']}\nscale {c['time_scale']:g}" for _, c in cells])
+    ax.set(ylabel="rollout makespan s", title="W4: prompt replication, measured vs DES (same lengths)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
 def w1_plot(reps: list[dict], png: Path, names: list[str]) -> None:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     cells = [dict(c, time_scale=rep["options"]["time_scale"]) for rep in reps for c in rep["cells"]]
@@ -181,11 +220,12 @@ def w7_plot(reps: list[dict], png: Path, names: list[str]) -> None:
 
 TITLES = {
     "w1": "W1: env-level async rollout vs lockstep (ROLL Flash Fig. 9)",
+    "w4": "W4: prompt replication (ROLL Flash Fig. 8)",
     "w5": "W5: async vs sync training (ROLL Flash Prop. 1–2)",
     "w7": "W7: orchestration scale on the embedded dev server",
 }
-TABLES = {"w1": w1_table, "w5": w5_table, "w7": w7_table}
-PLOTS = {"w1": w1_plot, "w5": w5_plot, "w7": w7_plot}
+TABLES = {"w1": w1_table, "w4": w4_table, "w5": w5_table, "w7": w7_table}
+PLOTS = {"w1": w1_plot, "w4": w4_plot, "w5": w5_plot, "w7": w7_plot}
 
 
 def main(argv: list[str]) -> int:

@@ -12,7 +12,10 @@ export interface Derived {
   group_size: number;
   /** Groups per step: B / G. */
   groups_per_step: number;
-  /** Admission cap (async ratio): accepted_unconsumed + running < (1 + α)·B, so at most floor((1 + α)·B) samples in the system. */
+  /**
+   * Admission cap (async ratio): accepted_unconsumed + running < (1 + α)·B, so at most
+   * floor((1 + α)·B) samples in the system, plus max_additional_running_prompts groups.
+   */
   max_samples_in_system: number;
   /** ⌈α⌉: the staleness a sample may have at consumption before stale_policy applies. */
   max_staleness: number;
@@ -41,7 +44,7 @@ export function derive(c: RunConfig, cwd: string, path: PathApi): Derived {
     samples_per_step,
     group_size,
     groups_per_step,
-    max_samples_in_system: Math.floor((1 + c.async_generation_ratio) * samples_per_step + 1e-9),
+    max_samples_in_system: Math.floor((1 + c.async_generation_ratio) * samples_per_step + 1e-9) + c.max_additional_running_prompts * group_size,
     max_staleness: Math.max(0, Math.ceil(c.async_generation_ratio - 1e-9)),
     infer_model: c.actor_infer.model_args?.model_name_or_path ?? c.actor_train.model_args.model_name_or_path,
     run_dir,

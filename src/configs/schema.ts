@@ -193,8 +193,13 @@ export const RunConfigSchema = z
     num_return_sequences_in_group: count(1).default(1).describe('Responses sampled per prompt (GRPO group size).'),
     is_num_return_sequences_expand: z.boolean().default(true).describe('Prompt replication: the n responses of a prompt are n independent requests, each sample its own workflow (ROLL defaults to false: one request with n choices; single-turn only).'),
     async_generation_ratio: z.number().min(0).default(0).describe('Async ratio α: samples may be generated up to α steps ahead of training; 0 is synchronous.'),
-    generate_opt_level: z.literal([0, 1]).default(1).describe('0 generates the whole batch then scores it; 1 schedules prompts as a queue with dynamic filtering.'),
-    max_additional_running_prompts: count(0).default(0).describe('Extra prompts kept in flight beyond the batch so filtered groups are replaced quickly.'),
+    generate_opt_level: z
+      .literal([0, 1])
+      .default(1)
+      .describe('1: a queue, each group scored as it finishes and its slot refilled at once (dynamic filtering); 0: waves, a new wave of groups starts only when every group of the last one has reported (generate the batch, score, filter, top up).'),
+    max_additional_running_prompts: count(0)
+      .default(0)
+      .describe('Prompt groups admitted beyond the (1 + α)·B samples, so groups the filter drops are replaced while the batch still generates; with α = 0 the ones still running at the step end become stale (stale_policy).'),
 
     pg_variant: z.enum(PG_VARIANTS).default('ppo').describe('Policy-gradient loss (off-policy correction) used by the trainer.'),
     adv_estimator: z.enum(ADV_ESTIMATORS).default('grpo').describe('Advantage estimator.'),

@@ -41,7 +41,8 @@ export const latencySim: Env<LatencySimState, LatencySimConfig> = {
   },
 
   async reset(_config, seed) {
-    return { state: { seed, turn: 0 }, observation: 'latency_sim: episode started', info: {} };
+    // The seed in the prompt makes each episode's prompt its own, as dataset rows are (the sim's per-prompt length factor keys on it).
+    return { state: { seed, turn: 0 }, observation: `latency_sim: episode ${seed}`, info: {} };
   },
 
   async step(config, state, _action, signal, attempt = 0) {

@@ -56,6 +56,8 @@ export interface RunPlan {
   partialRollout: boolean;
   /** Prompt replication (see GroupInput.replicate); always on for multi-turn envs. */
   replicate: boolean;
+  /** generate_opt_level 0: dispatch in waves, the next only when no group is in flight (the batch-mode baseline). */
+  waves?: boolean;
   /** env_async: every trajectory its own workflow; lockstep: the groups dispatched together advance turn by turn as one batch (baseline). */
   rolloutMode: RolloutMode;
   /** The envs (train_env_manager tags) and how many of a step's groups each gets; a group's env follows its position. */
@@ -295,9 +297,11 @@ export async function run(input: RunInput): Promise<RunStatus> {
   let stopDispatch = false;
   // Admission allows it, and the remaining steps still need it (no groups started only to be cancelled at the end).
   const wanted = () => state.canDispatch() && state.samplesInSystem < (plan.maxSteps - state.step) * plan.limits.samplesPerStep;
+  // In waves, a burst starts only once every group of the last one has reported; the burst itself fills what admission allows.
+  const burstMayStart = () => !plan.waves || state.runningSamples === 0;
   const dispatcher = (async () => {
     for (;;) {
-      await condition(() => stopDispatch || (!suspended && wanted()));
+      await condition(() => stopDispatch || (!suspended && wanted() && burstMayStart()));
       if (stopDispatch) return;
       const refs: GroupRef[] = [];
       while (wanted()) refs.push(state.dispatch());

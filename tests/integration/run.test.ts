@@ -136,6 +136,41 @@ describe('training runs', () => {
     expect(s.peak_samples_in_system).toBeLessThanOrEqual(Math.floor(1.5 * B));
   });
 
+  it('max_additional_running_prompts admits that many groups beyond (1 + α)·B; those left running at a step end are stale', () => {
+    const s = runJson('extra-prompts', 'async_generation_ratio=0', 'max_additional_running_prompts=1', 'stale_policy=accept');
+    expect(s.unique_uids_consumed).toBe(5 * B);
+    expect(s.peak_samples_in_system).toBe(B + G);
+    expect(s.max_staleness).toBeLessThanOrEqual(1);
+  });
+
+  it('generate_opt_level 0 dispatches in waves: a burst starts only when every group started before it has reported', async () => {
+    // From the run's own history, in order: group reports (groupDone signals) and group starts (child
+    // initiated; a burst's starts are the commands of one workflow task, recorded after its completion).
+    const burstsStartingWithGroupsOut = async (runId: string) => {
+      const { events } = await client.workflow.getHandle(runId).fetchHistory();
+      let [started, reported, inBurst, early] = [0, 0, false, 0];
+      for (const e of events ?? []) {
+        if (e.workflowTaskCompletedEventAttributes) inBurst = false;
+        else if (e.workflowExecutionSignaledEventAttributes?.signalName === 'groupDone') reported++;
+        else if (e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name === 'group') {
+          if (!inBurst && reported < started) early++;
+          inBurst = true;
+          started++;
+        }
+      }
+      return { started, early };
+    };
+    // Episodes of 3 env steps of 1 s each, so a group outlives a train step by far: the queue refills while groups are out.
+    const sets = ['async_generation_ratio=1', 'max_steps=4', 'train_env_manager.tags=[slow]', 'custom_envs.slow.env_config={turns: 3, mean_s: 1, std_s: 0}'];
+    runJson('waves', ...sets, 'generate_opt_level=0');
+    const waves = await burstsStartingWithGroupsOut('waves');
+    expect(waves.started).toBeGreaterThanOrEqual(4 * (B / G));
+    expect(waves.early).toBe(0);
+    // The queue (generate_opt_level 1) refills as soon as a step frees room, with groups still out: the check tells them apart.
+    runJson('queue', ...sets, 'generate_opt_level=1');
+    expect((await burstsStartingWithGroupsOut('queue')).early).toBeGreaterThan(0);
+  });
+
   it('exactly once over 10 steps with continue-as-new every 3 steps', async () => {
     const s = runJson('exactly-once', 'async_generation_ratio=1', 'max_steps=10', 'steps_per_workflow_run=3');
     expect([s.steps, s.samples_consumed, s.unique_uids_consumed]).toEqual([10, 10 * B, 10 * B]);

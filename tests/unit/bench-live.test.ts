@@ -4,10 +4,12 @@
 import { describe, expect, it } from 'vitest';
 import { benchCommand, commandLine, rawOptions } from '../../src/cli/bench';
 import { parseConfig } from '../../src/configs';
-import { batchLatencyTable, desW1, dispatchOrder } from '../../src/bench/des';
+import { batchLatencyTable, desW1, desW4, dispatchOrder } from '../../src/bench/des';
 import {
   activitiesPerTrajectory,
+  dispatchRamp,
   genSecondsTable,
+  lengthsByPrompt,
   overhead,
   parseLiveOptions,
   parseSampleUid,
@@ -17,6 +19,8 @@ import {
   w1DesOptions,
   w1Report,
   w1RunConfig,
+  w4Report,
+  w4RunConfig,
   w5Des,
   w5Pools,
   w5Row,
@@ -101,6 +105,18 @@ describe('run configs', () => {
     expect(config.custom_envs.bench_gen!.max_tokens_per_step).toBe(1000); // max_gen_s 100 / 0.1 s per token
   });
 
+  it('W4: K alike sim servers on their own ports, P groups of n, one request per group only without replication', () => {
+    const w4 = parseLiveOptions('w4', { prompts: 8, n: 4, servers: 3 });
+    for (const replicate of [false, true]) {
+      const { config, derived } = parseConfig(w4RunConfig(w4, replicate, '/tmp/runs'), 'bench');
+      expect([derived.samples_per_step, derived.groups_per_step, config.is_num_return_sequences_expand]).toEqual([32, 8, replicate]);
+      expect(config.engines.inference.map((e) => e.url)).toEqual(['http://127.0.0.1:7262', 'http://127.0.0.1:7265', 'http://127.0.0.1:7266']);
+      const sim = config.engines.inference[2]!.options.sim as { c0: number; c1: number; length: { sigma: number; sigma_prompt: number } };
+      expect([sim.c0, sim.c1, sim.length.sigma, sim.length.sigma_prompt]).toEqual([0.01, 0.001, 0.4, 0.8]);
+      expect(config.custom_envs.bench_gen!.env_calls).toBe(replicate ? 'local' : 'auto');
+    }
+  });
+
   it('a bad option names the key and the value', () => {
     expect(() => parseLiveOptions('w1', { batch: 3 })).toThrow('w1.batch: got 3; unknown key; did you mean "batches"?');
     expect(() => parseLiveOptions('w5', { beta: 1 })).toThrow('w5.beta');
@@ -163,6 +179,45 @@ describe('report arithmetic', () => {
     expect(w5Des(o, 1, gen).makespan_s).toBe(6);
     const incomplete = w5Row(o, 0, outcome([step(0, 1, 1, 0, 0)]), undefined);
     expect([incomplete.makespan_s, incomplete.des]).toEqual([null, null]); // 1 of 2 steps recorded: nothing is made up
+  });
+});
+
+describe('W4 report', () => {
+  const o = parseLiveOptions('w4', { prompts: 2, n: 2, servers: 2, max_batch: 8, c0_s: 1, c1_s: 0, time_scale: 1, dataset_size: 100 });
+
+  it('lengths by dispatch index and member, from the trained samples; a missing one is named', () => {
+    const tokens = new Map([['e0-p0-s0', 4], ['e0-p0-s1', 3], ['e0-p1-s0', 1], ['e0-p1-s1', 2]]);
+    expect(lengthsByPrompt(tokens, o)).toEqual([[4, 3], [1, 2]]);
+    tokens.delete('e0-p1-s1');
+    expect(() => lengthsByPrompt(tokens, o)).toThrow('no trained sample for 1 of 4 (prompt/member 1/1');
+  });
+
+  it('the DES of each mode on the lengths its run generated, and on the baseline\'s lengths alone', () => {
+    // c0 = 1 s per decode step, c1 = 0: a sequence of L tokens takes L s, however many share its server.
+    // n per request on the baseline's lengths: prompt 0 (4, 3) → server 0, prompt 1 (1, 2) → server 1: 4 s.
+    // Replicated on its own lengths: 2, 2, 2, 1 alternate between the servers: 2 s; on the baseline's: 4 s (its longest response).
+    const lengths = { n_per_request: [[4, 3], [1, 2]], replicated: [[2, 2], [2, 1]] };
+    const runs = { n_per_request: outcome([step(0, 5, 0, 0, 0)]), replicated: outcome([step(0, 2.5, 0, 0, 0)]) };
+    const r = w4Report(o, runs, lengths);
+    expect([r.des_baseline_makespan_s, r.des_rollflow_makespan_s]).toEqual([4, 2]);
+    expect([r.measured_speedup, r.des_speedup, r.overhead, r.baseline_overhead]).toEqual([2, 2, 0.25, 0.25]);
+    expect(r.des_same_lengths).toEqual({ n_per_request_s: 4, replicated_s: 4, speedup: 1 });
+    expect(r.mean_tokens).toEqual({ n_per_request: 3, replicated: 2 });
+    // other arrival orders: prompt 1 first puts (1, 2) on server 0 and (4, 3) on server 1, still 4 s; replicated 2 s in any order
+    expect(r.des_order_range).toEqual({ n_per_request: { min_s: 4, max_s: 4 }, replicated: { min_s: 2, max_s: 2 } });
+    const failed = w4Report(o, { n_per_request: runs.n_per_request, replicated: outcome([], { ok: false, error: 'boom' }) }, { n_per_request: lengths.n_per_request });
+    expect([failed.rollflow_makespan_s, failed.measured_speedup, failed.des_speedup, failed.overhead]).toEqual([null, null, null, null]);
+  });
+
+  it('the dispatch ramp: seconds from the first generate request to the median and the last', () => {
+    expect(dispatchRamp([5000, 1000, 2000, 9000])).toEqual({ requests: 4, p50_s: 1, last_s: 8 });
+    expect(dispatchRamp([])).toBeNull();
+  });
+
+  it('--des-only on w4 gives the DES of its own length sampler for the same options', async () => {
+    const lines: string[] = [];
+    await benchCommand((l) => lines.push(l), () => undefined).parseAsync(['w4', '--des-only', '--set', 'prompts=8', '--set', 'servers=2'], { from: 'user' });
+    expect(JSON.parse(lines.join('\n'))).toEqual(desW4({ prompts: 8, servers: 2, time_scale: 0.25 }));
   });
 });
 

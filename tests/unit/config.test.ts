@@ -47,6 +47,9 @@ describe('run config', () => {
     // α = 0 is synchronous: the cap is exactly B and no staleness is allowed
     const sync = parseConfig({ rollout_batch_size: 3 }, 't').derived;
     expect([sync.max_samples_in_system, sync.max_staleness]).toEqual([3, 0]);
+    // max_additional_running_prompts admits that many more groups: 3 · G = 3 · 4 samples
+    const extra = parseConfig({ rollout_batch_size: 2, num_return_sequences_in_group: 4, max_additional_running_prompts: 3 }, 't').derived;
+    expect([extra.samples_per_step, extra.max_samples_in_system, extra.max_staleness]).toEqual([8, 20, 0]);
   });
 
   it('names the path, the value given and what was expected', () => {

@@ -82,6 +82,21 @@ async def test_length_distributions_have_their_mean_and_spread(length, mean, spr
     assert all(c["finish_reason"] == "stop" for c in body["choices"])
 
 
+async def test_sigma_prompt_gives_each_prompt_one_length_factor_whatever_the_seed():
+    length = {"dist": "lognormal", "mean": 100, "sigma": 0.1, "sigma_prompt": 1.0}
+    async with serve("sim", max_n=64, sim={"length": length}) as (client, _):
+        mean_length = {}
+        for prompt in ([1], [2], [3], [4]):
+            one_request = await complete(client, prompt=prompt, max_tokens=4000, n=32, seed=1)
+            separate = [await complete(client, prompt=prompt, max_tokens=4000, seed=100 + i) for i in range(32)]
+            lengths = [len(c["token_ids"]) for c in one_request["choices"]] + [len(b["choices"][0]["token_ids"]) for b in separate]
+            # within a prompt only the per-sample sigma 0.1 varies the length (64 draws stay within about ±30%)
+            assert max(lengths) / min(lengths) < 2
+            mean_length[prompt[0]] = sum(lengths) / len(lengths)
+    # across prompts: factors with log-space std 1 spread the means far apart
+    assert max(mean_length.values()) / min(mean_length.values()) > 2
+
+
 async def test_stop_token_ids_and_ignore_eos():
     async with serve("sim", sim={"vocab_size": 16, "length": {"dist": "fixed", "mean": 5}}) as (client, _):
         stopped = await complete(client, prompt=[1], max_tokens=200, stop_token_ids=[9], sim_response_length=200, seed=3)

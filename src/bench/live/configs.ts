@@ -7,7 +7,7 @@
  */
 import type { RunConfigInput } from '../../configs';
 import type { W1Options } from '../des/w1-env-async';
-import type { W1LiveOptions, W5LiveOptions, W7LiveOptions } from './options';
+import type { W1LiveOptions, W4LiveOptions, W5LiveOptions, W7LiveOptions } from './options';
 
 export const BENCH_TASK_QUEUE = 'rollflow-bench';
 
@@ -15,13 +15,13 @@ export interface StackPorts {
   port_base: number;
 }
 
-/** Temporal and the three sim engines on the bench's own ports. */
-export function stackSection(o: StackPorts, engines: { inference: Record<string, unknown>; trainer: Record<string, unknown> }): Pick<RunConfigInput, 'temporal' | 'engines'> {
+/** Temporal and the sim engines on the bench's own ports: `inferenceServers` alike inference servers (+2, then +5, +6, …), a trainer, an env server. */
+export function stackSection(o: StackPorts, engines: { inference: Record<string, unknown>; trainer: Record<string, unknown> }, inferenceServers = 1): Pick<RunConfigInput, 'temporal' | 'engines'> {
   const url = (offset: number) => `http://127.0.0.1:${o.port_base + offset}`;
   return {
     temporal: { address: `127.0.0.1:${o.port_base}`, ui_url: url(1), task_queue: BENCH_TASK_QUEUE, embedded: true },
     engines: {
-      inference: [{ url: url(2), backend: 'sim', options: engines.inference }],
+      inference: Array.from({ length: inferenceServers }, (_, i) => ({ url: url(i === 0 ? 2 : 4 + i), backend: 'sim', options: engines.inference })),
       trainer: { url: url(3), backend: 'sim', options: engines.trainer },
       env: { url: url(4) },
     },
@@ -144,5 +144,41 @@ export function w5RunConfig(o: W5LiveOptions, alpha: number, runDir: string): Ru
       inference: { max_batch: w5Pools(o).gen, sim: { c0: o.s_per_token, c1: 0, time_scale: o.time_scale, length: { dist: 'lognormal', mean: o.mean_gen_s / o.s_per_token, sigma: o.sigma_sample } } },
       trainer: { sim_seconds_per_sample: w5TrainStepS(o) / o.batch },
     }),
+  };
+}
+
+/**
+ * W4: one synchronous step of P prompts × n single-turn responses on K sim
+ * servers whose decode step over b sequences takes c0 + c1·b (memory-bound
+ * decode). The sim draws each response's length: a log-normal per response
+ * times a factor of its prompt (length.sigma_prompt), so a hard prompt's n
+ * responses all run long. `replicate` is is_num_return_sequences_expand.
+ */
+export function w4RunConfig(o: W4LiveOptions, replicate: boolean, runDir: string): RunConfigInput {
+  return {
+    exp_name: 'bench-w4',
+    seed: o.seed,
+    max_steps: 1,
+    async_generation_ratio: 0,
+    stale_policy: 'accept',
+    dataset_size: o.dataset_size,
+    run_dir: runDir,
+    is_num_return_sequences_expand: replicate,
+    train_env_manager: { num_env_groups: o.prompts, group_size: o.n, tags: ['bench_gen'] },
+    custom_envs: { bench_gen: { env_type: 'latency_sim', max_steps: 1, max_tokens_per_step: o.max_tokens, env_config: { turns: 1, mean_s: 0, std_s: 0 }, env_calls: replicate ? o.env_calls : 'auto' } },
+    actor_infer: { generating_args: { max_new_tokens: o.max_tokens } },
+    ...stackSection(
+      o,
+      {
+        inference: {
+          max_batch: o.max_batch,
+          max_n: Math.max(64, o.n),
+          max_tokens_cap: Math.max(4096, o.max_tokens),
+          sim: { c0: o.c0_s, c1: o.c1_s, time_scale: o.time_scale, length: { dist: 'lognormal', mean: o.mean_tokens, sigma: o.sigma_sample, sigma_prompt: o.sigma_prompt } },
+        },
+        trainer: { sim_seconds_per_sample: 0 },
+      },
+      o.servers,
+    ),
   };
 }

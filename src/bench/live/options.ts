@@ -17,7 +17,7 @@ const envCalls = z
 
 /** Where the bench's own stack lives: never the user's ports or state dir. */
 export const StackOptions = {
-  port_base: z.number().int().min(1024).max(65000).default(7260).describe('Temporal on port_base, its UI on +1, sim inference +2, trainer +3, env +4 (away from a user stack on 7233/830x).'),
+  port_base: z.number().int().min(1024).max(65000).default(7260).describe('Temporal on port_base, its UI on +1, sim inference +2 (further ones +5, +6, …), trainer +3, env +4 (away from a user stack on 7233/830x).'),
   worker_processes: z.number().int().min(1).max(64).optional().describe('Worker processes polling the bench task queue; an env step holds an activity slot while it sleeps. Default: ⌈in flight / temporal.worker.max_concurrent_activities⌉ (2000 by default), at most max_worker_processes.'),
   max_worker_processes: z.number().int().min(1).default(8).describe('Most worker processes the default `worker_processes` starts (each is a Node process on this machine).'),
   run_timeout_s: z.number().positive().default(3600).describe('A run still going after this many seconds is terminated and reported as a timeout.'),
@@ -75,10 +75,31 @@ export const W7LiveOptions = z.strictObject({
 });
 export type W7LiveOptions = z.output<typeof W7LiveOptions>;
 
-export const LIVE_SCHEMAS = { w1: W1LiveOptions, w5: W5LiveOptions, w7: W7LiveOptions };
+export const W4LiveOptions = z.strictObject({
+  seed: z.number().int().min(0).default(1).describe('Run seed: fixes the prompts, hence their length factors and the sampling seeds.'),
+  prompts: z.number().int().min(1).default(32).describe('Prompts per step P (groups).'),
+  n: z.number().int().min(1).default(16).describe('Responses per prompt (num_return_sequences_in_group).'),
+  servers: z.number().int().min(1).max(32).default(4).describe('Sim inference servers K (one process each, on port_base+2 and port_base+5…).'),
+  max_batch: z.number().int().min(1).default(64).describe('Sequences one server decodes together; more wait for a slot.'),
+  c0_s: seconds.default(0.01).describe('Seconds per decode step, before time_scale.'),
+  c1_s: seconds.default(0.001).describe('Extra seconds per decode step per running sequence (memory-bound decode), before time_scale.'),
+  mean_tokens: z.number().positive().default(1000).describe('Mean natural response length (the sim\'s log-normal).'),
+  sigma_prompt: z.number().min(0).default(0.8).describe('Log-space std of the per-prompt length factor (hard prompts answer long).'),
+  sigma_sample: z.number().min(0).default(0.4).describe('Log-space std of the per-response length factor.'),
+  max_tokens: z.number().int().min(1).default(4096).describe('Responses are cut at this length (max_new_tokens).'),
+  dataset_size: z.number().int().min(1).default(4096).describe('Dataset size of the runs.'),
+  time_scale: z.number().positive().default(0.25).describe('Multiplies c0 and c1 in the runs and the DES.'),
+  modes: z.array(z.enum(['n_per_request', 'replicated'])).min(1).default(['n_per_request', 'replicated']).describe('Which runs to make: one request of n per prompt (the baseline), or n requests (is_num_return_sequences_expand).'),
+  env_calls: z.enum(['activity', 'local']).default('local').describe("How the (instant) env's reset/step and the sample write run in the replicated run's trajectory workflows: local (local activities, the right choice for a millisecond env) or activity. The baseline's one-request groups always run them locally (env_calls auto)."),
+  ...StackOptions,
+});
+export type W4LiveOptions = z.output<typeof W4LiveOptions>;
+
+export const LIVE_SCHEMAS = { w1: W1LiveOptions, w4: W4LiveOptions, w5: W5LiveOptions, w7: W7LiveOptions };
 export type LiveWorkload = keyof typeof LIVE_SCHEMAS;
 export interface LiveOptionsByWorkload {
   w1: W1LiveOptions;
+  w4: W4LiveOptions;
   w5: W5LiveOptions;
   w7: W7LiveOptions;
 }

@@ -87,3 +87,18 @@ export function parseSampleUid(uid: string, datasetSize: number): { group: numbe
   if (!m) throw new RangeError(`not a sample uid: ${uid}`);
   return { group: Number(m[1]) * datasetSize + Number(m[2]), member: Number(m[3]) };
 }
+
+export interface DispatchRamp {
+  requests: number;
+  /** Seconds from the first generate request to the median one and to the last one. */
+  p50_s: number;
+  last_s: number;
+}
+
+/** How a run's generate requests were spread in time (the DES sends them all at once). */
+export function dispatchRamp(scheduledAtMs: readonly number[]): DispatchRamp | null {
+  if (scheduledAtMs.length === 0) return null;
+  const t = [...scheduledAtMs].sort((a, b) => a - b);
+  const at = (i: number) => round((t[i]! - t[0]!) / 1000, 3);
+  return { requests: t.length, p50_s: at(Math.floor((t.length - 1) / 2)), last_s: at(t.length - 1) };
+}

@@ -235,6 +235,31 @@ export class BenchStack {
     };
   }
 
+  /**
+   * When each generate request of the last-run config's run `runId` was
+   * scheduled (ms since the epoch), from the histories of its group and
+   * trajectory workflows: how fast the orchestration put the batch's work in
+   * front of the engines (the DES puts it all there at time 0).
+   */
+  async generateScheduledAt(runId: string): Promise<number[]> {
+    if (!this.lastLoaded) return [];
+    const client = await connectClient(this.lastLoaded.config);
+    try {
+      const times: number[] = [];
+      for await (const wf of client.workflow.list({ query: `RollflowRunId = '${runId}'` })) {
+        if (wf.type !== 'trajectory' && wf.type !== 'group') continue;
+        const history = await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+        for (const e of history.events ?? []) {
+          const name = e.activityTaskScheduledEventAttributes?.activityType?.name ?? '';
+          if (name.startsWith('generate') && e.eventTime) times.push(Number(e.eventTime.seconds) * 1000 + (e.eventTime.nanos ?? 0) / 1e6);
+        }
+      }
+      return times;
+    } finally {
+      await client.connection.close();
+    }
+  }
+
   private async finalStatus(loaded: LoadedConfig, runId: string): Promise<RunStatus | undefined> {
     const client = await connectClient(loaded.config).catch(() => undefined);
     try {

@@ -13,6 +13,9 @@ class SimLength(BaseModel):
 
     fixed: exactly round(mean); normal: round(N(mean, std)); lognormal: a
     log-normal with mean ``mean`` and log-space std ``sigma``. Always >= 1.
+    ``sigma_prompt`` > 0 multiplies every response to a prompt by one factor
+    drawn from the prompt's tokens (log-normal with mean 1): hard prompts
+    answer long, whichever request or sampling seed asks them.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -21,6 +24,7 @@ class SimLength(BaseModel):
     mean: float = Field(default=128, gt=0, description="Mean length in tokens (the length itself for fixed).")
     std: float = Field(default=32, ge=0, description="normal: standard deviation in tokens.")
     sigma: float = Field(default=0.5, ge=0, description="lognormal: standard deviation of log(length).")
+    sigma_prompt: float = Field(default=0.0, ge=0, description="Log-space std of a per-prompt length factor (0: none).")
 
 
 class SimOptions(BaseModel):

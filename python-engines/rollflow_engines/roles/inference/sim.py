@@ -3,7 +3,8 @@ no model behind it.
 
 Everything a sequence produces comes from one ``random.Random`` seeded by
 (server seed, request seed or else the prompt's tokens, sample index): its
-natural length, its token ids and its logprobs. So a run repeats exactly, and
+natural length, its token ids and its logprobs (and, with
+``length.sigma_prompt``, a length factor of the prompt's own). So a run repeats exactly, and
 two servers with the same seed answer alike. Temperature and top_p do not
 change the output (there is no distribution to sample from).
 
@@ -29,15 +30,19 @@ ROLE_MARKERS = {"system": 3, "user": 4, "assistant": 5}
 OTHER_ROLE_MARKER, END_OF_TURN, BYTE_OFFSET = 6, 7, 8
 
 
-def draw_length(rng: random.Random, spec: SimLength) -> int:
+def lognormal_mean(rng: random.Random, mean: float, sigma: float) -> float:
+    """A log-normal draw whose expectation is ``mean`` (log-space std ``sigma``)."""
+    return rng.lognormvariate(math.log(mean) - sigma ** 2 / 2, sigma)
+
+
+def draw_length(rng: random.Random, spec: SimLength, prompt_factor: float = 1.0) -> int:
     if spec.dist == "fixed":
         x = spec.mean
     elif spec.dist == "normal":
         x = rng.gauss(spec.mean, spec.std)
     else:
-        mu = math.log(spec.mean) - spec.sigma ** 2 / 2  # so that E[length] == mean
-        x = rng.lognormvariate(mu, spec.sigma)
-    return max(1, round(x))
+        x = lognormal_mean(rng, spec.mean, spec.sigma)
+    return max(1, round(x * prompt_factor))
 
 
 class SimEngine(SteppedEngine):
@@ -78,8 +83,15 @@ class SimEngine(SteppedEngine):
         p = seq.params
         source = ("seed", p.seed) if p.seed is not None else ("prompt", tuple(seq.prompt))
         rng = random.Random(derive_seed(self.seed, source, seq.index))
-        length = p.sim_response_length or draw_length(rng, self.sim.length)
+        length = p.sim_response_length or draw_length(rng, self.sim.length, self._prompt_factor(seq.prompt))
         seq.state = (rng, length)
+
+    def _prompt_factor(self, prompt: list[int]) -> float:
+        """The prompt's own length factor: the same for every request and sample of it."""
+        sigma = self.sim.length.sigma_prompt
+        if sigma == 0:
+            return 1.0
+        return lognormal_mean(random.Random(derive_seed(self.seed, "prompt-length", tuple(prompt))), 1.0, sigma)
 
     def _next_token(self, seq: Seq) -> tuple[int, float]:
         rng, length = seq.state
