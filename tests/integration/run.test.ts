@@ -160,8 +160,9 @@ describe('training runs', () => {
       }
       return { started, early };
     };
-    // Episodes of 3 env steps of 1 s each, so a group outlives a train step by far: the queue refills while groups are out.
-    const sets = ['async_generation_ratio=1', 'max_steps=4', 'train_env_manager.tags=[slow]', 'custom_envs.slow.env_config={turns: 3, mean_s: 1, std_s: 0}'];
+    // Episodes of 3 env steps of 2 s each, so a group outlives a train step and weight sync by far (seconds even on a
+    // loaded machine): after step 1 the queue refills while the groups started after step 0 are still out.
+    const sets = ['async_generation_ratio=1', 'max_steps=4', 'train_env_manager.tags=[slow]', 'custom_envs.slow.env_config={turns: 3, mean_s: 2, std_s: 0}'];
     runJson('waves', ...sets, 'generate_opt_level=0');
     const waves = await burstsStartingWithGroupsOut('waves');
     expect(waves.started).toBeGreaterThanOrEqual(4 * (B / G));
