@@ -8,9 +8,9 @@ import path from 'node:path';
 const dir = process.argv[2];
 const totals = { passed: 0, failed: 0, skipped: 0 };
 const failures = [];
+const plain = (text) => String(text ?? '').replace(/\x1b\[[0-9;]*m/g, '');
 const head = (text, lines = 20) =>
-  String(text ?? '')
-    .replace(/\x1b\[[0-9;]*m/g, '')
+  plain(text)
     .split('\n')
     .filter((l) => !/^\s+at .*node_modules/.test(l))
     .slice(0, lines)
@@ -37,7 +37,7 @@ if (existsSync(vitestFile)) {
   if (Number(process.env.VITEST_STATUS ?? 0) !== 0 && failures.length === 0) {
     totals.failed += 1;
     const log = path.join(dir, 'vitest.log');
-    const text = existsSync(log) ? readFileSync(log, 'utf8').replace(/\x1b\[[0-9;]*m/g, '') : '';
+    const text = existsSync(log) ? plain(readFileSync(log, 'utf8')) : '';
     const at = text.search(/Unhandled (Error|Rejection)/);
     failures.push(`vitest exited ${process.env.VITEST_STATUS} with no failed test: ${at >= 0 ? head(text.slice(at), 30) : 'see its output above'}`);
   }

@@ -73,5 +73,5 @@ export { groupPassesStdFilter, longTailDraw, promptSolveRate, responseLength, re
 export { desW1, desW1Sweep, W1_SWEEP, W1Options } from './w1-env-async';
 export { desW2, desW2Grid, groupOutcome, redundantRolloutSchedule, trajectoryOutcome, W2_GRID, W2Options, type Outcome, type RedundantRolloutPlan, type RedundantRolloutSchedule } from './w2-redundant-rollout';
 export { batchRolloutSchedule, desW3, desW3Sweep, queueRolloutSchedule, W3_BATCHES, W3Options, w3Prompts, type FilteredPrompt, type FilteredRolloutPlan, type FilteredRolloutSchedule } from './w3-queue-scheduling';
-export { desW4, desW4Sweep, promptReplicationSchedule, W4_CONFIGS, W4Options, w4Lengths, type ReplicationSchedule } from './w4-prompt-replication';
+export { desW4, desW4Sweep, promptReplicationSchedule, W4_CONFIGS, W4Options, w4Lengths, w4ServerModel, type ReplicationSchedule } from './w4-prompt-replication';
 export { asyncTrainingSchedule, desW5, W5Options, type AsyncTrainingPlan, type AsyncTrainingSchedule } from './w5-async-training';

@@ -60,9 +60,14 @@ export function w4Lengths(o: W4Options): number[][] {
   return Array.from({ length: o.prompts }, (_, p) => Array.from({ length: o.n }, (_, j) => responseLength(model, o.seed, promptAt(p), j)));
 }
 
+/** The K servers W4's options describe, their decode costs after time_scale. */
+export function w4ServerModel(o: Pick<W4Options, 'servers' | 'max_batch' | 'c0_s' | 'c1_s' | 'time_scale'>): ServerModel {
+  return { servers: o.servers, max_batch: o.max_batch, c0_s: o.c0_s * o.time_scale, c1_s: o.c1_s * o.time_scale };
+}
+
 export function desW4(raw?: unknown): DesResult {
   const o = parseDesOptions('w4', W4Options, raw);
-  const model: ServerModel = { servers: o.servers, max_batch: o.max_batch, c0_s: o.c0_s * o.time_scale, c1_s: o.c1_s * o.time_scale };
+  const model = w4ServerModel(o);
   const lengths = w4Lengths(o);
   const mode = (replicate: boolean): DesModeResult => {
     const s = promptReplicationSchedule(model, lengths, replicate);

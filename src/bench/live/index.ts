@@ -10,7 +10,7 @@ import { desW4 } from '../des/w4-prompt-replication';
 import { desW5 } from '../des/w5-async-training';
 import type { DesResult } from '../des/result';
 import { w1Cells, w1DesOptions, w7DesOptions } from './configs';
-import { parseLiveOptions, type LiveOptionsByWorkload, type LiveWorkload, type W5LiveOptions } from './options';
+import { parseLiveOptions, w4DesOptions, type LiveOptionsByWorkload, type LiveWorkload, type W5LiveOptions } from './options';
 import { benchW1, benchW7 } from './rollout-bench';
 import { BenchStack, machine, type Machine } from './runner';
 import { benchW4 } from './w4-bench';
@@ -46,10 +46,7 @@ export function liveDes<W extends LiveWorkload>(workload: W, o: LiveOptionsByWor
     const w7 = o as LiveOptionsByWorkload['w7'];
     return w7.in_flight.map((n) => desW1(w7DesOptions(w7, n)));
   }
-  if (workload === 'w4') {
-    const { seed, prompts, n, servers, max_batch, c0_s, c1_s, mean_tokens, sigma_prompt, sigma_sample, max_tokens, dataset_size, time_scale } = o as LiveOptionsByWorkload['w4'];
-    return [desW4({ seed, prompts, n, servers, max_batch, c0_s, c1_s, mean_tokens, sigma_prompt, sigma_sample, max_tokens, dataset_size, time_scale })];
-  }
+  if (workload === 'w4') return [desW4(w4DesOptions(o as LiveOptionsByWorkload['w4']))];
   const w5 = o as W5LiveOptions;
   const { seed, batch, group_size, steps, alphas, workers, beta, mean_gen_s, sigma_sample, max_gen_s, train_s_per_sample, dataset_size, time_scale } = w5;
   const rollflow_alpha = alphas.includes(2) ? 2 : Math.max(...alphas);

@@ -6,12 +6,13 @@
  */
 import { z } from 'zod';
 import { parseDesOptions } from '../des/options';
+import { W4Options } from '../des/w4-prompt-replication';
 import { WORKER_SLOTS } from '../../configs';
 
 const seconds = z.number().min(0);
 
-const envCalls = z
-  .enum(['activity', 'local'])
+const envCallModes = z.enum(['activity', 'local']);
+const envCalls = envCallModes
   .default('activity')
   .describe("How the latency_sim env's reset/step and the sample write run (custom_envs.<tag>.env_calls): activity, or local (local activities: less server work per turn).");
 
@@ -75,22 +76,13 @@ export const W7LiveOptions = z.strictObject({
 });
 export type W7LiveOptions = z.output<typeof W7LiveOptions>;
 
-export const W4LiveOptions = z.strictObject({
-  seed: z.number().int().min(0).default(1).describe('Run seed: fixes the prompts, hence their length factors and the sampling seeds.'),
-  prompts: z.number().int().min(1).default(32).describe('Prompts per step P (groups).'),
-  n: z.number().int().min(1).default(16).describe('Responses per prompt (num_return_sequences_in_group).'),
-  servers: z.number().int().min(1).max(32).default(4).describe('Sim inference servers K (one process each, on port_base+2 and port_base+5…).'),
-  max_batch: z.number().int().min(1).default(64).describe('Sequences one server decodes together; more wait for a slot.'),
-  c0_s: seconds.default(0.01).describe('Seconds per decode step, before time_scale.'),
-  c1_s: seconds.default(0.001).describe('Extra seconds per decode step per running sequence (memory-bound decode), before time_scale.'),
-  mean_tokens: z.number().positive().default(1000).describe('Mean natural response length (the sim\'s log-normal).'),
-  sigma_prompt: z.number().min(0).default(0.8).describe('Log-space std of the per-prompt length factor (hard prompts answer long).'),
-  sigma_sample: z.number().min(0).default(0.4).describe('Log-space std of the per-response length factor.'),
-  max_tokens: z.number().int().min(1).default(4096).describe('Responses are cut at this length (max_new_tokens).'),
-  dataset_size: z.number().int().min(1).default(4096).describe('Dataset size of the runs.'),
-  time_scale: z.number().positive().default(0.25).describe('Multiplies c0 and c1 in the runs and the DES.'),
+/** W4: the DES's options (W4Options: the same names and meaning), with defaults sized for 2 cores, and the live-only ones. */
+export const W4LiveOptions = W4Options.extend({
+  prompts: W4Options.shape.prompts.removeDefault().default(32).describe(W4Options.shape.prompts.description!),
+  servers: W4Options.shape.servers.removeDefault().max(32).default(4).describe('Sim inference servers K (one process each, on port_base+2 and port_base+5…).'),
+  time_scale: W4Options.shape.time_scale.removeDefault().default(0.25).describe(W4Options.shape.time_scale.description!),
   modes: z.array(z.enum(['n_per_request', 'replicated'])).min(1).default(['n_per_request', 'replicated']).describe('Which runs to make: one request of n per prompt (the baseline), or n requests (is_num_return_sequences_expand).'),
-  env_calls: z.enum(['activity', 'local']).default('local').describe("How the (instant) env's reset/step and the sample write run in the replicated run's trajectory workflows: local (local activities, the right choice for a millisecond env) or activity. The baseline's one-request groups always run them locally (env_calls auto)."),
+  env_calls: envCallModes.default('local').describe("How the (instant) env's reset/step and the sample write run in the replicated run's trajectory workflows: local (local activities, the right choice for a millisecond env) or activity. The baseline's one-request groups always run them locally (env_calls auto)."),
   ...StackOptions,
 });
 export type W4LiveOptions = z.output<typeof W4LiveOptions>;
@@ -116,4 +108,9 @@ export function workersFor(o: { worker_processes?: number | undefined; max_worke
 /** Validates raw options (from --set); a bad one names the key, the value and what was expected (DesOptionsError). */
 export function parseLiveOptions<W extends LiveWorkload>(workload: W, raw: unknown): LiveOptionsByWorkload[W] {
   return parseDesOptions(workload, LIVE_SCHEMAS[workload], raw) as LiveOptionsByWorkload[W];
+}
+
+/** The DES options of a W4 live run: its W4Options fields alone. */
+export function w4DesOptions(o: W4LiveOptions): W4Options {
+  return Object.fromEntries(Object.keys(W4Options.shape).map((k) => [k, o[k as keyof W4Options]])) as W4Options;
 }

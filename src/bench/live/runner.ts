@@ -7,6 +7,7 @@
  * timeout is terminated with everything it started.
  */
 import { spawnSync } from 'node:child_process';
+import { tsToMs } from '@temporalio/common/lib/time';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import path from 'node:path';
@@ -251,7 +252,7 @@ export class BenchStack {
         const history = await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
         for (const e of history.events ?? []) {
           const name = e.activityTaskScheduledEventAttributes?.activityType?.name ?? '';
-          if (name.startsWith('generate') && e.eventTime) times.push(Number(e.eventTime.seconds) * 1000 + (e.eventTime.nanos ?? 0) / 1e6);
+          if (name.startsWith('generate') && e.eventTime) times.push(tsToMs(e.eventTime));
         }
       }
       return times;

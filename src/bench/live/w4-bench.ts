@@ -12,9 +12,8 @@
  * baseline's lengths alone.
  */
 import path from 'node:path';
-import { promptReplicationSchedule } from '../des/w4-prompt-replication';
+import { promptReplicationSchedule, w4ServerModel } from '../des/w4-prompt-replication';
 import { epochOrder } from '../../workflows/shuffle';
-import type { ServerModel } from '../des/inference-servers';
 import { w4RunConfig } from './configs';
 import { workersFor, type W4LiveOptions } from './options';
 import { dispatchRamp, overhead, parseSampleUid, rolloutMakespan, speedup, type DispatchRamp } from './report';
@@ -34,10 +33,6 @@ export function lengthsByPrompt(tokens: Map<string, number>, o: Pick<W4LiveOptio
   const missing = lengths.flatMap((row, p) => row.flatMap((l, j) => (l === 0 ? [`${p}/${j}`] : [])));
   if (missing.length > 0) throw new RangeError(`no trained sample for ${missing.length} of ${o.prompts * o.n} (prompt/member ${missing.slice(0, 3).join(', ')}…)`);
   return lengths;
-}
-
-export function w4ServerModel(o: W4LiveOptions): ServerModel {
-  return { servers: o.servers, max_batch: o.max_batch, c0_s: o.c0_s * o.time_scale, c1_s: o.c1_s * o.time_scale };
 }
 
 const r3 = (x: number) => Math.round(x * 1e3) / 1e3;
