@@ -7,6 +7,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { generateToCompletion, type ChatMessage, type Completion, type CompletionCall, type Generation, type InferenceClient, type VersionSpan } from '../gpu-bridge';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
 import { resolveEnv } from '../envs';
+import type { EpisodeGeneration } from '../envs/env';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
 
@@ -36,6 +37,8 @@ export interface GenerateTurnInput {
   sampling: Sampling;
   /** Keeps a trajectory's turns on one server. */
   affinity: string;
+  /** What the env asked of this episode's generations (EnvReset.generation). */
+  generation?: EpisodeGeneration;
 }
 
 /** One request for a whole group (no prompt replication): the G samples of a single-turn prompt. */
@@ -44,6 +47,8 @@ export interface GenerateGroupInput {
   observation: string;
   sampling: Sampling;
   affinity: string;
+  /** Shared by every choice of the request. */
+  generation?: EpisodeGeneration;
 }
 
 export interface TurnSummary {
@@ -69,9 +74,9 @@ export function rolloutActivities(deps: ActivityDeps) {
       return env.index ? env.index(env.parseConfig(input.envConfig)) : null;
     },
 
-    async envReset(input: EnvInput & { seed: number }) {
+    async envReset(input: EnvInput & { seed: number; sample?: number }) {
       const env = envFor(input.envType);
-      return withHeartbeat((signal) => env.reset(env.parseConfig(input.envConfig), input.seed, signal));
+      return withHeartbeat((signal) => env.reset(env.parseConfig(input.envConfig), input.seed, signal, input.sample));
     },
 
     async envStep(input: EnvInput & { state: unknown; action: string }) {
@@ -89,13 +94,14 @@ export function rolloutActivities(deps: ActivityDeps) {
       const ctx = input.turn === 0 ? emptyContext() : await deps.store.get<TrajectoryContext>(input.contextKey);
       ctx.messages.push({ role: 'user', content: input.observation });
       const { max_tokens, temperature, top_p, seed } = input.sampling;
+      const simLength = simLengthFor(input.generation, max_tokens);
 
       return withHeartbeat(async (signal) => {
         const lease = deps.pool.acquire(input.affinity);
         const client = deps.inference.get(lease.url)!;
         let text = '';
         const complete = async (call: CompletionCall) => {
-          const r = await client.complete({ prompt: call.prompt, max_tokens: call.max_tokens, temperature, top_p, seed: seed + input.turn + 7919 * (call.attempt + 1) }, { signal });
+          const r = await client.complete({ prompt: call.prompt, max_tokens: call.max_tokens, temperature, top_p, seed: seed + input.turn + 7919 * (call.attempt + 1), ...simLength(call) }, { signal });
           text += r.choices[0]!.text ?? '';
           return r.choices[0]!;
         };
@@ -104,7 +110,7 @@ export function rolloutActivities(deps: ActivityDeps) {
         try {
           if (input.turn === 0) {
             // The server applies the chat template; we never tokenize.
-            const chat = await client.chat({ messages: ctx.messages, max_tokens, temperature, top_p, seed: seed + input.turn, n: 1 }, { signal });
+            const chat = await client.chat({ messages: ctx.messages, max_tokens, temperature, top_p, seed: seed + input.turn, n: 1, ...simLength() }, { signal });
             prompt = chat.prompt_token_ids;
             text = chat.choices[0]!.message.content ?? '';
             generation = await finishFirstTurn(complete, prompt, max_tokens, chat.choices[0]!);
@@ -132,17 +138,18 @@ export function rolloutActivities(deps: ActivityDeps) {
      */
     async generateGroupTurn(input: GenerateGroupInput): Promise<TurnSummary[]> {
       const { max_tokens, temperature, top_p, seed } = input.sampling;
+      const simLength = simLengthFor(input.generation, max_tokens);
       const messages: ChatMessage[] = [{ role: 'user', content: input.observation }];
       return withHeartbeat(async (signal) => {
         const lease = deps.pool.acquire(input.affinity);
         const client = deps.inference.get(lease.url)!;
         try {
-          const chat = await client.chat({ messages, max_tokens, temperature, top_p, seed, n: input.contextKeys.length }, { signal });
+          const chat = await client.chat({ messages, max_tokens, temperature, top_p, seed, n: input.contextKeys.length, ...simLength() }, { signal });
           return await Promise.all(
             chat.choices.map(async (choice, i) => {
               let text = choice.message.content ?? '';
               const complete = async (call: CompletionCall) => {
-                const r = await client.complete({ prompt: call.prompt, max_tokens: call.max_tokens, temperature, top_p, seed: seed + 104_729 * i + 7919 * (call.attempt + 1) }, { signal });
+                const r = await client.complete({ prompt: call.prompt, max_tokens: call.max_tokens, temperature, top_p, seed: seed + 104_729 * i + 7919 * (call.attempt + 1), ...simLength(call) }, { signal });
                 text += r.choices[0]!.text ?? '';
                 return r.choices[0]!;
               };
@@ -197,6 +204,18 @@ const turnSummary = (action: string, g: Generation): TurnSummary => ({
   aborts: g.aborts,
   versions: [...new Set(g.version_spans.map((s) => s.version))],
 });
+
+/**
+ * The request field for an env-set natural length: the whole length on the
+ * first request, what is left of it on a continuation (a call after an
+ * abort asks for the remaining max_tokens, so the tokens already held are
+ * max_tokens − call.max_tokens).
+ */
+function simLengthFor(generation: EpisodeGeneration | undefined, maxTokens: number) {
+  const length = generation?.sim_response_length;
+  return (call?: CompletionCall): { sim_response_length?: number } =>
+    length === undefined ? {} : { sim_response_length: Math.max(1, length - (call ? maxTokens - call.max_tokens : 0)) };
+}
 
 type ChatChoice = Awaited<ReturnType<InferenceClient['chat']>>['choices'][number];
 

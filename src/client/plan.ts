@@ -56,6 +56,7 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     partialRollout: config.partial_rollout,
     rolloutMode: config.rollout_mode,
     waves: config.generate_opt_level === 0,
+    additionalPrompts: config.max_additional_running_prompts,
     replicate: config.is_num_return_sequences_expand,
     envs: pickEnvs(loaded, config.train_env_manager, derived.groups_per_step),
     ...validation(loaded),

@@ -9,6 +9,18 @@ export interface EnvReset<S> {
   state: S;
   observation: string;
   info: Record<string, unknown>;
+  /** Settings this episode's generations must use (see EpisodeGeneration); most envs set none. */
+  generation?: EpisodeGeneration;
+}
+
+/**
+ * Per-episode generation settings an env may ask for. `sim_response_length`
+ * is the sim backend's natural response length (other backends refuse it):
+ * the latency_sim env sets it from a seeded draw, so a benchmark's
+ * simulator knows every length the run will generate.
+ */
+export interface EpisodeGeneration {
+  sim_response_length?: number;
 }
 
 export interface EnvStep<S> {
@@ -23,7 +35,8 @@ export interface Env<S = unknown, C = unknown> {
   readonly name: string;
   /** Validates the env's config; throws EnvConfigError naming the key. */
   parseConfig(raw: unknown): C;
-  reset(config: C, seed: number, signal?: AbortSignal): Promise<EnvReset<S>>;
+  /** `sample`: the episode's index in its group (0 … G−1; members share the seed), for envs that draw per sample. */
+  reset(config: C, seed: number, signal?: AbortSignal, sample?: number): Promise<EnvReset<S>>;
   /** An unparsable action is an invalid action (info.invalid_action), never an exception. */
   /** `attempt` counts retries of this step (0 first), for envs that model failures. */
   step(config: C, state: S, action: string, signal?: AbortSignal, attempt?: number): Promise<EnvStep<S>>;

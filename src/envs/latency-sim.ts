@@ -3,11 +3,19 @@
  * takes (see latency.ts), with a fixed number of turns T. Used by the
  * benchmark workloads; `time_scale` shrinks every latency so a workload
  * finishes in minutes (report the factor).
+ *
+ * Two optional draws make it a stand-in for a single-turn verifiable task
+ * (W3): `response` sets each episode's natural response length on the sim
+ * inference server, `solve` makes the last step's reward 1 when the episode's
+ * response solves its prompt. Both are the DES's own draws (draws.ts) of
+ * (draw_seed, episode seed = dataset index, sample index in the group), so
+ * the simulator knows every length and reward of the run in advance.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { explainIssues } from '../configs/explain';
 import { formatProblem } from '../configs/errors';
+import { responseLength, responseSolved } from './draws';
 import { EnvConfigError, type Env } from './env';
 import { stepLatency } from './latency';
 
@@ -20,12 +28,32 @@ const Config = z.strictObject({
   p_stop: z.number().min(0).max(1).default(0).describe('Probability a step never answers (fail-stop).'),
   time_scale: z.number().positive().default(1).describe('Multiplies every latency (e.g. 0.01 turns 10 s into 100 ms).'),
   timeout_s: z.number().positive().default(60).describe('A fail-stop step fails after this long (scaled by time_scale); its retry draws anew.'),
+  draw_seed: z.number().int().min(0).default(0).describe('Seed of the response and solve draws (the benchmarks pass the run seed, as their DES does).'),
+  response: z
+    .strictObject({
+      mean_tokens: z.number().positive().describe('Mean natural response length (log-normal, before the cut).'),
+      sigma_prompt: z.number().min(0).default(0).describe('Log-space std of the per-prompt length factor (shared by the group).'),
+      sigma_sample: z.number().min(0).default(0).describe('Log-space std of the per-response factor.'),
+      max_tokens: z.number().int().min(1).describe('Lengths are cut here (set it to the run\'s max_new_tokens).'),
+    })
+    .optional()
+    .describe('Sets each episode\'s natural response length on the sim inference server (sim backend only; per sample, so it needs is_num_return_sequences_expand).'),
+  solve: z
+    .strictObject({
+      p_easy: z.number().min(0).max(1).describe('Share of prompts every response solves.'),
+      p_hard: z.number().min(0).max(1).describe('Share of prompts no response solves; the rest are solved with p ~ U(0, 1) per response.'),
+    })
+    .refine((v) => v.p_easy + v.p_hard <= 1, { message: 'p_easy + p_hard must be at most 1' })
+    .optional()
+    .describe('The last step\'s reward: 1 when the episode\'s response solves its prompt, else 0 (without it every reward is 0).'),
 });
 export type LatencySimConfig = z.output<typeof Config>;
 
 export interface LatencySimState {
   seed: number;
   turn: number;
+  /** Index in the group (absent in states from before the field existed: 0). */
+  sample?: number;
 }
 
 export const latencySim: Env<LatencySimState, LatencySimConfig> = {
@@ -40,9 +68,11 @@ export const latencySim: Env<LatencySimState, LatencySimConfig> = {
     return r.data;
   },
 
-  async reset(_config, seed) {
+  async reset(config, seed, _signal, sample = 0) {
+    const r = config.response;
+    const length = r && responseLength({ mean: r.mean_tokens, sigma_prompt: r.sigma_prompt, sigma_sample: r.sigma_sample, max: r.max_tokens }, config.draw_seed, seed, sample);
     // The seed in the prompt makes each episode's prompt its own, as dataset rows are (the sim's per-prompt length factor keys on it).
-    return { state: { seed, turn: 0 }, observation: `latency_sim: episode ${seed}`, info: {} };
+    return { state: { seed, turn: 0, sample }, observation: `latency_sim: episode ${seed}`, info: {}, ...(length ? { generation: { sim_response_length: length } } : {}) };
   },
 
   async step(config, state, _action, signal, attempt = 0) {
@@ -54,6 +84,8 @@ export const latencySim: Env<LatencySimState, LatencySimConfig> = {
     }
     await sleep(latency * config.time_scale * 1000, undefined, { signal });
     const turn = state.turn + 1;
-    return { state: { seed: state.seed, turn }, observation: `turn ${turn}`, reward: 0, done: turn >= config.turns, info: { latency_s: latency } };
+    const done = turn >= config.turns;
+    const solved = done && config.solve !== undefined && responseSolved(config.solve, config.draw_seed, state.seed, state.sample ?? 0);
+    return { state: { ...state, turn }, observation: `turn ${turn}`, reward: solved ? 1 : 0, done, info: { latency_s: latency } };
   },
 };

@@ -5,7 +5,7 @@
  * sample). It reports to the run's workflow id, which always reaches the
  * newest run after continue-as-new.
  */
-import { ChildWorkflowFailure, defineSignal, executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, ChildWorkflowFailure, defineSignal, executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { GroupRef, GroupResult } from './run-state';
 import { KIND, RUN_ID } from './search-attributes';
 import { contextKey, episodeCalls, finishEpisode, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
@@ -59,6 +59,7 @@ export function trajectoryInputs(input: GroupInput): TrajectoryInput[] {
     runId: input.runId,
     uid: `${input.groupUid}-s${i}`,
     groupId: input.groupUid,
+    member: i,
     env: input.env,
     envSeed: input.envSeed,
     sampling: { ...input.sampling, seed: input.sampling.seed + 1_000_003 * i },
@@ -90,7 +91,12 @@ async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
   const trajectories = trajectoryInputs(input);
   const calls = episodeCalls(input.env, 'local');
   const episodes = await Promise.all(trajectories.map((t) => startEpisode(t, calls)));
-  const turns = await generateGroupTurn({ contextKeys: trajectories.map(contextKey), observation: episodes[0]!.observation, sampling: input.sampling, affinity: input.groupUid });
+  const generation = episodes[0]!.generation;
+  // One request cannot give its choices different settings: an env that asks per member needs prompt replication.
+  if (episodes.some((ep) => JSON.stringify(ep.generation) !== JSON.stringify(generation))) {
+    throw ApplicationFailure.nonRetryable(`env ${input.env.type} asks each sample for its own generation settings; set is_num_return_sequences_expand: true`, 'EnvConfigError');
+  }
+  const turns = await generateGroupTurn({ contextKeys: trajectories.map(contextKey), observation: episodes[0]!.observation, sampling: input.sampling, affinity: input.groupUid, ...(generation ? { generation } : {}) });
   const stepped = await Promise.all(trajectories.map((t, i) => stepEnv(t, episodes[i]!, turns[i]!.action, calls)));
   return Promise.all(trajectories.map((t, i) => finishEpisode(t, stepped[i]!, calls)));
 }

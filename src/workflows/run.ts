@@ -58,6 +58,8 @@ export interface RunPlan {
   replicate: boolean;
   /** generate_opt_level 0: dispatch in waves, the next only when no group is in flight (the batch-mode baseline). */
   waves?: boolean;
+  /** max_additional_running_prompts: groups started beyond what the remaining steps need (filtered groups leave room). */
+  additionalPrompts?: number;
   /** env_async: every trajectory its own workflow; lockstep: the groups dispatched together advance turn by turn as one batch (baseline). */
   rolloutMode: RolloutMode;
   /** The envs (train_env_manager tags) and how many of a step's groups each gets; a group's env follows its position. */
@@ -295,8 +297,10 @@ export async function run(input: RunInput): Promise<RunStatus> {
     });
   };
   let stopDispatch = false;
-  // Admission allows it, and the remaining steps still need it (no groups started only to be cancelled at the end).
-  const wanted = () => state.canDispatch() && state.samplesInSystem < (plan.maxSteps - state.step) * plan.limits.samplesPerStep;
+  // Admission allows it, and the remaining steps still need it (no groups started only to be cancelled at the end),
+  // counting max_additional_running_prompts' headroom: with a group filter, the last step needs spares too.
+  const stillNeeded = () => (plan.maxSteps - state.step) * plan.limits.samplesPerStep + (plan.additionalPrompts ?? 0) * plan.limits.groupSize;
+  const wanted = () => state.canDispatch() && state.samplesInSystem < stillNeeded();
   // In waves, a burst starts only once every group of the last one has reported; the burst itself fills what admission allows.
   const burstMayStart = () => !plan.waves || state.runningSamples === 0;
   const dispatcher = (async () => {

@@ -10,6 +10,7 @@
  */
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities, Sampling, TurnSummary } from '../activities';
+import type { EpisodeGeneration } from '../envs/env';
 import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE } from './activity-options';
 
 const { generateTurn } = proxyActivities<Activities>(GENERATE);
@@ -36,6 +37,8 @@ export interface TrajectoryInput {
   runId: string;
   uid: string;
   groupId: string;
+  /** Index in the group (0 … G−1): members share the env seed, and the env may draw per member. */
+  member: number;
   env: EnvSpec;
   envSeed: number;
   sampling: Sampling;
@@ -60,6 +63,8 @@ export interface Episode {
   reward: number;
   turns: number;
   done: boolean;
+  /** What the env asked of this episode's generations (EnvReset.generation). */
+  generation?: EpisodeGeneration;
 }
 
 const envInput = (input: TrajectoryInput) => ({ envType: input.env.type, envConfig: input.env.config });
@@ -67,20 +72,20 @@ const envInput = (input: TrajectoryInput) => ({ envType: input.env.type, envConf
 export const contextKey = (input: TrajectoryInput) => `${input.runId}/trajectories/${input.uid}.json`;
 
 export async function startEpisode(input: TrajectoryInput, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
-  const { state, observation } = await calls.envReset({ ...envInput(input), seed: input.envSeed });
-  return { state, observation, reward: 0, turns: 0, done: false };
+  const { state, observation, generation } = await calls.envReset({ ...envInput(input), seed: input.envSeed, sample: input.member });
+  return { state, observation, reward: 0, turns: 0, done: false, ...(generation ? { generation } : {}) };
 }
 
 /** The model's answer to the episode's latest observation. */
 export function generateFor(input: TrajectoryInput, ep: Episode): Promise<TurnSummary> {
-  return generateTurn({ contextKey: contextKey(input), observation: ep.observation, turn: ep.turns, sampling: input.sampling, affinity: input.uid });
+  return generateTurn({ contextKey: contextKey(input), observation: ep.observation, turn: ep.turns, sampling: input.sampling, affinity: input.uid, ...(ep.generation ? { generation: ep.generation } : {}) });
 }
 
 /** Applies the model's action to the env; the episode is done when the env says so or the turns run out. */
 export async function stepEnv(input: TrajectoryInput, ep: Episode, action: string, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
   const step = await calls.envStep({ ...envInput(input), state: ep.state, action });
   const turns = ep.turns + 1;
-  return { state: step.state, observation: step.observation, reward: ep.reward + step.reward, turns, done: step.done || turns >= input.env.maxTurns };
+  return { ...ep, state: step.state, observation: step.observation, reward: ep.reward + step.reward, turns, done: step.done || turns >= input.env.maxTurns };
 }
 
 export async function finishEpisode(input: TrajectoryInput, ep: Episode, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<TrajectorySummary> {

@@ -9,6 +9,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { status as statusQuery } from '../../src/workflows/run';
+import { epochOrder } from '../../src/workflows/shuffle';
+import { groupPassesStdFilter, responseLength, responseSolved } from '../../src/envs/draws';
+import { parseSampleUid } from '../../src/bench/live';
 import { freePort, readJsonl, readPid, ROOT, TestDevServer } from './helpers/dev-server';
 
 const G = 4;
@@ -44,6 +47,7 @@ interface BatchSample {
   loss_mask: number[];
   response_ids: number[];
   old_logprobs: number[];
+  reward: number;
   version_spans: { version: number; start: number; end: number }[];
 }
 
@@ -84,6 +88,11 @@ custom_envs:
   arith: { env_type: arithmetic, max_steps: 1, max_tokens_per_step: 64 }
   lake: { env_type: frozen_lake, max_steps: 3, max_tokens_per_step: 16, env_config: { max_turns: 3 } }
   slow: { env_type: latency_sim, max_steps: 3, max_tokens_per_step: 8, env_config: { turns: 3, mean_s: 0.05, std_s: 0.05 } }
+  solver:
+    env_type: latency_sim
+    max_steps: 1
+    max_tokens_per_step: 64
+    env_config: { turns: 1, mean_s: 0, std_s: 0, draw_seed: 3, response: { mean_tokens: 24, sigma_prompt: 0.5, sigma_sample: 0.5, max_tokens: 64 }, solve: { p_easy: 0.3, p_hard: 0.3 } }
 train_env_manager: { num_env_groups: 2, group_size: 4, tags: [arith] }
 temporal: { address: "${server.address}", ui_url: "http://127.0.0.1:${server.uiPort}", task_queue: run-test }
 engines:
@@ -141,6 +150,30 @@ describe('training runs', () => {
     expect(s.unique_uids_consumed).toBe(5 * B);
     expect(s.peak_samples_in_system).toBe(B + G);
     expect(s.max_staleness).toBeLessThanOrEqual(1);
+  });
+
+  it('group_filter std on latency_sim draws (W3): the sim generates the drawn lengths, rewards are the drawn verdicts, the last step starts its spare prompts', async () => {
+    const sets = ['train_env_manager.tags=[solver]', 'group_filter=std', 'max_steps=1', 'async_generation_ratio=0', 'max_additional_running_prompts=2', 'is_num_return_sequences_expand=true', 'seed=3'];
+    const s = runJson('filter', ...sets);
+    expect(s.unique_uids_consumed).toBe(B);
+    const order = epochOrder(64, 3, 0);
+    const lengthModel = { mean: 24, sigma_prompt: 0.5, sigma_sample: 0.5, max: 64 };
+    const solve = { p_easy: 0.3, p_hard: 0.3 };
+    const trained = new Map<number, boolean[]>();
+    for (const sample of batches('filter')[0]!) {
+      const { group, member } = parseSampleUid(sample.uid, 64);
+      const index = order[group]!;
+      expect(sample.response_ids.length).toBe(responseLength(lengthModel, 3, index, member));
+      expect(sample.reward).toBe(responseSolved(solve, 3, index, member) ? 1 : 0);
+      trained.set(index, [...(trained.get(index) ?? []), sample.reward === 1]);
+    }
+    expect(trained.size).toBe(B / G);
+    for (const solved of trained.values()) expect(groupPassesStdFilter(solved)).toBe(true);
+    // One step, yet B/G + 2 groups went out at once: the filter's spares (before, the last step capped them at B).
+    expect(s.peak_samples_in_system).toBe(B + 2 * G);
+    const { counters } = await client.workflow.getHandle('filter').query(statusQuery);
+    expect(counters.filteredGroups + counters.failedGroups + B / G).toBeLessThanOrEqual(counters.dispatchedGroups);
+    expect(counters.failedGroups).toBe(0);
   });
 
   it('generate_opt_level 0 dispatches in waves: a burst starts only when every group started before it has reported', async () => {

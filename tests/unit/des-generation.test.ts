@@ -118,6 +118,20 @@ describe('W3: queue scheduling with dynamic filtering', () => {
     expect(queueRolloutSchedule(server(), { ...plan, additionalPrompts: 0 }, prompts).makespan_s).toBe(6);
   });
 
+  it('as admission does, a passed group keeps its slot: batch refills only the missing groups, queue does not refill a passed slot', () => {
+    // Need 2. Prompt 0: 1 token, passes; prompt 1: 5 tokens, passes in queue mode's test, filtered in batch's.
+    const queuePrompts = (n: number): FilteredPrompt => ({ lengths: [n === 1 ? 5 : 1], passes: true });
+    const need2 = { groupsNeeded: 2, additionalPrompts: 0, replicate: true, rewardS: 0 };
+    // prompt 0 passes at 1 s; its slot stays taken, so prompt 2 never starts and prompt 1 ends the step at 5 s
+    const q = queueRolloutSchedule(server(), need2, queuePrompts);
+    expect(q.makespan_s).toBe(5);
+    expect(q.prompts_started).toBe(2);
+    const batchPrompts = (n: number): FilteredPrompt => ({ lengths: [1], passes: n !== 1 });
+    const b = batchRolloutSchedule(server(), need2, batchPrompts);
+    expect(b.rounds).toBe(2);
+    expect(b.prompts_started).toBe(3); // round 1: prompts 0 and 1; round 2: the one missing group
+  });
+
   it('reward time is paid per round in batch mode and per group in queue mode', () => {
     const withReward = { ...plan, rewardS: 0.5 };
     expect(batchRolloutSchedule(server(), withReward, prompts).makespan_s).toBe(7); // (5 + 0.5) + (1 + 0.5)

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { stepLatency, type LatencyModel } from '../../src/envs/latency';
 import { latencySim } from '../../src/envs/latency-sim';
 import { EnvConfigError } from '../../src/envs/env';
+import { responseLength, responseSolved } from '../../src/envs/draws';
 
 const model = (over: Partial<LatencyModel> = {}): LatencyModel => ({ mean_s: 10, std_s: 10, p_slow: 0, slow_factor: 5, p_stop: 0, ...over });
 
@@ -42,7 +43,7 @@ describe('latency_sim env', () => {
       dones.push(r.done);
     }
     expect(dones).toEqual([false, false, true]);
-    expect(state).toEqual({ seed: 5, turn: 3 });
+    expect(state).toEqual({ seed: 5, turn: 3, sample: 0 });
   });
 
   it('a fail-stop step ends early when the activity is cancelled', async () => {
@@ -69,5 +70,58 @@ describe('latency_sim env', () => {
     expect(() => latencySim.parseConfig({ turns: 0 })).toThrow(EnvConfigError);
     expect(() => latencySim.parseConfig({ turns: 0 })).toThrow('config.turns: got 0; expected a number >= 1');
     expect(() => latencySim.parseConfig({ trns: 3 })).toThrow('config.trns: got 3; unknown key; did you mean "turns"?');
+  });
+
+  it('without response or solve: no generation settings and reward 0', async () => {
+    const config = latencySim.parseConfig({ turns: 1, mean_s: 0, std_s: 0 });
+    const reset = await latencySim.reset(config, 9, undefined, 2);
+    expect(reset.generation).toBeUndefined();
+    expect((await latencySim.step(config, reset.state, '')).reward).toBe(0);
+  });
+
+  it('response and solve are the DES draws of (draw_seed, episode seed, sample index)', async () => {
+    const response = { mean_tokens: 500, sigma_prompt: 0.8, sigma_sample: 0.4, max_tokens: 2048 };
+    const solve = { p_easy: 0.2, p_hard: 0.2 };
+    const config = latencySim.parseConfig({ turns: 1, mean_s: 0, std_s: 0, draw_seed: 7, response, solve });
+    const lengthModel = { mean: 500, sigma_prompt: 0.8, sigma_sample: 0.4, max: 2048 };
+    const rewards: number[] = [];
+    const lengths: number[] = [];
+    for (let sample = 0; sample < 8; sample++) {
+      const reset = await latencySim.reset(config, 123, undefined, sample);
+      lengths.push(reset.generation!.sim_response_length!);
+      expect(reset.generation!.sim_response_length).toBe(responseLength(lengthModel, 7, 123, sample));
+      const step = await latencySim.step(config, reset.state, 'any action');
+      expect(step.reward).toBe(responseSolved(solve, 7, 123, sample) ? 1 : 0);
+      rewards.push(step.reward);
+    }
+    // members differ (the per-sample factor), and the seeds change the draws
+    expect(new Set(lengths).size).toBeGreaterThan(1);
+    const other = latencySim.parseConfig({ turns: 1, mean_s: 0, std_s: 0, draw_seed: 8, response, solve });
+    const otherLengths = await Promise.all([0, 1, 2, 3].map(async (s) => (await latencySim.reset(other, 123, undefined, s)).generation!.sim_response_length));
+    expect(otherLengths).not.toEqual(lengths.slice(0, 4));
+  });
+
+  it('solve: easy prompts are always solved, hard never, the rest per response', async () => {
+    const rewardsOf = async (solve: { p_easy: number; p_hard: number }, seed: number) => {
+      const config = latencySim.parseConfig({ turns: 1, mean_s: 0, std_s: 0, solve });
+      return Promise.all(Array.from({ length: 8 }, async (_, sample) => (await latencySim.step(config, (await latencySim.reset(config, seed, undefined, sample)).state, '')).reward));
+    };
+    expect(await rewardsOf({ p_easy: 1, p_hard: 0 }, 4)).toEqual(new Array(8).fill(1));
+    expect(await rewardsOf({ p_easy: 0, p_hard: 1 }, 4)).toEqual(new Array(8).fill(0));
+    const mixed = await Promise.all(Array.from({ length: 50 }, (_, seed) => rewardsOf({ p_easy: 0, p_hard: 0 }, seed)));
+    expect(mixed.filter((r) => new Set(r).size === 2).length).toBeGreaterThan(25);
+  });
+
+  it('the reward comes on the last turn only', async () => {
+    const config = latencySim.parseConfig({ turns: 2, mean_s: 0, std_s: 0, solve: { p_easy: 1, p_hard: 0 } });
+    let { state } = await latencySim.reset(config, 1);
+    const first = await latencySim.step(config, state, '');
+    state = first.state;
+    expect([first.reward, (await latencySim.step(config, state, '')).reward]).toEqual([0, 1]);
+  });
+
+  it('names a bad solve or response setting', () => {
+    expect(() => latencySim.parseConfig({ solve: { p_easy: 0.7, p_hard: 0.6 } })).toThrow(/config\.solve.*p_easy \+ p_hard must be at most 1/s);
+    expect(() => latencySim.parseConfig({ response: { mean_tokens: 10 } })).toThrow(/config\.response\.max_tokens/);
   });
 });

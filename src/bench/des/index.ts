@@ -69,7 +69,7 @@ export { batchLatencyTable, episodeLatencies, episodeSeed, independentEpisodeSee
 export { EventQueue } from './event-queue';
 export { SimulatedInferenceServers, type ServerModel, type ServerStats } from './inference-servers';
 export { constantTable, envAsyncMakespan, lockstepMakespan, lockstepTurnSeconds, trajectoryDurations, type TurnTimes } from './rollout';
-export { groupPassesStdFilter, longTailDraw, promptSolveRate, responseLength, responseSolved, type LongTail, type SolveModel } from './samplers';
+export { groupPassesStdFilter, longTailDraw, promptSolveRate, responseLength, responseSolved, type LongTail, type SolveModel } from '../../envs/draws';
 export { desW1, desW1Sweep, W1_SWEEP, W1Options } from './w1-env-async';
 export { desW2, desW2Grid, groupOutcome, redundantRolloutSchedule, trajectoryOutcome, W2_GRID, W2Options, type Outcome, type RedundantRolloutPlan, type RedundantRolloutSchedule } from './w2-redundant-rollout';
 export { batchRolloutSchedule, desW3, desW3Sweep, queueRolloutSchedule, W3_BATCHES, W3Options, w3Prompts, type FilteredPrompt, type FilteredRolloutPlan, type FilteredRolloutSchedule } from './w3-queue-scheduling';

@@ -2,14 +2,19 @@
  * W3: queue scheduling with dynamic filtering (ROLL Flash Sec. 5.1.1, Fig. 7).
  * The step needs P groups (k responses each) that pass the std filter.
  *
- * - batch: generate P prompts' responses, wait for all of them, reward,
- *   filter; while fewer than P groups passed, generate another P prompts.
- *   The slowest response gates every round.
+ * - batch: generate a batch, wait for all of it, reward, filter; while fewer
+ *   than P groups passed, generate the groups still missing. The slowest
+ *   response gates every round.
  * - queue: each prompt is its own task; its group is rewarded as soon as its
- *   k responses are done; P + max_additional_running_prompts prompts are kept
- *   in flight (ROLL's check_send_new_request: running prompts < batch_size +
- *   max_additional_running_prompts); the step ends, aborting the rest, the
- *   moment the P-th group passes.
+ *   k responses are done; the step ends, aborting the rest, the moment the
+ *   P-th group passes.
+ *
+ * Both follow rollflow's admission control (run.ts, run-state.ts), which
+ * counts passed groups waiting for the trainer: at most
+ * P + max_additional_running_prompts groups are running or passed at once,
+ * so a passed group's slot is not refilled. The batch mode is the run's
+ * waves (generate_opt_level 0): a wave starts once none is running, with
+ * what admission allows, the P − passed groups still missing.
  *
  * Both modes see the same prompts in the same order, with the same lengths
  * and the same rewards, on the same servers.
@@ -20,7 +25,7 @@ import { EventQueue } from './event-queue';
 import { SimulatedInferenceServers, type ServerModel } from './inference-servers';
 import { optionsJson, parseDesOptions, ratio, seconds } from './options';
 import { DesNoProgressError, type DesModeResult, type DesResult } from './result';
-import { groupPassesStdFilter, responseLength, responseSolved } from './samplers';
+import { groupPassesStdFilter, responseLength, responseSolved } from '../../envs/draws';
 
 /** One prompt as the DES needs it: its responses' lengths and whether its group passes the filter. */
 export interface FilteredPrompt {
@@ -82,12 +87,13 @@ export function batchRolloutSchedule(model: ServerModel, plan: FilteredRolloutPl
   const round = () => {
     rounds++;
     let judged = 0;
-    for (let i = 0; i < plan.groupsNeeded; i++) {
+    const size = plan.groupsNeeded - passed;
+    for (let i = 0; i < size; i++) {
       prompts.launch(events, (passes) => {
         if (passes) passed++;
         else filtered++;
         // The filter runs on the whole batch, once every group of the round is rewarded.
-        if (++judged === plan.groupsNeeded && passed < plan.groupsNeeded) round();
+        if (++judged === size && passed < plan.groupsNeeded) round();
       });
     }
   };
@@ -104,7 +110,7 @@ export function queueRolloutSchedule(model: ServerModel, plan: FilteredRolloutPl
   let filtered = 0;
   let inFlight = 0;
   const topUp = () => {
-    while (inFlight < plan.groupsNeeded + plan.additionalPrompts) {
+    while (inFlight + passed < plan.groupsNeeded + plan.additionalPrompts) {
       inFlight++;
       prompts.launch(events, (passes) => {
         inFlight--;

@@ -12,7 +12,7 @@ import { EventQueue } from './event-queue';
 import { SimulatedInferenceServers, type ServerModel } from './inference-servers';
 import { optionsJson, parseDesOptions, ratio, seconds } from './options';
 import type { DesModeResult, DesResult } from './result';
-import { responseLength } from './samplers';
+import { responseLength } from '../../envs/draws';
 
 export interface ReplicationSchedule {
   makespan_s: number;

@@ -17,7 +17,7 @@ import { dispatchOrder } from './dispatch-order';
 import { EventQueue } from './event-queue';
 import { optionsJson, parseDesOptions, ratio } from './options';
 import type { DesModeResult, DesResult } from './result';
-import { longTailDraw } from './samplers';
+import { longTailDraw } from '../../envs/draws';
 
 export interface AsyncTrainingPlan {
   samplesPerStep: number;

@@ -5,7 +5,7 @@
  * src/envs/latency.ts is of (seed, turn): the bench passes the same lengths to
  * the sim inference server (`sim_response_length`) that the DES schedules.
  */
-import { splitmix32 } from '../../workflows/shuffle';
+import { splitmix32 } from '../workflows/shuffle';
 
 // Salts keep the streams of different draws about the same sample independent.
 const PROMPT_LENGTH = 0x1f3d5b79;
