@@ -7,7 +7,7 @@
  */
 import type { RunConfigInput } from '../../configs';
 import type { W1Options } from '../des/w1-env-async';
-import type { W1LiveOptions, W4LiveOptions, W5LiveOptions, W7LiveOptions } from './options';
+import type { W1LiveOptions, W3LiveOptions, W3Mode, W4LiveOptions, W5LiveOptions, W7LiveOptions } from './options';
 
 export const BENCH_TASK_QUEUE = 'rollflow-bench';
 
@@ -176,6 +176,57 @@ export function w4RunConfig(o: W4LiveOptions, replicate: boolean, runDir: string
           max_tokens_cap: Math.max(4096, o.max_tokens),
           sim: { c0: o.c0_s, c1: o.c1_s, time_scale: o.time_scale, length: { dist: 'lognormal', mean: o.mean_tokens, sigma: o.sigma_sample, sigma_prompt: o.sigma_prompt } },
         },
+        trainer: { sim_seconds_per_sample: 0 },
+      },
+      o.servers,
+    ),
+  };
+}
+
+/**
+ * W3: one synchronous step that needs P groups of k responses passing the std
+ * filter. The latency_sim env (one instant turn) draws each response's length
+ * and whether it solves its prompt with the DES's own draws (draw_seed = the
+ * run seed), so the DES schedules exactly what the run generates. batch is
+ * the run's waves (generate_opt_level 0); queue refills as groups are judged,
+ * with max_additional_running_prompts spares.
+ */
+export function w3RunConfig(o: W3LiveOptions, mode: W3Mode, runDir: string): RunConfigInput {
+  return {
+    exp_name: 'bench-w3',
+    seed: o.seed,
+    max_steps: 1,
+    async_generation_ratio: 0,
+    stale_policy: 'accept',
+    dataset_size: o.dataset_size,
+    run_dir: runDir,
+    is_num_return_sequences_expand: true,
+    group_filter: 'std',
+    generate_opt_level: mode === 'batch' ? 0 : 1,
+    max_additional_running_prompts: mode === 'queue' ? o.max_additional_running_prompts : 0,
+    train_env_manager: { num_env_groups: o.prompts, group_size: o.k, tags: ['bench_solve'] },
+    custom_envs: {
+      bench_solve: {
+        env_type: 'latency_sim',
+        max_steps: 1,
+        max_tokens_per_step: o.max_tokens,
+        env_calls: o.env_calls,
+        env_config: {
+          turns: 1,
+          mean_s: 0,
+          std_s: 0,
+          draw_seed: o.seed,
+          response: { mean_tokens: o.mean_tokens, sigma_prompt: o.sigma_prompt, sigma_sample: o.sigma_sample, max_tokens: o.max_tokens },
+          solve: { p_easy: o.p_easy, p_hard: o.p_hard },
+        },
+      },
+    },
+    actor_infer: { generating_args: { max_new_tokens: o.max_tokens } },
+    ...stackSection(
+      o,
+      {
+        // The env sets every response's length (sim_response_length); the sim's own length draw is never used.
+        inference: { max_batch: o.max_batch, max_tokens_cap: Math.max(4096, o.max_tokens), sim: { c0: o.c0_s, c1: o.c1_s, time_scale: o.time_scale, length: { dist: 'fixed', mean: 1 } } },
         trainer: { sim_seconds_per_sample: 0 },
       },
       o.servers,

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { parseDesOptions } from '../des/options';
+import { W3Options } from '../des/w3-queue-scheduling';
 import { W4Options } from '../des/w4-prompt-replication';
 import { WORKER_SLOTS } from '../../configs';
 
@@ -87,10 +88,26 @@ export const W4LiveOptions = W4Options.extend({
 });
 export type W4LiveOptions = z.output<typeof W4LiveOptions>;
 
-export const LIVE_SCHEMAS = { w1: W1LiveOptions, w4: W4LiveOptions, w5: W5LiveOptions, w7: W7LiveOptions };
+export const W3_MODES = ['batch', 'queue', 'queue_no_additional'] as const;
+export type W3Mode = (typeof W3_MODES)[number];
+
+/** W3: the DES's options (W3Options), sized for 2 cores, and the live-only ones. */
+export const W3LiveOptions = W3Options.extend({
+  time_scale: W3Options.shape.time_scale.removeDefault().default(0.25).describe(W3Options.shape.time_scale.description!),
+  servers: W3Options.shape.servers.removeDefault().max(32).default(4).describe('Sim inference servers K (one process each, on port_base+2 and port_base+5…).'),
+  replicate: z.literal(true).default(true).describe('Each response its own request: the live env sets each response\'s length, which one n-request cannot carry.'),
+  reward_s: z.literal(0).default(0).describe('The live reward is the env\'s last step (instant), so the DES takes 0 too.'),
+  modes: z.array(z.enum(W3_MODES)).min(1).default([...W3_MODES]).describe('Which runs to make: batch (generate_opt_level 0, waves), queue (generate_opt_level 1 with max_additional_running_prompts), queue_no_additional (queue with none).'),
+  env_calls: envCallModes.default('local').describe("How the (instant) env's reset/step and the sample write run in the trajectory workflows: local or activity."),
+  ...StackOptions,
+});
+export type W3LiveOptions = z.output<typeof W3LiveOptions>;
+
+export const LIVE_SCHEMAS = { w1: W1LiveOptions, w3: W3LiveOptions, w4: W4LiveOptions, w5: W5LiveOptions, w7: W7LiveOptions };
 export type LiveWorkload = keyof typeof LIVE_SCHEMAS;
 export interface LiveOptionsByWorkload {
   w1: W1LiveOptions;
+  w3: W3LiveOptions;
   w4: W4LiveOptions;
   w5: W5LiveOptions;
   w7: W7LiveOptions;
@@ -110,7 +127,17 @@ export function parseLiveOptions<W extends LiveWorkload>(workload: W, raw: unkno
   return parseDesOptions(workload, LIVE_SCHEMAS[workload], raw) as LiveOptionsByWorkload[W];
 }
 
+/** The fields of `schema` alone: the DES options of a live run whose options extend them. */
+function desFields<T extends z.ZodRawShape>(schema: z.ZodObject<T>, o: object): Record<keyof T, unknown> {
+  return Object.fromEntries(Object.keys(schema.shape).map((k) => [k, (o as Record<string, unknown>)[k]])) as Record<keyof T, unknown>;
+}
+
 /** The DES options of a W4 live run: its W4Options fields alone. */
 export function w4DesOptions(o: W4LiveOptions): W4Options {
-  return Object.fromEntries(Object.keys(W4Options.shape).map((k) => [k, o[k as keyof W4Options]])) as W4Options;
+  return desFields(W4Options, o) as W4Options;
+}
+
+/** The DES options of a W3 live run: its W3Options fields alone. */
+export function w3DesOptions(o: W3LiveOptions): W3Options {
+  return desFields(W3Options, o) as W3Options;
 }
