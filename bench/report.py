@@ -46,6 +46,8 @@ def header(rep: dict) -> list[str]:
 def runs_of(cell: dict) -> list[dict]:
     if "runs" in cell:
         return list(cell["runs"].values())
+    if "modes" in cell:
+        return [m["run"] for m in cell["modes"].values() if m.get("run")]
     return [cell["run"]] if "run" in cell else []
 
 
@@ -124,6 +126,97 @@ def w4_table(rep: dict) -> list[str]:
         )
     errors = [f"- {m}: {r['error']}" for c in rep["cells"] for m, r in c["runs"].items() if not r["ok"]]
     return rows + ([""] + errors if errors else [])
+
+
+def w2_table(rep: dict) -> list[str]:
+    rows = [
+        "| batch | groups × size | time scale | step mean s | measured s | DES s | overhead | groups started (DES) | groups failed (DES) | speedup over exact, measured (DES) |",
+        "|---:|---|---:|---:|---:|---:|---:|---|---|---|",
+    ]
+    for c in rep["cells"]:
+        for mode, m in c["modes"].items():
+            sp = f"{num(c['measured_speedup'], '{:.2f}×')} ({c['des_speedup']:.2f}×)" if mode == "redundant" else ""
+            started = "n/a" if m["groups_started"] is None else m["groups_started"]
+            failed = "n/a" if m["groups_failed"] is None else m["groups_failed"]
+            rows.append(
+                f"| {c['batch']} | {m['num_env_groups']} × {m['group_size']} ({mode}) | {c['time_scale']:g} | {c['env_step_mean_s']:g} | {num(m['makespan_s'])} | {m['des_makespan_s']:.1f} | "
+                f"{pct(m['overhead'])} | {started} ({m['des_groups_started']}) | {failed} ({m['des_groups_failed']}) | {sp} |"
+            )
+    errors = [f"- {mode}: {m['run']['error']}" for c in rep["cells"] for mode, m in c["modes"].items() if m.get("run") and not m["run"]["ok"]]
+    return rows + ([""] + errors if errors else [])
+
+
+def w2_plot(reps: list[dict], png: Path, names: list[str]) -> None:
+    """The DES heatmap of the first report's grid, with each measured speedup written in its cell."""
+    cell0 = reps[0]["cells"][0]
+    grid = cell0["des_grid"]
+    groups = sorted({g["num_env_groups"] for g in grid})
+    sizes = sorted({g["group_size"] for g in grid})
+    z = [[next(g["speedup"] for g in grid if g["num_env_groups"] == n and g["group_size"] == k) for k in sizes] for n in groups]
+    fig, ax = plt.subplots(figsize=(7, 5))
+    im = ax.imshow(z, origin="lower", cmap="viridis")
+    for i, n in enumerate(groups):
+        for j, k in enumerate(sizes):
+            ax.text(j, i, f"{z[i][j]:.2f}×", ha="center", va="center", color="w", fontsize=8)
+    for rep in reps:
+        for c in rep["cells"]:
+            m = c["modes"].get("redundant")
+            if m and c["measured_speedup"] is not None and m["num_env_groups"] in groups and m["group_size"] in sizes:
+                i, j = groups.index(m["num_env_groups"]), sizes.index(m["group_size"])
+                ax.text(j, i - 0.3, f"measured {c['measured_speedup']:.2f}×", ha="center", va="center", color="orange", fontsize=7, fontweight="bold")
+    ax.set_xticks(range(len(sizes)), [str(k) for k in sizes])
+    ax.set_yticks(range(len(groups)), [str(n) for n in groups])
+    ax.set(xlabel="group_size", ylabel="num_env_groups",
+           title=f"W2: DES speedup over {cell0['baseline']} (batch {cell0['batch']}, timeout {cell0['timeout_s']:g} s)")
+    fig.colorbar(im, ax=ax, label="speedup")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+W3_MODES = {"batch": "batch (waves)", "queue": "queue + spares", "queue_no_additional": "queue, no spares"}
+
+
+def w3_table(rep: dict) -> list[str]:
+    rows = [
+        "| P × k (+ spares) | servers | time scale | mode | measured s | DES s | overhead | prompts started (DES) | groups filtered (DES) | speedup over batch, measured (DES) | requests sent over (p50 / last) s |",
+        "|---|---:|---:|---|---:|---:|---:|---|---|---|---|",
+    ]
+    for c in rep["cells"]:
+        ramp = c.get("dispatch_ramp") or {}
+        speedups = {"queue": (c["measured_speedup"], c["des_speedup"]), "queue_no_additional": (c["no_additional"]["measured_speedup"], c["no_additional"]["des_speedup"])}
+        for mode, m in c["modes"].items():
+            sp = speedups.get(mode)
+            sp_txt = f"{num(sp[0], '{:.2f}×')} ({sp[1]:.2f}×)" if sp else ""
+            r = ramp.get(mode)
+            ramp_txt = f"{r['p50_s']:.1f} / {r['last_s']:.1f}" if r else "n/a"
+            rows.append(
+                f"| {c['prompts']} × {c['k']} (+{c['max_additional_running_prompts']}) | {c['servers']} | {c['time_scale']:g} | {W3_MODES[mode]} | {num(m['makespan_s'])} | {m['des_makespan_s']:.1f} | "
+                f"{pct(m['overhead'])} | {m['prompts_started'] if m['prompts_started'] is not None else 'n/a'} ({m['des_prompts_started']}) | "
+                f"{m['groups_filtered'] if m['groups_filtered'] is not None else 'n/a'} ({m['des_groups_filtered']}) | {sp_txt} | {ramp_txt} |"
+            )
+    errors = [f"- {mode}: {m['run']['error']}" for c in rep["cells"] for mode, m in c["modes"].items() if m.get("run") and not m["run"]["ok"]]
+    return rows + ([""] + errors if errors else [])
+
+
+def w3_plot(reps: list[dict], png: Path, names: list[str]) -> None:
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    cells = [c for rep in reps for c in rep["cells"]]
+    modes = list(W3_MODES)
+    w = 0.13
+    for i, c in enumerate(cells):
+        for k, mode in enumerate(modes):
+            m = c["modes"].get(mode)
+            if not m:
+                continue
+            x0 = i - 2.5 * w + 2 * k * w
+            ax.bar(x0, m["makespan_s"] or 0, w, color=f"C{k}", label=f"{W3_MODES[mode]}, measured" if i == 0 else None)
+            ax.bar(x0 + w, m["des_makespan_s"], w, color=f"C{k}", alpha=0.5, hatch="//", label=f"{W3_MODES[mode]}, DES" if i == 0 else None)
+    ax.set_xticks(range(len(cells)), [f"{c['prompts']}×{c['k']} +{c['max_additional_running_prompts']}, K={c['servers']}\nscale {c['time_scale']:g}" for c in cells])
+    ax.set(ylabel="rollout makespan s (until P groups pass)", title="W3: queue scheduling with dynamic filtering, measured vs DES")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
 
 
 def w4_plot(reps: list[dict], png: Path, names: list[str]) -> None:
@@ -227,12 +320,14 @@ def w7_plot(reps: list[dict], png: Path, names: list[str]) -> None:
 
 TITLES = {
     "w1": "W1: env-level async rollout vs lockstep (ROLL Flash Fig. 9)",
+    "w2": "W2: redundant env rollout (ROLL Flash Fig. 10)",
+    "w3": "W3: queue scheduling with dynamic filtering (ROLL Flash Fig. 7)",
     "w4": "W4: prompt replication (ROLL Flash Fig. 8)",
     "w5": "W5: async vs sync training (ROLL Flash Prop. 1–2)",
     "w7": "W7: orchestration scale on the embedded dev server",
 }
-TABLES = {"w1": w1_table, "w4": w4_table, "w5": w5_table, "w7": w7_table}
-PLOTS = {"w1": w1_plot, "w4": w4_plot, "w5": w5_plot, "w7": w7_plot}
+TABLES = {"w1": w1_table, "w2": w2_table, "w3": w3_table, "w4": w4_table, "w5": w5_table, "w7": w7_table}
+PLOTS = {"w1": w1_plot, "w2": w2_plot, "w3": w3_plot, "w4": w4_plot, "w5": w5_plot, "w7": w7_plot}
 
 
 def main(argv: list[str]) -> int:

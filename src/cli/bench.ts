@@ -46,6 +46,9 @@ function describeCell(c: Record<string, unknown>): string {
   if (c.workload === 'w7') {
     return `w7 in_flight ${c.in_flight}: makespan ${s(c.makespan_s)} (DES ${s(c.des_makespan_s)}), overhead ${pct(c.overhead)}, ${c.trajectories_per_s ?? 'n/a'} trajectories/s, ${c.activities_per_s ?? 'n/a'} activities/s${c.sustained ? '' : ' (not sustained)'}`;
   }
+  if (c.workload === 'w2') {
+    return `w2 ${c.baseline} vs ${c.redundant} (batch ${c.batch}) scale ${c.time_scale}: exact ${s(c.baseline_makespan_s)}, redundant ${s(c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup}×), overhead ${pct(c.overhead)}`;
+  }
   if (c.workload === 'w3') {
     return `w3 ${c.prompts}×${c.k} +${c.max_additional_running_prompts} on ${c.servers} servers scale ${c.time_scale}: batch ${s(c.baseline_makespan_s)}, queue ${s(c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup}×), overhead ${pct(c.overhead)}`;
   }
@@ -58,8 +61,8 @@ function describeCell(c: Record<string, unknown>): string {
 export function benchCommand(out: (line: string) => void, err: (line: string) => void): Command {
   return new Command('bench')
     .exitOverride()
-    .description('run a BENCHMARKS.md workload on the real system (w1, w3, w4, w5, w7) beside its DES; --des-only: the DES alone (w1-w5)')
-    .argument('<workload>', 'w1 | w3 | w4 | w5 | w7 (real system), or w1-w5 with --des-only')
+    .description('run a BENCHMARKS.md workload on the real system (w1-w5, w7) beside its DES; --des-only: the DES alone (w1-w5)')
+    .argument('<workload>', 'w1 | w2 | w3 | w4 | w5 | w7 (real system), or w1-w5 with --des-only')
     .option('--set <key=value>', 'a workload option (see src/bench/live/options.ts, or des/ for --des-only); repeatable', (v: string, prev: string[] = []) => [...prev, v])
     .option('--des-only', 'print the simulator\'s result as JSON and exit (no Temporal, fast)')
     .option('--sweep', 'with --des-only on w1-w4: the DES options of BENCHMARKS.md\'s whole grid')
@@ -86,7 +89,7 @@ async function bench(workload: string, flags: BenchFlags, out: (line: string) =>
     const results = live ? liveDes(workload, parseLiveOptions(workload, raw)) : flags.sweep ? desSweep(w, raw) : [runDes(w, raw)];
     return out(JSON.stringify(results.length === 1 ? results[0] : results, null, 2));
   }
-  if (!isLiveWorkload(workload)) throw new ConfigError('bench', [{ path: 'workload', given: workload, expected: 'w1, w3, w4, w5 or w7 on the real system (w2 only with --des-only for now)' }]);
+  if (!isLiveWorkload(workload)) throw new ConfigError('bench', [{ path: 'workload', given: workload, expected: 'w1, w2, w3, w4, w5 or w7' }]);
   const report = await runLiveBench(workload, raw, {
     stateDir: path.resolve(flags.stateDir!),
     keepStack: flags.keepStack ?? false,

@@ -56,9 +56,11 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     partialRollout: config.partial_rollout,
     rolloutMode: config.rollout_mode,
     waves: config.generate_opt_level === 0,
-    additionalPrompts: config.max_additional_running_prompts,
+    spareGroups: derived.spare_groups,
+    maxFailedGroupRatio: config.max_failed_group_ratio,
     replicate: config.is_num_return_sequences_expand,
-    envs: pickEnvs(loaded, config.train_env_manager, derived.groups_per_step),
+    // A group's env follows its position over the manager's env groups (all of them, redundant ones too).
+    envs: pickEnvs(loaded, config.train_env_manager, config.train_env_manager?.num_env_groups ?? derived.groups_per_step),
     ...validation(loaded),
     sampling: { temperature: gen.temperature, top_p: gen.top_p },
     filter: config.group_filter,

@@ -13,8 +13,13 @@ export interface Derived {
   /** Groups per step: B / G. */
   groups_per_step: number;
   /**
+   * Groups started beyond what a step needs: redundant env groups
+   * (num_env_groups − groups_per_step) plus max_additional_running_prompts.
+   */
+  spare_groups: number;
+  /**
    * Admission cap (async ratio): accepted_unconsumed + running < (1 + α)·B, so at most
-   * floor((1 + α)·B) samples in the system, plus max_additional_running_prompts groups.
+   * floor((1 + α)·B) samples in the system, plus the spare groups.
    */
   max_samples_in_system: number;
   /** ⌈α⌉: the staleness a sample may have at consumption before stale_policy applies. */
@@ -35,8 +40,9 @@ export interface PathApi {
 export function derive(c: RunConfig, cwd: string, path: PathApi): Derived {
   const env = c.train_env_manager;
   const group_size = env ? env.group_size : c.num_return_sequences_in_group;
-  const groups_per_step = env ? env.num_env_groups : c.rollout_batch_size;
+  const groups_per_step = env ? Math.ceil((env.trajectories_per_step ?? env.num_env_groups * group_size) / group_size) : c.rollout_batch_size;
   const samples_per_step = group_size * groups_per_step;
+  const spare_groups = (env ? env.num_env_groups - groups_per_step : 0) + c.max_additional_running_prompts;
   const run_dir = path.resolve(cwd, c.run_dir ?? path.join('runs', c.exp_name));
   const [host = '', port = ''] = c.temporal.address.split(':');
   const ui = new URL(c.temporal.ui_url);
@@ -44,7 +50,8 @@ export function derive(c: RunConfig, cwd: string, path: PathApi): Derived {
     samples_per_step,
     group_size,
     groups_per_step,
-    max_samples_in_system: Math.floor((1 + c.async_generation_ratio) * samples_per_step + 1e-9) + c.max_additional_running_prompts * group_size,
+    spare_groups,
+    max_samples_in_system: Math.floor((1 + c.async_generation_ratio) * samples_per_step + 1e-9) + spare_groups * group_size,
     max_staleness: Math.max(0, Math.ceil(c.async_generation_ratio - 1e-9)),
     infer_model: c.actor_infer.model_args?.model_name_or_path ?? c.actor_train.model_args.model_name_or_path,
     run_dir,

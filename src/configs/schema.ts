@@ -110,8 +110,11 @@ export const ActorInferSchema = z
 // ---- environments (ROLL: train_env_manager / val_env_manager / custom_envs)
 export const EnvManagerSchema = z
   .strictObject({
-    num_env_groups: count(1).describe('Env groups per step; all envs of a group share one seed (GRPO group).'),
+    num_env_groups: count(1).describe('Env groups run at once for a step; all envs of a group share one seed (GRPO group).'),
     group_size: count(1).describe('Trajectories per env group.'),
+    trajectories_per_step: count(1)
+      .optional()
+      .describe('(rollflow; ROLL\'s rollout_batch_size of agentic runs) Trajectories a step trains on, taken in complete groups: ⌈n / group_size⌉ groups. Default num_env_groups × group_size. Fewer makes the other env groups redundant (ROLL Flash\'s redundant env rollout): the step takes the first groups to complete, so stragglers and failed envs do not hold it; groups still running at the step end carry over under stale_policy, or are cancelled when the run ends.'),
     max_traj_per_env: z.number().int().min(-1).default(-1).describe('Trajectories one env instance may run before it is recreated; -1 is unlimited.'),
     tags: z.array(z.string().min(1)).min(1).describe('Names of custom_envs entries this manager draws from.'),
     num_groups_partition: z.array(count(1)).optional().describe('Env groups per tag, in the order of tags; must sum to num_env_groups.'),
@@ -216,6 +219,12 @@ export const RunConfigSchema = z
     domain_interleave_probs: z.record(z.string(), z.number().min(0).max(1)).optional().describe('Share of each domain in a batch; must sum to 1.'),
 
     dataset_size: count(1).default(1024).describe('(rollflow) Distinct prompts (env seeds 0..N-1) one epoch visits, in a seeded order.'),
+    max_failed_group_ratio: z
+      .number()
+      .gt(0)
+      .max(1)
+      .default(0.2)
+      .describe('(rollflow) The run stops with RunFailingError once at least 4 groups failed and they are this share of the groups dispatched (a broken env or engine); 1 tolerates any failure short of every group (flaky envs, redundant env rollout).'),
     group_filter: z.enum(['none', 'std']).default('none').describe('(rollflow) std drops groups whose rewards are all equal (no GRPO signal); none keeps every group.'),
     steps_per_workflow_run: count(1).default(20).describe('(rollflow) Training steps per run-workflow execution before continue-as-new keeps its history small.'),
     rollout_mode: z.enum(['env_async', 'lockstep']).default('env_async').describe('(rollflow) env_async: each trajectory proceeds on its own; lockstep: every turn waits for the slowest env of the batch (the synchronous baseline).'),
@@ -247,6 +256,9 @@ function checkCrossReferences(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx
         ctx.addIssue({ code: 'custom', path: [key, 'tags', i], message: `no custom_envs entry named "${tag}"; defined: ${known.length ? known.join(', ') : '(none)'}` });
       }
     });
+    if (m.trajectories_per_step !== undefined && m.trajectories_per_step > m.num_env_groups * m.group_size) {
+      ctx.addIssue({ code: 'custom', path: [key, 'trajectories_per_step'], message: `expected at most num_env_groups × group_size = ${m.num_env_groups * m.group_size} (the env groups cannot hold more)` });
+    }
     if (m.num_groups_partition) {
       const sum = m.num_groups_partition.reduce((a, b) => a + b, 0);
       if (m.num_groups_partition.length !== m.tags.length || sum !== m.num_env_groups) {

@@ -48,3 +48,8 @@ export interface Env<S = unknown, C = unknown> {
 export class EnvConfigError extends Error {
   override readonly name = 'EnvConfigError';
 }
+
+/** Thrown when an env gives up on an episode (e.g. latency_sim's fail-stop with fail_stop: fail): not retried, the trajectory fails. */
+export class EnvGaveUpError extends Error {
+  override readonly name = 'EnvGaveUpError';
+}

@@ -16,8 +16,8 @@ import { z } from 'zod';
 import { explainIssues } from '../configs/explain';
 import { formatProblem } from '../configs/errors';
 import { responseLength, responseSolved } from './draws';
-import { EnvConfigError, type Env } from './env';
-import { stepLatency } from './latency';
+import { EnvConfigError, EnvGaveUpError, type Env } from './env';
+import { episodeSeed, stepLatency } from './latency';
 
 const Config = z.strictObject({
   turns: z.number().int().min(1).default(22).describe('Turns per episode (T).'),
@@ -27,7 +27,15 @@ const Config = z.strictObject({
   slow_factor: z.number().min(1).default(5).describe('How many times longer a fail-slow step takes.'),
   p_stop: z.number().min(0).max(1).default(0).describe('Probability a step never answers (fail-stop).'),
   time_scale: z.number().positive().default(1).describe('Multiplies every latency (e.g. 0.01 turns 10 s into 100 ms).'),
-  timeout_s: z.number().positive().default(60).describe('A fail-stop step fails after this long (scaled by time_scale); its retry draws anew.'),
+  timeout_s: z.number().positive().default(60).describe('A fail-stop step fails after this long (scaled by time_scale).'),
+  fail_stop: z
+    .enum(['retry', 'fail'])
+    .default('retry')
+    .describe('After a fail-stop times out: retry (the step is retried on a fresh env, which draws anew) or fail (EnvGaveUpError, not retried: the trajectory and its group fail, as ROLL Flash\'s W2 models it).'),
+  latency_keying: z
+    .enum(['shared', 'independent'])
+    .default('shared')
+    .describe('shared: the members of an env group draw the same step latencies (one env seed); independent: each member its own (as separate env instances would).'),
   draw_seed: z.number().int().min(0).default(0).describe('Seed of the response and solve draws (the benchmarks pass the run seed, as their DES does).'),
   response: z
     .strictObject({
@@ -76,11 +84,12 @@ export const latencySim: Env<LatencySimState, LatencySimConfig> = {
   },
 
   async step(config, state, _action, signal, attempt = 0) {
-    const latency = stepLatency(config, state.seed, state.turn, attempt);
+    const latency = stepLatency(config, episodeSeed(state.seed, state.sample ?? 0, config.latency_keying), state.turn, attempt);
     if (latency === Infinity) {
-      // fail-stop: the env never answers; the step times out (a retryable failure) and the retry draws anew.
+      // fail-stop: the env never answers; the step times out, and either its retry draws anew or the episode is given up.
       await sleep(config.timeout_s * config.time_scale * 1000, undefined, { signal });
-      throw new Error(`latency_sim: fail-stop at turn ${state.turn}, no answer in ${config.timeout_s * config.time_scale} s`);
+      const message = `latency_sim: fail-stop at turn ${state.turn}, no answer in ${config.timeout_s * config.time_scale} s`;
+      throw config.fail_stop === 'fail' ? new EnvGaveUpError(message) : new Error(message);
     }
     await sleep(latency * config.time_scale * 1000, undefined, { signal });
     const turn = state.turn + 1;

@@ -29,3 +29,16 @@ export function stepLatency(model: LatencyModel, seed: number, turn: number, att
   const base = Math.max(0, model.mean_s + model.std_s * normal);
   return uSlow < model.p_slow ? base * model.slow_factor : base;
 }
+
+/** shared: the G members of an env group draw the same latencies (one env seed); independent: each member its own. */
+export type LatencyKeying = 'shared' | 'independent';
+
+/** The seed of member `member`'s own latency stream in the env group seeded `envSeed`. */
+export function independentEpisodeSeed(envSeed: number, member: number): number {
+  return (Math.imul((envSeed >>> 0) + 1, 0x2545f491) ^ Math.imul(member + 1, 0x6c8e9cf5)) >>> 0;
+}
+
+/** The seed whose stream a member's step latencies come from. */
+export function episodeSeed(envSeed: number, member: number, keying: LatencyKeying): number {
+  return keying === 'shared' ? envSeed : independentEpisodeSeed(envSeed, member);
+}

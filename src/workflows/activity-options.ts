@@ -5,7 +5,7 @@
  */
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
 
-const NON_RETRYABLE = ['EngineRejectedError', 'TokenizationDriftError', 'InvalidKeyError', 'SampleNotFoundError', 'EnvConfigError'];
+const NON_RETRYABLE = ['EngineRejectedError', 'TokenizationDriftError', 'InvalidKeyError', 'SampleNotFoundError', 'EnvConfigError', 'EnvGaveUpError'];
 
 /** Generation: may wait out weight syncs and long tails. */
 export const GENERATE: ActivityOptions = {

@@ -58,8 +58,10 @@ export interface RunPlan {
   replicate: boolean;
   /** generate_opt_level 0: dispatch in waves, the next only when no group is in flight (the batch-mode baseline). */
   waves?: boolean;
-  /** max_additional_running_prompts: groups started beyond what the remaining steps need (filtered groups leave room). */
-  additionalPrompts?: number;
+  /** Groups started beyond what the remaining steps need: redundant env groups and max_additional_running_prompts (Derived.spare_groups). */
+  spareGroups?: number;
+  /** max_failed_group_ratio: the share of failed groups at which the run stops (from 4 failures on). */
+  maxFailedGroupRatio?: number;
   /** env_async: every trajectory its own workflow; lockstep: the groups dispatched together advance turn by turn as one batch (baseline). */
   rolloutMode: RolloutMode;
   /** The envs (train_env_manager tags) and how many of a step's groups each gets; a group's env follows its position. */
@@ -298,8 +300,8 @@ export async function run(input: RunInput): Promise<RunStatus> {
   };
   let stopDispatch = false;
   // Admission allows it, and the remaining steps still need it (no groups started only to be cancelled at the end),
-  // counting max_additional_running_prompts' headroom: with a group filter, the last step needs spares too.
-  const stillNeeded = () => (plan.maxSteps - state.step) * plan.limits.samplesPerStep + (plan.additionalPrompts ?? 0) * plan.limits.groupSize;
+  // counting the spare groups: with a group filter or redundant env groups, the last step needs its spares too.
+  const stillNeeded = () => (plan.maxSteps - state.step) * plan.limits.samplesPerStep + (plan.spareGroups ?? 0) * plan.limits.groupSize;
   const wanted = () => state.canDispatch() && state.samplesInSystem < stillNeeded();
   // In waves, a burst starts only once every group of the last one has reported; the burst itself fills what admission allows.
   const burstMayStart = () => !plan.waves || state.runningSamples === 0;
@@ -367,7 +369,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   // A run whose groups keep failing (a bad env config, a broken engine) stops with the cause instead of spinning.
   const failingBadly = () => {
     const { failedGroups, dispatchedGroups } = state.counters;
-    return failedGroups >= 4 && failedGroups >= 0.2 * dispatchedGroups;
+    return failedGroups >= 4 && failedGroups >= (plan.maxFailedGroupRatio ?? 0.2) * dispatchedGroups;
   };
   while (state.step < plan.maxSteps) {
     await condition(() => (!suspended && state.batchReady()) || failingBadly());

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { status as statusQuery } from '../../src/workflows/run';
 import { epochOrder } from '../../src/workflows/shuffle';
 import { groupPassesStdFilter, responseLength, responseSolved } from '../../src/envs/draws';
+import { stepLatency } from '../../src/envs/latency';
 import { parseSampleUid } from '../../src/bench/live';
 import { freePort, readJsonl, readPid, ROOT, TestDevServer } from './helpers/dev-server';
 
@@ -88,6 +89,7 @@ custom_envs:
   arith: { env_type: arithmetic, max_steps: 1, max_tokens_per_step: 64 }
   lake: { env_type: frozen_lake, max_steps: 3, max_tokens_per_step: 16, env_config: { max_turns: 3 } }
   slow: { env_type: latency_sim, max_steps: 3, max_tokens_per_step: 8, env_config: { turns: 3, mean_s: 0.05, std_s: 0.05 } }
+  flaky: { env_type: latency_sim, max_steps: 3, max_tokens_per_step: 8, env_config: { turns: 3, mean_s: 0.05, std_s: 0.02, p_stop: 0.2, timeout_s: 0.3, fail_stop: fail } }
   solver:
     env_type: latency_sim
     max_steps: 1
@@ -174,6 +176,22 @@ describe('training runs', () => {
     const { counters } = await client.workflow.getHandle('filter').query(statusQuery);
     expect(counters.filteredGroups + counters.failedGroups + B / G).toBeLessThanOrEqual(counters.dispatchedGroups);
     expect(counters.failedGroups).toBe(0);
+  });
+
+  it('redundant env groups (W2): 3 groups run, the step takes the first 2 to complete; a fail-stopped group frees its slot', async () => {
+    // A seed whose first prompt's env fail-stops within its 3 turns (members share the env seed, so the whole group fails).
+    const model = { mean_s: 0.05, std_s: 0.02, p_slow: 0, slow_factor: 5, p_stop: 0.2 };
+    const failsAt = (seed: number, position: number) => [0, 1, 2].some((turn) => stepLatency(model, epochOrder(64, seed, 0)[position]!, turn) === Infinity);
+    const seed = Array.from({ length: 100 }, (_, i) => i).find((i) => failsAt(i, 0))!;
+    const s = runJson('redundant', 'train_env_manager={num_env_groups: 3, group_size: 4, trajectories_per_step: 8, tags: [flaky]}', 'max_failed_group_ratio=1', 'max_steps=1', 'async_generation_ratio=0', `seed=${seed}`);
+    expect(s.unique_uids_consumed).toBe(B);
+    expect(s.peak_samples_in_system).toBe(3 * G); // the redundant group ran beside the two the step needs
+    const trained = new Set(batches('redundant')[0]!.map((x) => parseSampleUid(x.uid, 64).group));
+    expect(trained.size).toBe(2);
+    expect(trained.has(0)).toBe(false);
+    for (const position of trained) expect(failsAt(seed, position)).toBe(false);
+    const { counters } = await client.workflow.getHandle('redundant').query(statusQuery);
+    expect(counters.failedGroups).toBeGreaterThanOrEqual(1);
   });
 
   it('generate_opt_level 0 dispatches in waves: a burst starts only when every group started before it has reported', async () => {

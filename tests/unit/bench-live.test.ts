@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { benchCommand, commandLine, rawOptions } from '../../src/cli/bench';
 import { parseConfig } from '../../src/configs';
-import { batchLatencyTable, desW1, desW4, dispatchOrder } from '../../src/bench/des';
+import { batchLatencyTable, desW1, desW3, desW4, dispatchOrder } from '../../src/bench/des';
 import {
   activitiesPerTrajectory,
   dispatchRamp,
@@ -19,6 +19,10 @@ import {
   w1DesOptions,
   w1Report,
   w1RunConfig,
+  w2Report,
+  w2RunConfig,
+  w3Report,
+  w3RunConfig,
   w4Report,
   w4RunConfig,
   w5Des,
@@ -115,6 +119,34 @@ describe('run configs', () => {
       expect([sim.c0, sim.c1, sim.length.sigma, sim.length.sigma_prompt]).toEqual([0.01, 0.001, 0.4, 0.8]);
       expect(config.custom_envs.bench_gen!.env_calls).toBe(replicate ? 'local' : 'auto');
     }
+  });
+
+  it('W2: exact needs every group; redundant runs more or larger groups and takes ⌈batch / size⌉; fail-stops give up as in the DES', () => {
+    const w2 = parseLiveOptions('w2', { batch: 16, baseline_env_groups: 4, baseline_group_size: 4, num_env_groups: 5, group_size: 6, seed: 2 });
+    const exact = parseConfig(w2RunConfig(w2, 'exact', '/tmp/runs'), 'bench');
+    const redundant = parseConfig(w2RunConfig(w2, 'redundant', '/tmp/runs'), 'bench');
+    expect([exact.derived.groups_per_step, exact.derived.spare_groups, exact.derived.max_samples_in_system]).toEqual([4, 0, 16]);
+    expect([redundant.derived.groups_per_step, redundant.derived.spare_groups, redundant.derived.max_samples_in_system]).toEqual([3, 2, 30]);
+    for (const { config } of [exact, redundant]) {
+      expect([config.max_failed_group_ratio, config.max_steps, config.async_generation_ratio, config.seed]).toEqual([1, 1, 0, 2]);
+      expect(config.custom_envs.bench_env!.env_config).toMatchObject({ turns: 22, mean_s: 10, std_s: 5, p_slow: 0.05, slow_factor: 5, p_stop: 0.01, timeout_s: 120, fail_stop: 'fail', latency_keying: 'shared' });
+    }
+    expect(() => w2RunConfig({ ...w2, baseline_env_groups: 3 }, 'exact', '/tmp/runs')).toThrow('the exact baseline 3 × 4 is not batch 16');
+  });
+
+  it('W3: P groups of k past the std filter; batch in waves, queue with the spares; the env draws what the DES draws', () => {
+    const w3 = parseLiveOptions('w3', { prompts: 4, k: 8, max_additional_running_prompts: 6, seed: 5 });
+    const modes = (['batch', 'queue', 'queue_no_additional'] as const).map((mode) => parseConfig(w3RunConfig(w3, mode, '/tmp/runs'), 'bench'));
+    expect(modes.map(({ config }) => [config.generate_opt_level, config.max_additional_running_prompts])).toEqual([[0, 0], [1, 6], [1, 0]]);
+    // admission: (1 + 0)·B plus the spares
+    expect(modes.map(({ derived }) => derived.max_samples_in_system)).toEqual([32, 80, 32]);
+    for (const { config, derived } of modes) {
+      expect([derived.samples_per_step, config.group_filter, config.is_num_return_sequences_expand, config.max_steps, config.async_generation_ratio]).toEqual([32, 'std', true, 1, 0]);
+      const env = config.custom_envs.bench_solve!.env_config as { draw_seed: number; response: { mean_tokens: number; max_tokens: number }; solve: { p_easy: number } };
+      expect([env.draw_seed, env.response.mean_tokens, env.response.max_tokens, env.solve.p_easy]).toEqual([5, 1000, 4096, 0.3]);
+      expect(config.engines.inference).toHaveLength(4);
+    }
+    expect(() => parseLiveOptions('w3', { replicate: false })).toThrow('w3.replicate');
   });
 
   it('a bad option names the key and the value', () => {
@@ -221,6 +253,50 @@ describe('W4 report', () => {
   });
 });
 
+describe('W2 report', () => {
+  const o = parseLiveOptions('w2', { batch: 4, baseline_env_groups: 2, baseline_group_size: 2, num_env_groups: 3, group_size: 2 });
+  const des = {
+    exact: { makespan_s: 30, groups_needed: 2, groups_started: 3, groups_failed: 1, groups_running_at_end: 0, num_env_groups: 2, group_size: 2 },
+    redundant: { makespan_s: 10, groups_needed: 2, groups_started: 3, groups_failed: 0, groups_running_at_end: 1, num_env_groups: 3, group_size: 2 },
+  };
+  const counters = (dispatchedGroups: number, failedGroups: number) => ({ dispatchedGroups, failedGroups, filteredGroups: 0, consumedSamples: 4, droppedSamples: 0, restartedSamples: 0, staleAcceptedSamples: 0, duplicateResults: 0 });
+  const run = (wait: number, dispatched: number, failed: number) => outcome([step(0, wait, 0, 0, 0)], { status: { counters: counters(dispatched, failed) } as RunOutcome['status'] });
+
+  it('both makespans against their DES, and the groups each started and lost', () => {
+    const r = w2Report(o, { exact: run(33, 3, 1), redundant: run(12, 3, 0) }, des);
+    expect([r.baseline_makespan_s, r.rollflow_makespan_s, r.measured_speedup, r.des_speedup]).toEqual([33, 12, 2.75, 3]);
+    expect([r.overhead, r.baseline_overhead, r.speedup_vs_des]).toEqual([0.2, 0.1, -0.0833]);
+    expect(r.modes.exact).toMatchObject({ groups_started: 3, des_groups_started: 3, groups_failed: 1, des_groups_failed: 1, num_env_groups: 2 });
+    const failed = w2Report(o, { exact: run(33, 3, 1), redundant: outcome([], { ok: false, error: 'boom' }) }, des);
+    expect([failed.rollflow_makespan_s, failed.measured_speedup, failed.overhead]).toEqual([null, null, null]);
+  });
+});
+
+describe('W3 report', () => {
+  const o = parseLiveOptions('w3', { prompts: 2, k: 2 });
+  const des = {
+    batch: { makespan_s: 12, prompts_started: 5, groups_passed: 2, groups_filtered: 3, tokens: 0, rounds: 3 },
+    queue: { makespan_s: 4, prompts_started: 6, groups_passed: 2, groups_filtered: 2, tokens: 0 },
+    queue_no_additional: { makespan_s: 8, prompts_started: 5, groups_passed: 2, groups_filtered: 3, tokens: 0 },
+  };
+  const counters = (dispatchedGroups: number, filteredGroups: number) => ({ dispatchedGroups, filteredGroups, consumedSamples: 4, droppedSamples: 0, restartedSamples: 0, staleAcceptedSamples: 0, duplicateResults: 0, failedGroups: 0 });
+  const withStatus = (wait: number, dispatched: number, filtered: number) => outcome([step(0, wait, 0, 0, 0)], { status: { counters: counters(dispatched, filtered) } as RunOutcome['status'] });
+
+  it('speedups over the batch waves, each mode against its DES, and what each started and filtered', () => {
+    const r = w3Report(o, { batch: withStatus(15, 5, 3), queue: withStatus(5, 7, 3), queue_no_additional: withStatus(10, 5, 3) }, des);
+    expect([r.baseline_makespan_s, r.rollflow_makespan_s, r.measured_speedup, r.des_speedup, r.speedup_vs_des]).toEqual([15, 5, 3, 3, 0]);
+    expect([r.overhead, r.baseline_overhead]).toEqual([0.25, 0.25]);
+    expect(r.no_additional).toEqual({ measured_speedup: 1.5, des_speedup: 1.5 });
+    expect(r.modes.queue).toMatchObject({ prompts_started: 7, des_prompts_started: 6, groups_filtered: 3, des_groups_filtered: 2 });
+    expect(r.modes.batch).toMatchObject({ des_rounds: 3 });
+  });
+
+  it('a failed run leaves its figures null, the DES stays', () => {
+    const r = w3Report(o, { batch: withStatus(15, 5, 3), queue: outcome([], { ok: false, error: 'boom' }) }, des);
+    expect([r.rollflow_makespan_s, r.measured_speedup, r.overhead, r.des_speedup]).toEqual([null, null, null, 3]);
+  });
+});
+
 describe('the bench command', () => {
   it('--set values are YAML: numbers and lists', () => {
     expect(rawOptions(['batches=[64,128]', 'latencies=[[10,1],[50,5]]', 'time_scale=0.1'])).toEqual({ batches: [64, 128], latencies: [[10, 1], [50, 5]], time_scale: 0.1 });
@@ -237,6 +313,6 @@ describe('the bench command', () => {
     expect(r).toEqual(desW1({ seed: 1, batch: 16, turns: 3, mean_s: 10, std_s: 10, llm_s: 0.1, time_scale: 0.1, dataset_size: 4096 }));
     lines.length = 0;
     await benchCommand((l) => lines.push(l), () => undefined).parseAsync(['w3', '--des-only', '--set', 'prompts=4'], { from: 'user' });
-    expect(JSON.parse(lines.join('\n')).workload).toBe('w3');
+    expect(JSON.parse(lines.join('\n'))).toEqual(desW3({ prompts: 4, time_scale: 0.25 }));
   });
 });

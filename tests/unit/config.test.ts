@@ -50,6 +50,23 @@ describe('run config', () => {
     // max_additional_running_prompts admits that many more groups: 3 · G = 3 · 4 samples
     const extra = parseConfig({ rollout_batch_size: 2, num_return_sequences_in_group: 4, max_additional_running_prompts: 3 }, 't').derived;
     expect([extra.samples_per_step, extra.max_samples_in_system, extra.max_staleness]).toEqual([8, 20, 0]);
+    // redundant env groups: 36 groups of 12 run, a step takes ⌈256 / 12⌉ = 22 of them; the other 14 are spares admission lets run
+    const lake = { lake: { env_type: 'frozen_lake' } };
+    const redundant = parseConfig({ custom_envs: lake, train_env_manager: { num_env_groups: 36, group_size: 12, trajectories_per_step: 256, tags: ['lake'] } }, 't').derived;
+    expect([redundant.groups_per_step, redundant.samples_per_step, redundant.spare_groups, redundant.max_samples_in_system]).toEqual([22, 264, 14, 432]);
+    const exact = parseConfig({ custom_envs: lake, train_env_manager: { num_env_groups: 32, group_size: 8, tags: ['lake'] } }, 't').derived;
+    expect([exact.groups_per_step, exact.spare_groups, exact.max_samples_in_system]).toEqual([32, 0, 256]);
+  });
+
+  it('trajectories_per_step cannot exceed what the env groups hold; max_failed_group_ratio is a share', () => {
+    const lake = { lake: { env_type: 'frozen_lake' } };
+    const problems = problemsOf(() => parseConfig({ custom_envs: lake, train_env_manager: { num_env_groups: 2, group_size: 4, trajectories_per_step: 9, tags: ['lake'] }, max_failed_group_ratio: 0 }, 't'));
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ path: 'train_env_manager.trajectories_per_step', expected: expect.stringContaining('at most num_env_groups × group_size = 8') }),
+        expect.objectContaining({ path: 'max_failed_group_ratio', given: 0 }),
+      ]),
+    );
   });
 
   it('names the path, the value given and what was expected', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { stepLatency, type LatencyModel } from '../../src/envs/latency';
+import { independentEpisodeSeed, stepLatency, type LatencyModel } from '../../src/envs/latency';
 import { latencySim } from '../../src/envs/latency-sim';
-import { EnvConfigError } from '../../src/envs/env';
+import { EnvConfigError, EnvGaveUpError } from '../../src/envs/env';
 import { responseLength, responseSolved } from '../../src/envs/draws';
 
 const model = (over: Partial<LatencyModel> = {}): LatencyModel => ({ mean_s: 10, std_s: 10, p_slow: 0, slow_factor: 5, p_stop: 0, ...over });
@@ -123,5 +123,23 @@ describe('latency_sim env', () => {
   it('names a bad solve or response setting', () => {
     expect(() => latencySim.parseConfig({ solve: { p_easy: 0.7, p_hard: 0.6 } })).toThrow(/config\.solve.*p_easy \+ p_hard must be at most 1/s);
     expect(() => latencySim.parseConfig({ response: { mean_tokens: 10 } })).toThrow(/config\.response\.max_tokens/);
+  });
+
+  it('fail_stop: fail gives the episode up (EnvGaveUpError, not retried) after the timeout', async () => {
+    const config = latencySim.parseConfig({ p_stop: 1, timeout_s: 1, time_scale: 0.001, fail_stop: 'fail' });
+    const { state } = await latencySim.reset(config, 3);
+    const err = await latencySim.step(config, state, 'x').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EnvGaveUpError);
+    expect((err as Error).name).toBe('EnvGaveUpError'); // the type the activity retry policy lists as non-retryable
+  });
+
+  it('latency_keying: shared gives the members of a group one latency stream, independent one each', async () => {
+    const latencies = async (keying: 'shared' | 'independent') => {
+      const config = latencySim.parseConfig({ turns: 1, mean_s: 0.001, std_s: 0.001, time_scale: 0.001, latency_keying: keying });
+      return Promise.all([0, 1, 2].map(async (sample) => (await latencySim.step(config, (await latencySim.reset(config, 11, undefined, sample)).state, '')).info.latency_s));
+    };
+    const model = { mean_s: 0.001, std_s: 0.001, p_slow: 0, slow_factor: 5, p_stop: 0 };
+    expect(await latencies('shared')).toEqual([0, 1, 2].map(() => stepLatency(model, 11, 0)));
+    expect(await latencies('independent')).toEqual([0, 1, 2].map((m) => stepLatency(model, independentEpisodeSeed(11, m), 0)));
   });
 });

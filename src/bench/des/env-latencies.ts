@@ -6,24 +6,15 @@
  *
  * How the real run keys them: the group workflow resets every member of an
  * env group with the group's env seed (src/workflows/group.ts), and that seed
- * is the group's dataset index (dispatch-order.ts). So today all G members of
- * a group take identical step latencies ('shared'). 'independent' gives each
- * member its own stream; it only matches a real run once the env is reset
- * with `independentEpisodeSeed(envSeed, member)`.
+ * is the group's dataset index (dispatch-order.ts). With latency_sim's
+ * latency_keying 'shared' all G members of a group take identical step
+ * latencies; 'independent' gives each member its own stream,
+ * `independentEpisodeSeed(envSeed, member)` (src/envs/latency.ts).
  */
-import { stepLatency, type LatencyModel } from '../../envs/latency';
+import { episodeSeed, independentEpisodeSeed, stepLatency, type LatencyKeying, type LatencyModel } from '../../envs/latency';
 import { dispatchOrder } from './dispatch-order';
 
-export type LatencyKeying = 'shared' | 'independent';
-
-/** The episode seed member `member` of an env group would need for its own latency stream. */
-export function independentEpisodeSeed(envSeed: number, member: number): number {
-  return (Math.imul((envSeed >>> 0) + 1, 0x2545f491) ^ Math.imul(member + 1, 0x6c8e9cf5)) >>> 0;
-}
-
-export function episodeSeed(envSeed: number, member: number, keying: LatencyKeying): number {
-  return keying === 'shared' ? envSeed : independentEpisodeSeed(envSeed, member);
-}
+export { episodeSeed, independentEpisodeSeed, type LatencyKeying };
 
 /** Seconds of each of the `turns` env steps of one episode (Infinity: a fail-stop step), scaled like the live env. */
 export function episodeLatencies(model: LatencyModel, seed: number, turns: number, timeScale = 1): number[] {

@@ -7,7 +7,7 @@
  */
 import type { RunConfigInput } from '../../configs';
 import type { W1Options } from '../des/w1-env-async';
-import type { W1LiveOptions, W3LiveOptions, W3Mode, W4LiveOptions, W5LiveOptions, W7LiveOptions } from './options';
+import type { W1LiveOptions, W2LiveOptions, W2Mode, W3LiveOptions, W3Mode, W4LiveOptions, W5LiveOptions, W7LiveOptions } from './options';
 
 export const BENCH_TASK_QUEUE = 'rollflow-bench';
 
@@ -43,6 +43,11 @@ interface RolloutCell {
   timeScale: number;
   mode: 'lockstep' | 'env_async';
   envCalls: 'activity' | 'local';
+  /** More latency_sim settings (failures, keying). */
+  envConfig?: Record<string, unknown>;
+  /** Trajectories a step takes (default: every env group's). */
+  trajectoriesPerStep?: number;
+  maxFailedGroupRatio?: number;
 }
 
 function rolloutConfig(c: RolloutCell, ports: StackPorts, runDir: string): RunConfigInput {
@@ -56,13 +61,14 @@ function rolloutConfig(c: RolloutCell, ports: StackPorts, runDir: string): RunCo
     dataset_size: c.datasetSize,
     rollout_mode: c.mode,
     run_dir: runDir,
-    train_env_manager: { num_env_groups: c.groups, group_size: c.groupSize, tags: ['bench_env'] },
+    ...(c.maxFailedGroupRatio !== undefined ? { max_failed_group_ratio: c.maxFailedGroupRatio } : {}),
+    train_env_manager: { num_env_groups: c.groups, group_size: c.groupSize, tags: ['bench_env'], ...(c.trajectoriesPerStep !== undefined ? { trajectories_per_step: c.trajectoriesPerStep } : {}) },
     custom_envs: {
       bench_env: {
         env_type: 'latency_sim',
         max_steps: c.turns,
         max_tokens_per_step: c.llmTokens,
-        env_config: { turns: c.turns, mean_s: c.meanS, std_s: c.stdS, time_scale: c.timeScale },
+        env_config: { turns: c.turns, mean_s: c.meanS, std_s: c.stdS, time_scale: c.timeScale, ...c.envConfig },
         env_calls: c.envCalls,
       },
     },
@@ -93,6 +99,27 @@ export function w1RunConfig(o: W1LiveOptions, cell: W1Cell, mode: 'lockstep' | '
 
 export function w1DesOptions(o: W1LiveOptions, cell: W1Cell): Partial<W1Options> {
   return { seed: o.seed, batch: cell.batch, group_size: 1, turns: o.turns, mean_s: cell.mean_s, std_s: cell.std_s, llm_s: o.llm_s, dataset_size: o.dataset_size, steps: 1, latency_keying: 'shared', time_scale: o.time_scale };
+}
+
+/**
+ * W2: env groups of the latency_sim env with fail-slow and fail-stop steps; a
+ * fail-stop holds its trajectory for timeout_s, then the env gives up (fail),
+ * which fails the group and frees its slot for the next prompt, as the DES
+ * models it. exact runs baseline_env_groups × baseline_group_size and needs
+ * all of them; redundant runs num_env_groups × group_size and takes the
+ * first complete groups holding `batch` trajectories. Failed groups are the
+ * workload, so the run tolerates any share of them.
+ */
+export function w2RunConfig(o: W2LiveOptions, mode: W2Mode, runDir: string): RunConfigInput {
+  const [groups, groupSize] = mode === 'exact' ? [o.baseline_env_groups, o.baseline_group_size] : [o.num_env_groups, o.group_size];
+  if (mode === 'exact' && groups * groupSize !== o.batch) throw new RangeError(`w2: the exact baseline ${groups} × ${groupSize} is not batch ${o.batch}`);
+  const c: RolloutCell = {
+    exp: 'bench-w2', seed: o.seed, groups, groupSize, turns: o.turns, meanS: o.mean_s, stdS: o.std_s, llmS: o.llm_s, llmTokens: o.llm_tokens, datasetSize: o.dataset_size, timeScale: o.time_scale, mode: 'env_async', envCalls: o.env_calls,
+    envConfig: { p_slow: o.p_slow, slow_factor: o.slow_factor, p_stop: o.p_stop, timeout_s: o.timeout_s, fail_stop: 'fail', latency_keying: o.latency_keying },
+    trajectoriesPerStep: o.batch,
+    maxFailedGroupRatio: 1,
+  };
+  return rolloutConfig(c, o, runDir);
 }
 
 export function w7RunConfig(o: W7LiveOptions, inFlight: number, runDir: string): RunConfigInput {

@@ -1,30 +1,33 @@
 /**
  * `rollflow bench <workload>` on the real system (embedded Temporal, sim
- * engines): W1, W3, W4, W5 and W7 of BENCHMARKS.md, each beside its DES. The bench
+ * engines): W1–W5 and W7 of BENCHMARKS.md, each beside its DES. The bench
  * keeps its own state dir, ports and task queue, brings its stack up itself
  * and takes it down at the end, so it never touches a stack you are running.
  */
 import { loadavg } from 'node:os';
 import { desW1 } from '../des/w1-env-async';
+import { desW2 } from '../des/w2-redundant-rollout';
 import { desW3 } from '../des/w3-queue-scheduling';
 import { desW4 } from '../des/w4-prompt-replication';
 import { desW5 } from '../des/w5-async-training';
 import type { DesResult } from '../des/result';
 import { w1Cells, w1DesOptions, w7DesOptions } from './configs';
-import { parseLiveOptions, w3DesOptions, w4DesOptions, type LiveOptionsByWorkload, type LiveWorkload, type W5LiveOptions } from './options';
+import { parseLiveOptions, w2DesOptions, w3DesOptions, w4DesOptions, type LiveOptionsByWorkload, type LiveWorkload, type W5LiveOptions } from './options';
 import { benchW1, benchW7 } from './rollout-bench';
 import { BenchStack, machine, type Machine } from './runner';
+import { benchW2 } from './w2-bench';
 import { benchW3 } from './w3-bench';
 import { benchW4 } from './w4-bench';
 import { benchW5 } from './w5-bench';
 
-export { isLiveWorkload, parseLiveOptions, W1LiveOptions, W3LiveOptions, W4LiveOptions, W5LiveOptions, W7LiveOptions, type LiveWorkload } from './options';
-export { w1Cells, w1DesOptions, w1RunConfig, w3RunConfig, w4RunConfig, w5Pools, w5RunConfig, w5TrainStepS, w7DesOptions, w7RunConfig } from './configs';
+export { isLiveWorkload, parseLiveOptions, W1LiveOptions, W2LiveOptions, W3LiveOptions, W4LiveOptions, W5LiveOptions, W7LiveOptions, type LiveWorkload } from './options';
+export { w1Cells, w1DesOptions, w1RunConfig, w2RunConfig, w3RunConfig, w4RunConfig, w5Pools, w5RunConfig, w5TrainStepS, w7DesOptions, w7RunConfig } from './configs';
 export { activitiesPerTrajectory, dispatchRamp, overhead, parseSampleUid, rolloutMakespan, runTotals, speedup } from './report';
 export { w1Report, w7Report } from './rollout-bench';
 export { genSecondsTable, w5Des, w5Row } from './w5-bench';
 export { lengthsByPrompt, w4Report } from './w4-bench';
 export { w3Report } from './w3-bench';
+export { w2Report } from './w2-bench';
 
 export interface BenchReport {
   workload: LiveWorkload;
@@ -39,7 +42,7 @@ export interface BenchReport {
   error?: string;
 }
 
-/** The DES alone for the same cells (no Temporal): W1 and W7 as desW1 per cell, W3 as desW3, W4 as desW4 (its own length sampler), W5 as desW5. */
+/** The DES alone for the same cells (no Temporal): W1 and W7 as desW1 per cell, W2 as desW2, W3 as desW3, W4 as desW4 (its own length sampler), W5 as desW5. */
 export function liveDes<W extends LiveWorkload>(workload: W, o: LiveOptionsByWorkload[W]): DesResult[] {
   if (workload === 'w1') {
     const w1 = o as LiveOptionsByWorkload['w1'];
@@ -49,6 +52,7 @@ export function liveDes<W extends LiveWorkload>(workload: W, o: LiveOptionsByWor
     const w7 = o as LiveOptionsByWorkload['w7'];
     return w7.in_flight.map((n) => desW1(w7DesOptions(w7, n)));
   }
+  if (workload === 'w2') return [desW2(w2DesOptions(o as LiveOptionsByWorkload['w2']))];
   if (workload === 'w3') return [desW3(w3DesOptions(o as LiveOptionsByWorkload['w3']))];
   if (workload === 'w4') return [desW4(w4DesOptions(o as LiveOptionsByWorkload['w4']))];
   const w5 = o as W5LiveOptions;
@@ -81,6 +85,7 @@ export async function runLiveBench<W extends LiveWorkload>(workload: W, raw: unk
   try {
     if (workload === 'w1') await benchW1(options as LiveOptionsByWorkload['w1'], ctx);
     else if (workload === 'w7') await benchW7(options as LiveOptionsByWorkload['w7'], ctx);
+    else if (workload === 'w2') await benchW2(options as LiveOptionsByWorkload['w2'], ctx);
     else if (workload === 'w3') await benchW3(options as LiveOptionsByWorkload['w3'], ctx);
     else if (workload === 'w4') await benchW4(options as LiveOptionsByWorkload['w4'], ctx);
     else await benchW5(options as LiveOptionsByWorkload['w5'], ctx);

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { parseDesOptions } from '../des/options';
+import { W2Options } from '../des/w2-redundant-rollout';
 import { W3Options } from '../des/w3-queue-scheduling';
 import { W4Options } from '../des/w4-prompt-replication';
 import { WORKER_SLOTS } from '../../configs';
@@ -88,6 +89,20 @@ export const W4LiveOptions = W4Options.extend({
 });
 export type W4LiveOptions = z.output<typeof W4LiveOptions>;
 
+export const W2_MODES = ['exact', 'redundant'] as const;
+export type W2Mode = (typeof W2_MODES)[number];
+
+/** W2: the DES's options (W2Options), with defaults a 2-core machine can run, and the live-only ones. */
+export const W2LiveOptions = W2Options.extend({
+  timeout_s: W2Options.shape.timeout_s.removeDefault().default(120).describe('Seconds a fail-stop step holds its trajectory before the env gives up (latency_sim fail_stop: fail), before time_scale.'),
+  llm_s: W2Options.shape.llm_s.removeDefault().default(0.1).describe('Generation seconds per turn before time_scale (the sim decodes llm_tokens tokens); the DES gets the same constant.'),
+  llm_tokens: z.number().int().min(1).default(4).describe('Tokens the sim inference generates per turn.'),
+  modes: z.array(z.enum(W2_MODES)).min(1).default([...W2_MODES]).describe('Which runs to make: exact (baseline_env_groups × baseline_group_size, every group needed) and redundant (num_env_groups × group_size, the first complete groups holding batch trajectories).'),
+  env_calls: envCalls,
+  ...StackOptions,
+});
+export type W2LiveOptions = z.output<typeof W2LiveOptions>;
+
 export const W3_MODES = ['batch', 'queue', 'queue_no_additional'] as const;
 export type W3Mode = (typeof W3_MODES)[number];
 
@@ -103,10 +118,11 @@ export const W3LiveOptions = W3Options.extend({
 });
 export type W3LiveOptions = z.output<typeof W3LiveOptions>;
 
-export const LIVE_SCHEMAS = { w1: W1LiveOptions, w3: W3LiveOptions, w4: W4LiveOptions, w5: W5LiveOptions, w7: W7LiveOptions };
+export const LIVE_SCHEMAS = { w1: W1LiveOptions, w2: W2LiveOptions, w3: W3LiveOptions, w4: W4LiveOptions, w5: W5LiveOptions, w7: W7LiveOptions };
 export type LiveWorkload = keyof typeof LIVE_SCHEMAS;
 export interface LiveOptionsByWorkload {
   w1: W1LiveOptions;
+  w2: W2LiveOptions;
   w3: W3LiveOptions;
   w4: W4LiveOptions;
   w5: W5LiveOptions;
@@ -135,6 +151,11 @@ function desFields<T extends z.ZodRawShape>(schema: z.ZodObject<T>, o: object): 
 /** The DES options of a W4 live run: its W4Options fields alone. */
 export function w4DesOptions(o: W4LiveOptions): W4Options {
   return desFields(W4Options, o) as W4Options;
+}
+
+/** The DES options of a W2 live run: its W2Options fields alone. */
+export function w2DesOptions(o: W2LiveOptions): W2Options {
+  return desFields(W2Options, o) as W2Options;
 }
 
 /** The DES options of a W3 live run: its W3Options fields alone. */
