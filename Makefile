@@ -82,20 +82,24 @@ cluster-status:
 	temporal/cluster.sh status
 
 # Benchmarks on the real system (embedded Temporal on its own ports and state
-# dir, sim engines), each beside its discrete-event simulation: W1, W4, W5, W7 of
-# ../shared/BENCHMARKS.md. The default sets finish in about an hour on 2 cores;
-# BENCH_W1/BENCH_W4/BENCH_W5/BENCH_W7 take more --set options (full sweeps: see bench/results/*.md).
+# dir, sim engines), each beside its discrete-event simulation: W1-W5 and W7 of
+# ../shared/BENCHMARKS.md. The default sets finish in about 90 minutes on 2 cores;
+# BENCH_W1/BENCH_W2/BENCH_W3/BENCH_W4/BENCH_W5/BENCH_W7 take more --set options (full sweeps: see bench/results/*.md).
 BENCH_OUT ?= bench/results
 BENCH_W1 ?=
+BENCH_W2 ?=
+BENCH_W3 ?=
 BENCH_W4 ?=
 BENCH_W5 ?=
 BENCH_W7 ?=
 bench: setup build
 	$(ROLLFLOW) bench w1 $(BENCH_W1) --out $(BENCH_OUT)/w1.json
+	$(ROLLFLOW) bench w2 $(BENCH_W2) --out $(BENCH_OUT)/w2.json
+	$(ROLLFLOW) bench w3 $(BENCH_W3) --out $(BENCH_OUT)/w3.json
 	$(ROLLFLOW) bench w4 $(BENCH_W4) --out $(BENCH_OUT)/w4.json
 	$(ROLLFLOW) bench w5 $(BENCH_W5) --out $(BENCH_OUT)/w5.json
 	$(ROLLFLOW) bench w7 $(BENCH_W7) --out $(BENCH_OUT)/w7.json
-	for w in w1 w4 w5 w7; do .venv/bin/python bench/report.py $$w $(BENCH_OUT)/$$w*.json; done
+	for w in w1 w2 w3 w4 w5 w7; do .venv/bin/python bench/report.py $$w $(BENCH_OUT)/$$w*.json; done
 
 # The learning runs of bench/results/learning.md (torch engines, about 90 minutes on 2 cores):
 # appends to bench/results/learning-runs.jsonl, then redraws learning.png and learning.md.

@@ -39,8 +39,12 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
     });
     out(`run ${runId} started${resumeFrom ? ` from step ${resumeFrom.step} of ${resumeFrom.run_id}` : ''}: ${workflowUrl(config, runId)}`);
     if (!opts.wait && !opts.json) return;
-    const final = await follow(client, runId, opts.json ? () => undefined : out);
-    await handle.result();
+    // A failed run says why (RunFailingError names the groups' last error), not just "Workflow execution failed".
+    const failed = (err: unknown): never => {
+      throw new Error(`run ${runId} failed: ${rootCause(err)}`);
+    };
+    const final = await follow(client, runId, opts.json ? () => undefined : out).catch(failed);
+    await handle.result().catch(failed);
     if (opts.json) out(JSON.stringify(await summary(config, loaded.derived.sample_store_path, final, (Date.now() - started) / 1000)));
   } finally {
     await client.connection.close();

@@ -1,11 +1,12 @@
 /**
  * group: one prompt group (GRPO group / env group). Starts its G
- * trajectories on the same env seed, applies the group filter, and sends the
+ * trajectories on the same env seed (a group of one runs its trajectory
+ * itself), applies the group filter, and sends the
  * run one summary signal (so the run receives one signal per group, not per
  * sample). It reports to the run's workflow id, which always reaches the
  * newest run after continue-as-new.
  */
-import { ApplicationFailure, ChildWorkflowFailure, defineSignal, executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure, defineSignal, executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { GroupRef, GroupResult } from './run-state';
 import { KIND, RUN_ID } from './search-attributes';
 import { contextKey, episodeCalls, finishEpisode, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
@@ -66,7 +67,10 @@ export function trajectoryInputs(input: GroupInput): TrajectoryInput[] {
   }));
 }
 
-function runTrajectories(input: GroupInput): Promise<TrajectorySummary[]> {
+async function runTrajectories(input: GroupInput): Promise<TrajectorySummary[]> {
+  // A group of one runs its trajectory in its own history: one workflow to start per sample instead of two,
+  // which is what a batch of single-trajectory env groups waits on when it starts (W1 at B = 512).
+  if (input.groupSize === 1) return [await trajectory(trajectoryInputs(input)[0]!)];
   return Promise.all(
     trajectoryInputs(input).map((args, i) =>
       executeChild(trajectory, {
@@ -106,7 +110,9 @@ async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
  * about this group, or its admission capacity would stay taken forever.
  */
 export function failedGroup(input: GroupInput, err: unknown): GroupResult {
-  const cause = err instanceof ChildWorkflowFailure && err.cause ? err.cause : err;
+  // The wrappers (a child's or an activity's failure) say where it failed; the innermost cause says why.
+  let cause = err;
+  while ((cause instanceof ChildWorkflowFailure || cause instanceof ActivityFailure) && cause.cause) cause = cause.cause;
   return { ...input.ref, startVersion: input.startVersion, endVersion: input.startVersion, samples: input.groupSize, accepted: false, rewardMean: 0, tokens: 0, partialSamples: 0, maxSpan: 0, storeKeys: [], error: cause instanceof Error ? cause.message : String(cause) };
 }
 

@@ -178,6 +178,22 @@ describe('training runs', () => {
     expect(counters.failedGroups).toBe(0);
   });
 
+  it('an env that sets each sample its own length needs prompt replication: one request of n fails its groups with the fix named', () => {
+    const r = rollflow('run', config, '--json', '--run-id', 'one-request', ...['train_env_manager.tags=[solver]', 'is_num_return_sequences_expand=false', 'max_steps=1'].flatMap((x) => ['--set', x]));
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain('asks each sample for its own generation settings; set is_num_return_sequences_expand: true');
+  });
+
+  it('a group of one runs its trajectory itself: no trajectory workflow, the same samples', async () => {
+    const s = runJson('g1', 'train_env_manager={num_env_groups: 4, group_size: 1, tags: [slow]}', 'max_steps=2');
+    expect([s.steps, s.unique_uids_consumed]).toEqual([2, 8]);
+    for (const batch of batches('g1')) for (const sample of batch) expect(sample.uid).toMatch(/^e0-p\d+-s0$/);
+    const kinds: string[] = [];
+    for await (const wf of client.workflow.list({ query: `RollflowRunId = 'g1'` })) kinds.push(wf.type);
+    expect(kinds.filter((k) => k === 'trajectory')).toHaveLength(0);
+    expect(kinds.filter((k) => k === 'group').length).toBeGreaterThanOrEqual(8);
+  });
+
   it('redundant env groups (W2): 3 groups run, the step takes the first 2 to complete; a fail-stopped group frees its slot', async () => {
     // A seed whose first prompt's env fail-stops within its 3 turns (members share the env seed, so the whole group fails).
     const model = { mean_s: 0.05, std_s: 0.02, p_slow: 0, slow_factor: 5, p_stop: 0.2 };
@@ -192,6 +208,9 @@ describe('training runs', () => {
     for (const position of trained) expect(failsAt(seed, position)).toBe(false);
     const { counters } = await client.workflow.getHandle('redundant').query(statusQuery);
     expect(counters.failedGroups).toBeGreaterThanOrEqual(1);
+    // The failed group reports why, not the wrapper's "Child Workflow execution failed".
+    const first = (await client.workflow.getHandle('redundant/e0-p0').result()) as { error?: string };
+    expect(first.error).toMatch(/^latency_sim: fail-stop at turn \d, no answer in 0\.3 s$/);
   });
 
   it('generate_opt_level 0 dispatches in waves: a burst starts only when every group started before it has reported', async () => {
