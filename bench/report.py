@@ -163,7 +163,7 @@ def w2_plot(reps: list[dict], png: Path, names: list[str]) -> None:
             m = c["modes"].get("redundant")
             if m and c["measured_speedup"] is not None and m["num_env_groups"] in groups and m["group_size"] in sizes:
                 i, j = groups.index(m["num_env_groups"]), sizes.index(m["group_size"])
-                ax.text(j, i - 0.3, f"measured {c['measured_speedup']:.2f}×", ha="center", va="center", color="orange", fontsize=7, fontweight="bold")
+                ax.text(j, i - 0.3, f"meas. {c['measured_speedup']:.2f}×", ha="center", va="center", color="orange", fontsize=7, fontweight="bold")
     ax.set_xticks(range(len(sizes)), [str(k) for k in sizes])
     ax.set_yticks(range(len(groups)), [str(n) for n in groups])
     ax.set(xlabel="group_size", ylabel="num_env_groups",

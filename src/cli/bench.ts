@@ -41,7 +41,9 @@ function describeCell(c: Record<string, unknown>): string {
   const s = (x: unknown) => (typeof x === 'number' ? `${x.toFixed(1)} s` : 'failed');
   if (c.skipped) return `${c.workload} in_flight ${c.in_flight}: ${c.skipped}`;
   if (c.workload === 'w1') {
-    return `w1 B=${c.batch} (μ,σ)=(${c.mean_s},${c.std_s}) scale ${c.time_scale}: lockstep ${s(c.baseline_makespan_s)}, env_async ${s(c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup}×), overhead ${pct(c.overhead)}`;
+    const ran = (c.runs ?? {}) as Record<string, unknown>;
+    const m = (mode: string, x: unknown) => (mode in ran ? s(x) : 'not run');
+    return `w1 B=${c.batch} (μ,σ)=(${c.mean_s},${c.std_s}) scale ${c.time_scale}: lockstep ${m('lockstep', c.baseline_makespan_s)}, env_async ${m('env_async', c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup}×), overhead ${pct(c.overhead)}`;
   }
   if (c.workload === 'w7') {
     return `w7 in_flight ${c.in_flight}: makespan ${s(c.makespan_s)} (DES ${s(c.des_makespan_s)}), overhead ${pct(c.overhead)}, ${c.trajectories_per_s ?? 'n/a'} trajectories/s, ${c.activities_per_s ?? 'n/a'} activities/s${c.sustained ? '' : ' (not sustained)'}`;

@@ -1,7 +1,6 @@
 /**
  * group: one prompt group (GRPO group / env group). Starts its G
- * trajectories on the same env seed (a group of one runs its trajectory
- * itself), applies the group filter, and sends the
+ * trajectories on the same env seed, applies the group filter, and sends the
  * run one summary signal (so the run receives one signal per group, not per
  * sample). It reports to the run's workflow id, which always reaches the
  * newest run after continue-as-new.
@@ -67,10 +66,7 @@ export function trajectoryInputs(input: GroupInput): TrajectoryInput[] {
   }));
 }
 
-async function runTrajectories(input: GroupInput): Promise<TrajectorySummary[]> {
-  // A group of one runs its trajectory in its own history: one workflow to start per sample instead of two,
-  // which is what a batch of single-trajectory env groups waits on when it starts (W1 at B = 512).
-  if (input.groupSize === 1) return [await trajectory(trajectoryInputs(input)[0]!)];
+function runTrajectories(input: GroupInput): Promise<TrajectorySummary[]> {
   return Promise.all(
     trajectoryInputs(input).map((args, i) =>
       executeChild(trajectory, {

@@ -24,6 +24,7 @@ import {
   getExternalWorkflowHandle,
   log,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setHandler,
   startChild,
@@ -301,7 +302,9 @@ export async function run(input: RunInput): Promise<RunStatus> {
   let stopDispatch = false;
   // Admission allows it, and the remaining steps still need it (no groups started only to be cancelled at the end),
   // counting the spare groups: with a group filter or redundant env groups, the last step needs its spares too.
-  const stillNeeded = () => (plan.maxSteps - state.step) * plan.limits.samplesPerStep + (plan.spareGroups ?? 0) * plan.limits.groupSize;
+  // (patched: a run started under the earlier rule, which left the spares out, replays as it ran.)
+  const spareSamples = patched('spares-in-last-steps') ? (plan.spareGroups ?? 0) * plan.limits.groupSize : 0;
+  const stillNeeded = () => (plan.maxSteps - state.step) * plan.limits.samplesPerStep + spareSamples;
   const wanted = () => state.canDispatch() && state.samplesInSystem < stillNeeded();
   // In waves, a burst starts only once every group of the last one has reported; the burst itself fills what admission allows.
   const burstMayStart = () => !plan.waves || state.runningSamples === 0;

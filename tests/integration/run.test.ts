@@ -184,16 +184,6 @@ describe('training runs', () => {
     expect(r.stderr).toContain('asks each sample for its own generation settings; set is_num_return_sequences_expand: true');
   });
 
-  it('a group of one runs its trajectory itself: no trajectory workflow, the same samples', async () => {
-    const s = runJson('g1', 'train_env_manager={num_env_groups: 4, group_size: 1, tags: [slow]}', 'max_steps=2');
-    expect([s.steps, s.unique_uids_consumed]).toEqual([2, 8]);
-    for (const batch of batches('g1')) for (const sample of batch) expect(sample.uid).toMatch(/^e0-p\d+-s0$/);
-    const kinds: string[] = [];
-    for await (const wf of client.workflow.list({ query: `RollflowRunId = 'g1'` })) kinds.push(wf.type);
-    expect(kinds.filter((k) => k === 'trajectory')).toHaveLength(0);
-    expect(kinds.filter((k) => k === 'group').length).toBeGreaterThanOrEqual(8);
-  });
-
   it('redundant env groups (W2): 3 groups run, the step takes the first 2 to complete; a fail-stopped group frees its slot', async () => {
     // A seed whose first prompt's env fail-stops within its 3 turns (members share the env seed, so the whole group fails).
     const model = { mean_s: 0.05, std_s: 0.02, p_slow: 0, slow_factor: 5, p_stop: 0.2 };
