@@ -65,7 +65,7 @@ export interface RunPlan {
   maxFailedGroupRatio?: number;
   /** env_async: every trajectory its own workflow; lockstep: the groups dispatched together advance turn by turn as one batch (baseline). */
   rolloutMode: RolloutMode;
-  /** The envs (train_env_manager tags) and how many of a step's groups each gets; a group's env follows its position. */
+  /** The envs (train_env_manager tags) and how many of every num_env_groups positions each gets (num_groups_partition); a group's env follows its position. */
   envs: { tag: string; groupsPerStep: number; spec: EnvSpec; maxTokens: number }[];
   sampling: Omit<Sampling, 'seed' | 'max_tokens'>;
   filter: GroupFilter;
