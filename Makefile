@@ -83,7 +83,7 @@ cluster-status:
 
 # Benchmarks on the real system (embedded Temporal on its own ports and state
 # dir, sim engines), each beside its discrete-event simulation: W1-W5 and W7 of
-# ../shared/BENCHMARKS.md. The default sets finish in about 90 minutes on 2 cores;
+# ../shared/BENCHMARKS.md. The default sets take well over an hour on 2 cores (W2's alone took 20 minutes);
 # BENCH_W1/BENCH_W2/BENCH_W3/BENCH_W4/BENCH_W5/BENCH_W7 take more --set options (full sweeps: see bench/results/*.md).
 BENCH_OUT ?= bench/results
 BENCH_W1 ?=

@@ -128,6 +128,12 @@ def w4_table(rep: dict) -> list[str]:
     return rows + ([""] + errors if errors else [])
 
 
+def mode_errors(rep: dict) -> list[str]:
+    """Why each failed run of a per-mode report (W2, W3) failed, under its table."""
+    errors = [f"- {mode}: {m['run']['error']}" for c in rep["cells"] for mode, m in c["modes"].items() if m.get("run") and not m["run"]["ok"]]
+    return [""] + errors if errors else []
+
+
 def w2_table(rep: dict) -> list[str]:
     rows = [
         "| batch | groups × size | time scale | step mean s | measured s | DES s | overhead | groups started (DES) | groups failed (DES) | speedup over exact, measured (DES) |",
@@ -142,8 +148,7 @@ def w2_table(rep: dict) -> list[str]:
                 f"| {c['batch']} | {m['num_env_groups']} × {m['group_size']} ({mode}) | {c['time_scale']:g} | {c['env_step_mean_s']:g} | {num(m['makespan_s'])} | {m['des_makespan_s']:.1f} | "
                 f"{pct(m['overhead'])} | {started} ({m['des_groups_started']}) | {failed} ({m['des_groups_failed']}) | {sp} |"
             )
-    errors = [f"- {mode}: {m['run']['error']}" for c in rep["cells"] for mode, m in c["modes"].items() if m.get("run") and not m["run"]["ok"]]
-    return rows + ([""] + errors if errors else [])
+    return rows + mode_errors(rep)
 
 
 def w2_plot(reps: list[dict], png: Path, names: list[str]) -> None:
@@ -194,8 +199,7 @@ def w3_table(rep: dict) -> list[str]:
                 f"{pct(m['overhead'])} | {m['prompts_started'] if m['prompts_started'] is not None else 'n/a'} ({m['des_prompts_started']}) | "
                 f"{m['groups_filtered'] if m['groups_filtered'] is not None else 'n/a'} ({m['des_groups_filtered']}) | {sp_txt} | {ramp_txt} |"
             )
-    errors = [f"- {mode}: {m['run']['error']}" for c in rep["cells"] for mode, m in c["modes"].items() if m.get("run") and not m["run"]["ok"]]
-    return rows + ([""] + errors if errors else [])
+    return rows + mode_errors(rep)
 
 
 def w3_plot(reps: list[dict], png: Path, names: list[str]) -> None:

@@ -2,8 +2,9 @@
  * Seeded draws for the generation-side workloads (W3–W5): response lengths,
  * whether a response solves its prompt, and per-sample generation seconds.
  * Each draw is a pure function of (seed, dataset index, sample), like
- * src/envs/latency.ts is of (seed, turn): the bench passes the same lengths to
- * the sim inference server (`sim_response_length`) that the DES schedules.
+ * src/envs/latency.ts is of (seed, turn): the latency_sim env sends the sim
+ * inference server (`sim_response_length`) the same lengths the DES schedules,
+ * and rewards with the same verdicts.
  */
 import { splitmix32 } from '../workflows/shuffle';
 

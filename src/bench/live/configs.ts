@@ -28,6 +28,11 @@ export function stackSection(o: StackPorts, engines: { inference: Record<string,
   };
 }
 
+/** The head of every benchmark run: one synchronous step (α = 0, stale samples accepted) of a seeded dataset. */
+function oneSyncStep(exp: string, o: { seed: number; dataset_size: number }, runDir: string) {
+  return { exp_name: exp, seed: o.seed, max_steps: 1, async_generation_ratio: 0, stale_policy: 'accept' as const, dataset_size: o.dataset_size, run_dir: runDir };
+}
+
 /** One rollout of B = groups × G trajectories of the latency_sim env; α = 0, one step, a free trainer. */
 interface RolloutCell {
   exp: string;
@@ -53,14 +58,8 @@ interface RolloutCell {
 function rolloutConfig(c: RolloutCell, ports: StackPorts, runDir: string): RunConfigInput {
   const B = c.groups * c.groupSize;
   return {
-    exp_name: c.exp,
-    seed: c.seed,
-    max_steps: 1,
-    async_generation_ratio: 0,
-    stale_policy: 'accept',
-    dataset_size: c.datasetSize,
+    ...oneSyncStep(c.exp, { seed: c.seed, dataset_size: c.datasetSize }, runDir),
     rollout_mode: c.mode,
-    run_dir: runDir,
     ...(c.maxFailedGroupRatio !== undefined ? { max_failed_group_ratio: c.maxFailedGroupRatio } : {}),
     train_env_manager: { num_env_groups: c.groups, group_size: c.groupSize, tags: ['bench_env'], ...(c.trajectoriesPerStep !== undefined ? { trajectories_per_step: c.trajectoriesPerStep } : {}) },
     custom_envs: {
@@ -183,13 +182,7 @@ export function w5RunConfig(o: W5LiveOptions, alpha: number, runDir: string): Ru
  */
 export function w4RunConfig(o: W4LiveOptions, replicate: boolean, runDir: string): RunConfigInput {
   return {
-    exp_name: 'bench-w4',
-    seed: o.seed,
-    max_steps: 1,
-    async_generation_ratio: 0,
-    stale_policy: 'accept',
-    dataset_size: o.dataset_size,
-    run_dir: runDir,
+    ...oneSyncStep('bench-w4', o, runDir),
     is_num_return_sequences_expand: replicate,
     train_env_manager: { num_env_groups: o.prompts, group_size: o.n, tags: ['bench_gen'] },
     custom_envs: { bench_gen: { env_type: 'latency_sim', max_steps: 1, max_tokens_per_step: o.max_tokens, env_config: { turns: 1, mean_s: 0, std_s: 0 }, env_calls: replicate ? o.env_calls : 'auto' } },
@@ -220,13 +213,7 @@ export function w4RunConfig(o: W4LiveOptions, replicate: boolean, runDir: string
  */
 export function w3RunConfig(o: W3LiveOptions, mode: W3Mode, runDir: string): RunConfigInput {
   return {
-    exp_name: 'bench-w3',
-    seed: o.seed,
-    max_steps: 1,
-    async_generation_ratio: 0,
-    stale_policy: 'accept',
-    dataset_size: o.dataset_size,
-    run_dir: runDir,
+    ...oneSyncStep('bench-w3', o, runDir),
     is_num_return_sequences_expand: true,
     group_filter: 'std',
     generate_opt_level: mode === 'batch' ? 0 : 1,

@@ -34,6 +34,36 @@ export const speedup = (baselineS: number, rollflowS: number): number => round(b
 /** measured / DES − 1: the share of the zero-overhead makespan that orchestration added. */
 export const overhead = (measuredS: number, desS: number): number => round(measuredS / desS - 1);
 
+/** A mode's measured makespan (null when it did not run or failed) and its DES makespan. */
+export interface ModeMakespans {
+  measuredS: number | null;
+  desS: number;
+}
+
+/** Baseline against rollflow, as every workload reports it: both makespans, both speedups and both overheads. */
+export function versus(base: ModeMakespans, flash: ModeMakespans) {
+  const measured = base.measuredS !== null && flash.measuredS !== null ? speedup(base.measuredS, flash.measuredS) : null;
+  const desSpeedup = speedup(base.desS, flash.desS);
+  return {
+    baseline_makespan_s: base.measuredS,
+    rollflow_makespan_s: flash.measuredS,
+    measured_speedup: measured,
+    des_speedup: desSpeedup,
+    /** measured speedup / DES speedup − 1. */
+    speedup_vs_des: measured !== null ? overhead(measured, desSpeedup) : null,
+    des_baseline_makespan_s: base.desS,
+    des_rollflow_makespan_s: flash.desS,
+    overhead: flash.measuredS !== null ? overhead(flash.measuredS, flash.desS) : null,
+    baseline_overhead: base.measuredS !== null ? overhead(base.measuredS, base.desS) : null,
+  };
+}
+
+/** One mode's run beside its DES makespan: the measured makespan of step 0 and the overhead. */
+export function modeMakespan(run: { ok: boolean; metrics: readonly Metrics[] } | undefined, desS: number) {
+  const measured = run?.ok ? rolloutMakespan(run.metrics) : null;
+  return { makespan_s: measured, des_makespan_s: desS, overhead: measured !== null ? overhead(measured, desS) : null };
+}
+
 /** Activities of one trajectory of T turns: env reset, T × (generate, env step), finish (write the sample). */
 export const activitiesPerTrajectory = (turns: number): number => 2 * turns + 2;
 

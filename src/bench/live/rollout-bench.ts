@@ -8,7 +8,7 @@ import path from 'node:path';
 import { desW1 } from '../des/w1-env-async';
 import { w1Cells, w1DesOptions, w1RunConfig, w7DesOptions, w7RunConfig, type W1Cell } from './configs';
 import { workersFor, type W1LiveOptions, type W7LiveOptions } from './options';
-import { activitiesPerTrajectory, overhead, rolloutMakespan, speedup } from './report';
+import { activitiesPerTrajectory, overhead, rolloutMakespan, versus } from './report';
 import type { BenchStack, RunOutcome } from './runner';
 
 export interface BenchContext {
@@ -56,8 +56,6 @@ export async function benchW1(o: W1LiveOptions, ctx: BenchContext): Promise<obje
 export function w1Report(o: Pick<W1LiveOptions, 'turns' | 'time_scale' | 'llm_s'>, cell: W1Cell, desLockstepS: number, desAsyncS: number, runs: Partial<Record<'lockstep' | 'env_async', RunOutcome>>) {
   const base = runs.lockstep && makespanOf(runs.lockstep);
   const flash = runs.env_async && makespanOf(runs.env_async);
-  const desSpeedup = speedup(desLockstepS, desAsyncS);
-  const measured = base !== undefined && flash !== undefined ? speedup(base, flash) : null;
   return {
     workload: 'w1',
     batch: cell.batch,
@@ -67,16 +65,8 @@ export function w1Report(o: Pick<W1LiveOptions, 'turns' | 'time_scale' | 'llm_s'
     time_scale: o.time_scale,
     env_step_mean_s: cell.mean_s * o.time_scale,
     llm_s_per_turn: o.llm_s * o.time_scale,
-    baseline_makespan_s: base ?? null,
-    rollflow_makespan_s: flash ?? null,
-    measured_speedup: measured,
-    des_speedup: desSpeedup,
-    /** measured speedup / DES speedup − 1 (the target: within ±10%). */
-    speedup_vs_des: measured !== null ? overhead(measured, desSpeedup) : null,
-    des_baseline_makespan_s: desLockstepS,
-    des_rollflow_makespan_s: desAsyncS,
-    overhead: flash !== undefined ? overhead(flash, desAsyncS) : null,
-    baseline_overhead: base !== undefined ? overhead(base, desLockstepS) : null,
+    // speedup_vs_des is the speedup target (within ±10 %), overhead the orchestration one.
+    ...versus({ measuredS: base ?? null, desS: desLockstepS }, { measuredS: flash ?? null, desS: desAsyncS }),
     rollflow_activities_per_s: flash !== undefined ? round((cell.batch * activitiesPerTrajectory(o.turns)) / flash) : null,
     runs: Object.fromEntries(Object.entries(runs).map(([mode, r]) => [mode, runRecord(r)])),
   };

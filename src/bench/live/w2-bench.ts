@@ -15,7 +15,7 @@ import { desW2, desW2Grid } from '../des/w2-redundant-rollout';
 import type { DesModeResult } from '../des/result';
 import { w2RunConfig } from './configs';
 import { w2DesOptions, workersFor, type W2LiveOptions, type W2Mode } from './options';
-import { overhead, rolloutMakespan, speedup } from './report';
+import { modeMakespan, versus } from './report';
 import { runRecord, type BenchContext } from './rollout-bench';
 import type { RunOutcome } from './runner';
 
@@ -33,18 +33,15 @@ export async function benchW2(o: W2LiveOptions, ctx: BenchContext): Promise<obje
 
 /** Fig. 10's heatmap on these options: the DES speedup of each num_env_groups × group_size over the exact baseline. */
 export function desGrid(o: W2LiveOptions) {
-  return desW2Grid(w2DesOptions(o) as unknown as Record<string, unknown>).map((r) => ({ num_env_groups: r.modes.redundant!.num_env_groups, group_size: r.modes.redundant!.group_size, speedup: r.speedup }));
+  return desW2Grid(w2DesOptions(o)).map((r) => ({ num_env_groups: r.modes.redundant!.num_env_groups, group_size: r.modes.redundant!.group_size, speedup: r.speedup }));
 }
 
 function modeReport(run: RunOutcome | undefined, des: DesModeResult) {
-  const measured = run?.ok ? rolloutMakespan(run.metrics) : undefined;
   const counters = run?.status?.counters;
   return {
     num_env_groups: des.num_env_groups,
     group_size: des.group_size,
-    makespan_s: measured ?? null,
-    des_makespan_s: des.makespan_s,
-    overhead: measured !== undefined ? overhead(measured, des.makespan_s) : null,
+    ...modeMakespan(run, des.makespan_s),
     groups_started: counters?.dispatchedGroups ?? null,
     des_groups_started: des.groups_started,
     groups_failed: counters?.failedGroups ?? null,
@@ -56,10 +53,6 @@ function modeReport(run: RunOutcome | undefined, des: DesModeResult) {
 
 export function w2Report(o: W2LiveOptions, runs: Partial<Record<W2Mode, RunOutcome>>, des: Record<string, DesModeResult>) {
   const modes = Object.fromEntries(o.modes.map((m) => [m, modeReport(runs[m], des[m]!)])) as Partial<Record<W2Mode, ReturnType<typeof modeReport>>>;
-  const base = modes.exact?.makespan_s ?? null;
-  const flash = modes.redundant?.makespan_s ?? null;
-  const measured = base !== null && flash !== null ? speedup(base, flash) : null;
-  const desSpeedup = speedup(des.exact!.makespan_s, des.redundant!.makespan_s);
   return {
     workload: 'w2',
     batch: o.batch,
@@ -75,16 +68,7 @@ export function w2Report(o: W2LiveOptions, runs: Partial<Record<W2Mode, RunOutco
     latency_keying: o.latency_keying,
     time_scale: o.time_scale,
     env_step_mean_s: o.mean_s * o.time_scale,
-    baseline_makespan_s: base,
-    rollflow_makespan_s: flash,
-    measured_speedup: measured,
-    des_speedup: desSpeedup,
-    /** measured speedup / DES speedup − 1. */
-    speedup_vs_des: measured !== null ? overhead(measured, desSpeedup) : null,
-    des_baseline_makespan_s: des.exact!.makespan_s,
-    des_rollflow_makespan_s: des.redundant!.makespan_s,
-    overhead: modes.redundant?.overhead ?? null,
-    baseline_overhead: modes.exact?.overhead ?? null,
+    ...versus({ measuredS: modes.exact?.makespan_s ?? null, desS: des.exact!.makespan_s }, { measuredS: modes.redundant?.makespan_s ?? null, desS: des.redundant!.makespan_s }),
     modes,
   };
 }

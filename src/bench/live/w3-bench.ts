@@ -14,7 +14,7 @@ import { desW3 } from '../des/w3-queue-scheduling';
 import type { DesModeResult } from '../des/result';
 import { w3RunConfig } from './configs';
 import { w3DesOptions, workersFor, type W3LiveOptions, type W3Mode } from './options';
-import { dispatchRamp, overhead, rolloutMakespan, speedup, type DispatchRamp } from './report';
+import { dispatchRamp, modeMakespan, versus, type DispatchRamp } from './report';
 import { runRecord, type BenchContext } from './rollout-bench';
 import type { RunOutcome } from './runner';
 
@@ -34,12 +34,9 @@ export async function benchW3(o: W3LiveOptions, ctx: BenchContext): Promise<obje
 
 /** One mode's run beside its DES: makespans, overhead, and what each started and filtered. */
 function modeReport(run: RunOutcome | undefined, des: DesModeResult) {
-  const measured = run?.ok ? rolloutMakespan(run.metrics) : undefined;
   const counters = run?.status?.counters;
   return {
-    makespan_s: measured ?? null,
-    des_makespan_s: des.makespan_s,
-    overhead: measured !== undefined ? overhead(measured, des.makespan_s) : null,
+    ...modeMakespan(run, des.makespan_s),
     prompts_started: counters?.dispatchedGroups ?? null,
     des_prompts_started: des.prompts_started,
     groups_filtered: counters?.filteredGroups ?? null,
@@ -51,13 +48,8 @@ function modeReport(run: RunOutcome | undefined, des: DesModeResult) {
 
 export function w3Report(o: W3LiveOptions, runs: Partial<Record<W3Mode, RunOutcome>>, des: Record<string, DesModeResult>) {
   const modes = Object.fromEntries(o.modes.map((m) => [m, modeReport(runs[m], des[m]!)])) as Partial<Record<W3Mode, ReturnType<typeof modeReport>>>;
-  const ratio = (base: W3Mode, flash: W3Mode) => {
-    const b = modes[base]?.makespan_s;
-    const f = modes[flash]?.makespan_s;
-    return b != null && f != null ? speedup(b, f) : null;
-  };
-  const measured = ratio('batch', 'queue');
-  const desSpeedup = speedup(des.batch!.makespan_s, des.queue!.makespan_s);
+  const makespans = (m: W3Mode) => ({ measuredS: modes[m]?.makespan_s ?? null, desS: des[m]!.makespan_s });
+  const noAdditional = versus(makespans('batch'), makespans('queue_no_additional'));
   return {
     workload: 'w3',
     prompts: o.prompts,
@@ -68,18 +60,9 @@ export function w3Report(o: W3LiveOptions, runs: Partial<Record<W3Mode, RunOutco
     c0_s: o.c0_s,
     c1_s: o.c1_s,
     time_scale: o.time_scale,
-    baseline_makespan_s: modes.batch?.makespan_s ?? null,
-    rollflow_makespan_s: modes.queue?.makespan_s ?? null,
-    measured_speedup: measured,
-    des_speedup: desSpeedup,
-    /** measured speedup / DES speedup − 1. */
-    speedup_vs_des: measured !== null ? overhead(measured, desSpeedup) : null,
-    des_baseline_makespan_s: des.batch!.makespan_s,
-    des_rollflow_makespan_s: des.queue!.makespan_s,
-    overhead: modes.queue?.overhead ?? null,
-    baseline_overhead: modes.batch?.overhead ?? null,
+    ...versus(makespans('batch'), makespans('queue')),
     /** Queue without spare prompts against the batch baseline (Fig. 7's middle bar). */
-    no_additional: { measured_speedup: ratio('batch', 'queue_no_additional'), des_speedup: speedup(des.batch!.makespan_s, des.queue_no_additional!.makespan_s) },
+    no_additional: { measured_speedup: noAdditional.measured_speedup, des_speedup: noAdditional.des_speedup },
     modes,
   };
 }
