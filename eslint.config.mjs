@@ -23,7 +23,8 @@ export default tseslint.config(
         {
           paths: nodeBuiltins.map((name) => ({ name, message: 'workflow code is replayed: no Node built-ins (use an activity)' })),
           patterns: [
-            { group: ['**/activities', '**/activities/**', '**/gpu-bridge', '**/gpu-bridge/**'], allowTypeImports: true, message: 'workflows reach activities and the bridge only through `import type` + proxyActivities' },
+            // The bridge's errors.ts (plain classes, no I/O) is the exception: retry policies name its non-retryable errors.
+            { regex: '(^|/)(activities|gpu-bridge)(/(?!errors$).*)?$', allowTypeImports: true, message: 'workflows reach activities and the bridge only through `import type` + proxyActivities' },
             { group: ['**/stack/**', '**/cli/**', '**/worker/**', '**/client/**', '**/logging', '**/configs/load', '**/paths'], message: 'this module does I/O; workflow code must not import it' },
             { group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity', '@temporalio/testing', 'pino', 'pino-*', 'undici', 'axios', 'yaml'], message: 'not deterministic workflow code' },
           ],

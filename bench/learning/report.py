@@ -56,7 +56,8 @@ def run_dir(entry: dict) -> Path:
     return ROOT / "runs" / exp
 
 
-KEEP = ("step", "wall_s", "rollout/reward_mean", "staleness/mean", "val/reward_mean")
+# staleness/mean: runs recorded before the run named it staleness/dispatch_mean.
+KEEP = ("step", "wall_s", "rollout/reward_mean", "staleness/dispatch_mean", "staleness/mean", "val/reward_mean")
 
 
 def load_runs() -> list[dict]:

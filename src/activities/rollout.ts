@@ -3,8 +3,9 @@
  * generation turn, and the finished sample. Token arrays live in the sample
  * store; workflows pass keys and get small summaries back.
  */
-import { ApplicationFailure, Context } from '@temporalio/activity';
-import { generateToCompletion, type ChatMessage, type Completion, type CompletionCall, type Generation, type InferenceClient, type VersionSpan } from '../gpu-bridge';
+import { Context } from '@temporalio/activity';
+import { generateToCompletion, TokenizationDriftError, type ChatMessage, type Completion, type CompletionCall, type Generation, type InferenceClient, type VersionSpan } from '../gpu-bridge';
+import { choiceSeed, turnSeed } from '../workflows/seeds';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
 import { resolveEnv } from '../envs';
 import type { EpisodeGeneration } from '../envs/env';
@@ -99,34 +100,25 @@ export function rolloutActivities(deps: ActivityDeps) {
       return withHeartbeat(async (signal) => {
         const lease = deps.pool.acquire(input.affinity);
         const client = deps.inference.get(lease.url)!;
-        let text = '';
-        const complete = async (call: CompletionCall) => {
-          const r = await client.complete({ prompt: call.prompt, max_tokens: call.max_tokens, temperature, top_p, seed: seed + input.turn + 7919 * (call.attempt + 1), ...simLength(call) }, { signal });
-          text += r.choices[0]!.text ?? '';
-          return r.choices[0]!;
-        };
+        const more = continuations(client, input.sampling, (attempt) => turnSeed(seed, input.turn, attempt), simLength, signal);
         let prompt: number[];
         let generation: Generation;
         try {
           if (input.turn === 0) {
             // The server applies the chat template; we never tokenize.
-            const chat = await client.chat({ messages: ctx.messages, max_tokens, temperature, top_p, seed: seed + input.turn, n: 1, ...simLength() }, { signal });
+            const chat = await client.chat({ messages: ctx.messages, max_tokens, temperature, top_p, seed: turnSeed(seed, input.turn), n: 1, ...simLength() }, { signal });
             prompt = chat.prompt_token_ids;
-            text = chat.choices[0]!.message.content ?? '';
-            generation = await finishFirstTurn(complete, prompt, max_tokens, chat.choices[0]!);
+            generation = await finishFirstTurn(more, prompt, max_tokens, chat.choices[0]!);
           } else {
             // Later turns: the exact ids held so far, plus only the new turn's ids (earlier turns are never re-tokenized).
             const next = await client.continuation({ history: ctx.messages.slice(0, -1), messages: ctx.messages.slice(-1) }, { signal });
             prompt = [...ctx.prompt_ids, ...ctx.response_ids, ...next.token_ids];
-            generation = await generateToCompletion(complete, prompt, max_tokens);
+            generation = await generateToCompletion(more.complete, prompt, max_tokens);
           }
         } finally {
           lease.release();
         }
-        appendTurn(ctx, prompt, generation, input.turn);
-        ctx.messages.push({ role: 'assistant', content: text });
-        await deps.store.put(input.contextKey, ctx);
-        return turnSummary(text, generation);
+        return storeTurn(deps, input.contextKey, ctx, prompt, generation, input.turn, more.text);
       });
     },
 
@@ -147,19 +139,11 @@ export function rolloutActivities(deps: ActivityDeps) {
           const chat = await client.chat({ messages, max_tokens, temperature, top_p, seed, n: input.contextKeys.length, ...simLength() }, { signal });
           return await Promise.all(
             chat.choices.map(async (choice, i) => {
-              let text = choice.message.content ?? '';
-              const complete = async (call: CompletionCall) => {
-                const r = await client.complete({ prompt: call.prompt, max_tokens: call.max_tokens, temperature, top_p, seed: seed + 104_729 * i + 7919 * (call.attempt + 1), ...simLength(call) }, { signal });
-                text += r.choices[0]!.text ?? '';
-                return r.choices[0]!;
-              };
-              const generation = await finishFirstTurn(complete, chat.prompt_token_ids, max_tokens, choice);
+              const more = continuations(client, input.sampling, (attempt) => choiceSeed(seed, i, attempt), simLength, signal);
+              const generation = await finishFirstTurn(more, chat.prompt_token_ids, max_tokens, choice);
               const ctx = emptyContext();
               ctx.messages.push(...messages);
-              appendTurn(ctx, chat.prompt_token_ids, generation, 0);
-              ctx.messages.push({ role: 'assistant', content: text });
-              await deps.store.put(input.contextKeys[i]!, ctx);
-              return turnSummary(text, generation);
+              return storeTurn(deps, input.contextKeys[i]!, ctx, chat.prompt_token_ids, generation, 0, more.text);
             }),
           );
         } finally {
@@ -197,13 +181,30 @@ export function rolloutActivities(deps: ActivityDeps) {
 
 const emptyContext = (): TrajectoryContext => ({ messages: [], prompt_ids: [], response_ids: [], old_logprobs: [], loss_mask: [], version_spans: [], aborts: 0 });
 
-const turnSummary = (action: string, g: Generation): TurnSummary => ({
-  action,
-  tokens: g.token_ids.length,
-  finish_reason: g.finish_reason,
-  aborts: g.aborts,
-  versions: [...new Set(g.version_spans.map((s) => s.version))],
-});
+/**
+ * The calls that continue a generation after an abort (from its partial
+ * tokens, under the new weights), gathering the text they add. `text` starts
+ * empty; finishFirstTurn seeds it with the first request's text.
+ */
+function continuations(client: InferenceClient, s: Sampling, seedOf: (attempt: number) => number, simLength: SimLength, signal: AbortSignal) {
+  const more = {
+    text: '',
+    async complete(call: CompletionCall): Promise<Completion> {
+      const r = await client.complete({ prompt: call.prompt, max_tokens: call.max_tokens, temperature: s.temperature, top_p: s.top_p, seed: seedOf(call.attempt), ...simLength(call) }, { signal });
+      more.text += r.choices[0]!.text ?? '';
+      return r.choices[0]!;
+    },
+  };
+  return more;
+}
+
+/** The generated turn joins the context (tokens, then the assistant's message), the context is stored, and the workflow gets a summary. */
+async function storeTurn(deps: ActivityDeps, key: string, ctx: TrajectoryContext, prompt: number[], g: Generation, turn: number, text: string): Promise<TurnSummary> {
+  appendTurn(ctx, prompt, g, turn);
+  ctx.messages.push({ role: 'assistant', content: text });
+  await deps.store.put(key, ctx);
+  return { action: text, tokens: g.token_ids.length, finish_reason: g.finish_reason, aborts: g.aborts, versions: [...new Set(g.version_spans.map((s) => s.version))] };
+}
 
 /**
  * The request field for an env-set natural length: the whole length on the
@@ -211,18 +212,21 @@ const turnSummary = (action: string, g: Generation): TurnSummary => ({
  * abort asks for the remaining max_tokens, so the tokens already held are
  * max_tokens − call.max_tokens).
  */
-function simLengthFor(generation: EpisodeGeneration | undefined, maxTokens: number) {
+type SimLength = (call?: CompletionCall) => { sim_response_length?: number };
+
+function simLengthFor(generation: EpisodeGeneration | undefined, maxTokens: number): SimLength {
   const length = generation?.sim_response_length;
-  return (call?: CompletionCall): { sim_response_length?: number } =>
+  return (call) =>
     length === undefined ? {} : { sim_response_length: Math.max(1, length - (call ? maxTokens - call.max_tokens : 0)) };
 }
 
 type ChatChoice = Awaited<ReturnType<InferenceClient['chat']>>['choices'][number];
 
 /** A chat choice as a complete generation: one cut by a weight sync (abort) continues from its partial tokens. */
-function finishFirstTurn(complete: (call: CompletionCall) => Promise<Completion>, prompt: number[], maxTokens: number, choice: ChatChoice): Promise<Generation> {
+function finishFirstTurn(more: ReturnType<typeof continuations>, prompt: number[], maxTokens: number, choice: ChatChoice): Promise<Generation> {
+  more.text = choice.message.content ?? '';
   const partial: Generation = { token_ids: choice.token_ids, logprobs: choice.logprobs, finish_reason: 'length', version_spans: choice.version_spans, aborts: 1 };
-  return choice.finish_reason === 'abort' ? generateToCompletion(complete, prompt, maxTokens, { partial }) : Promise.resolve({ ...partial, aborts: 0, finish_reason: choice.finish_reason });
+  return choice.finish_reason === 'abort' ? generateToCompletion(more.complete, prompt, maxTokens, { partial }) : Promise.resolve({ ...partial, aborts: 0, finish_reason: choice.finish_reason });
 }
 
 /** Adds one turn to the context, keeping token ids end to end across turns. */
@@ -233,10 +237,7 @@ function appendTurn(ctx: TrajectoryContext, prompt: number[], g: Generation, tur
     // The prompt was built as held ids + continuation ids; guard the invariant that training relies on.
     const held = [...ctx.prompt_ids, ...ctx.response_ids];
     if (prompt.length < held.length || held.some((t, i) => prompt[i] !== t)) {
-      throw ApplicationFailure.nonRetryable(
-        `turn ${turn}: the prompt does not extend the ids already held; continuing would train on tokens the model never saw`,
-        'TokenizationDriftError',
-      );
+      throw new TokenizationDriftError(`turn ${turn}: the prompt does not extend the ids already held; continuing would train on tokens the model never saw`);
     }
     const envTokens = prompt.slice(held.length);
     ctx.response_ids.push(...envTokens);

@@ -110,7 +110,7 @@ export function trainingActivities(deps: ActivityDeps) {
      * log) or validation.jsonl (one record per validation). Idempotent: a retry after the write (the worker died before
      * reporting it) finds the record of this run and step and adds nothing.
      */
-    async appendMetrics(input: { runDir: string; file?: 'metrics.jsonl' | 'validation.jsonl'; record: Record<string, unknown> & { run_id: string; step: number } }): Promise<void> {
+    async appendMetrics(input: { runDir: string; file?: 'metrics.jsonl' | 'validation.jsonl'; record: { run_id: string; step: number } & Record<string, unknown> }): Promise<void> {
       await mkdir(input.runDir, { recursive: true });
       const file = path.join(input.runDir, input.file ?? 'metrics.jsonl');
       const written = await readFile(file, 'utf8').catch(() => '');

@@ -7,6 +7,8 @@ import { readCheckpoint } from '../client/checkpoint';
 import { buildPlan } from '../client/plan';
 import type { LoadedConfig, RunConfig } from '../configs';
 import { up } from '../stack';
+import { causeMessage } from '../workflows/failure';
+import { batchDir } from '../workflows/ids';
 import { resume, run, status, suspend, syncWeightsUpdate, type RunStatus } from '../workflows/run';
 import { KIND, RUN_ID } from '../workflows/search-attributes';
 
@@ -41,7 +43,7 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
     if (!opts.wait && !opts.json) return;
     // A failed run says why (RunFailingError names the groups' last error), not just "Workflow execution failed".
     const failed = (err: unknown): never => {
-      throw new Error(`run ${runId} failed: ${rootCause(err)}`);
+      throw new Error(`run ${runId} failed: ${causeMessage(err)}`);
     };
     const final = await follow(client, runId, opts.json ? () => undefined : out).catch(failed);
     await handle.result().catch(failed);
@@ -70,7 +72,7 @@ async function follow(client: Client, runId: string, out: (line: string) => void
       lastStep = s.step;
       printedValSteps = s.lastValidation?.steps;
       const val = s.lastValidation ? `  val reward ${s.lastValidation.rewardMean.toFixed(3)} (after ${s.lastValidation.steps} steps)` : '';
-      const reward = s.step > 0 ? s.lastRewardMean.toFixed(3) : '  -  '; // no batch trained yet
+      const reward = s.step > 0 ? s.totals.lastRewardMean.toFixed(3) : '  -  '; // no batch trained yet
       out(`step ${s.step}/${s.maxSteps}  version ${s.version}  reward ${reward}${val}  staleness max ${s.staleness.max}  in system ${s.samplesInSystem}/${s.maxSamplesInSystem}`);
     }
     if (done || (s && s.step >= s.maxSteps)) {
@@ -87,11 +89,11 @@ async function follow(client: Client, runId: string, out: (line: string) => void
 
 /** The one-line JSON summary; unique uids are counted from the batch files the trainer read, not from the run's own counters. */
 async function summary(config: RunConfig, storeDir: string, s: RunStatus, wall_s: number) {
-  const batchDir = path.join(storeDir, s.runId, 'batches');
+  const batches = path.join(storeDir, batchDir(s.runId));
   const uids = new Set<string>();
   let lines = 0;
-  for (const f of (await readdir(batchDir)).filter((n) => n.endsWith('.jsonl'))) {
-    for (const line of (await readFile(path.join(batchDir, f), 'utf8')).split('\n').filter(Boolean)) {
+  for (const f of (await readdir(batches)).filter((n) => n.endsWith('.jsonl'))) {
+    for (const line of (await readFile(path.join(batches, f), 'utf8')).split('\n').filter(Boolean)) {
       uids.add((JSON.parse(line) as { uid: string }).uid);
       lines++;
     }
@@ -101,13 +103,13 @@ async function summary(config: RunConfig, storeDir: string, s: RunStatus, wall_s
     steps: s.step,
     samples_consumed: lines,
     unique_uids_consumed: uids.size,
-    dropped: s.counters.droppedSamples,
+    dropped: s.totals.droppedSamples,
     max_staleness: s.staleness.max,
     mean_staleness: s.staleness.mean,
     partial_ratio: s.partial.ratio,
     max_partial_span: s.partial.maxSpan,
     wall_s,
-    peak_samples_in_system: s.peakSamplesInSystem,
+    peak_samples_in_system: s.totals.peakSamplesInSystem,
     async_generation_ratio: config.async_generation_ratio,
   };
 }
@@ -136,15 +138,8 @@ export async function syncRunWeights(config: RunConfig, runId: string, weightsPa
   try {
     out(JSON.stringify(await client.workflow.getHandle(runId).executeUpdate(syncWeightsUpdate, { args: [{ path: weightsPath }] })));
   } catch (err) {
-    throw new Error(`syncWeights failed: ${rootCause(err)}`);
+    throw new Error(`syncWeights failed: ${causeMessage(err)}`);
   } finally {
     await client.connection.close();
   }
-}
-
-/** The innermost message of a Temporal failure chain (update -> activity -> engine reply), which names what went wrong. */
-function rootCause(err: unknown): string {
-  let e = err;
-  while (e instanceof Error && e.cause instanceof Error) e = e.cause;
-  return e instanceof Error ? e.message : String(e);
 }

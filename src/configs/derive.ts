@@ -17,10 +17,7 @@ export interface Derived {
    * (num_env_groups − groups_per_step) plus max_additional_running_prompts.
    */
   spare_groups: number;
-  /**
-   * Admission cap (async ratio): accepted_unconsumed + running < (1 + α)·B, so at most
-   * floor((1 + α)·B) samples in the system, plus the spare groups.
-   */
+  /** The admission cap: floor((1 + α)·B) + spare_groups·G samples buffered, training or running (the rule: RunState.canDispatch). */
   max_samples_in_system: number;
   /** ⌈α⌉: the staleness a sample may have at consumption before stale_policy applies. */
   max_staleness: number;

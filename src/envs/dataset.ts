@@ -15,7 +15,8 @@ import { z } from 'zod';
 import { explainIssues } from '../configs/explain';
 import { formatProblem } from '../configs/errors';
 import type { EnvClient } from '../gpu-bridge';
-import { EnvConfigError, type Env } from './env';
+import type { Env } from './env';
+import { EnvConfigError } from './errors';
 
 const Config = z.strictObject({
   path: z.string().min(1).describe('JSON-lines file, one row per prompt (absolute, or relative to the worker\'s working directory).'),

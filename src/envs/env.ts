@@ -43,13 +43,3 @@ export interface Env<S = unknown, C = unknown> {
   /** Envs backed by a file of prompts: how many valid rows it has, and the malformed ones (reported, skipped). */
   index?(config: C): Promise<{ size: number; malformed: number; problems: string[] }>;
 }
-
-/** Thrown when an env config has a bad key or value; names both. */
-export class EnvConfigError extends Error {
-  override readonly name = 'EnvConfigError';
-}
-
-/** Thrown when an env gives up on an episode (e.g. latency_sim's fail-stop with fail_stop: fail): not retried, the trajectory fails. */
-export class EnvGaveUpError extends Error {
-  override readonly name = 'EnvGaveUpError';
-}

@@ -18,7 +18,8 @@ export function resolveEnv(envType: string, client: EnvClient): Env<unknown, unk
   return (TS_ENVS[envType]?.(client) as Env<unknown, unknown> | undefined) ?? (pythonEnv(client, envType) as Env<unknown, unknown>);
 }
 
-export { EnvConfigError, type Env, type EnvReset, type EnvStep } from './env';
+export type { Env, EnvReset, EnvStep } from './env';
+export { EnvConfigError, EnvGaveUpError, NON_RETRYABLE_ENV_ERRORS } from './errors';
 export { latencySim } from './latency-sim';
 export { dataset, parseRows, type DatasetIndex } from './dataset';
 export { pythonEnv, type PythonEnvState } from './python-env';

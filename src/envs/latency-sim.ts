@@ -16,7 +16,8 @@ import { z } from 'zod';
 import { explainIssues } from '../configs/explain';
 import { formatProblem } from '../configs/errors';
 import { responseLength, responseSolved } from './draws';
-import { EnvConfigError, EnvGaveUpError, type Env } from './env';
+import type { Env } from './env';
+import { EnvConfigError, EnvGaveUpError } from './errors';
 import { episodeSeed, stepLatency } from './latency';
 
 const Config = z.strictObject({

@@ -19,5 +19,13 @@ export class EngineRejectedError extends Error {
   }
 }
 
+/**
+ * Thrown when a later turn's prompt does not extend the token ids already
+ * held: training on it would train on tokens the model never saw.
+ */
+export class TokenizationDriftError extends Error {
+  override readonly name = 'TokenizationDriftError';
+}
+
 /** Failure types no retry policy should retry. */
-export const NON_RETRYABLE_ENGINE_ERRORS = ['EngineRejectedError'] as const;
+export const NON_RETRYABLE_ENGINE_ERRORS = [EngineRejectedError.name, TokenizationDriftError.name];

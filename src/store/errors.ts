@@ -10,4 +10,4 @@ export class InvalidKeyError extends Error {
   override readonly name = 'InvalidKeyError';
 }
 
-export const NON_RETRYABLE_STORE_ERRORS = ['SampleNotFoundError', 'InvalidKeyError'] as const;
+export const NON_RETRYABLE_STORE_ERRORS = [SampleNotFoundError.name, InvalidKeyError.name];

@@ -5,17 +5,19 @@
  * sample). It reports to the run's workflow id, which always reaches the
  * newest run after continue-as-new.
  */
-import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure, defineSignal, executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { GroupRef, GroupResult } from './run-state';
-import { KIND, RUN_ID } from './search-attributes';
-import { contextKey, episodeCalls, finishEpisode, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
+import { ApplicationFailure, executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities, Sampling } from '../activities';
 import { GENERATE } from './activity-options';
+import { causeMessage } from './failure';
+import { childWorkflowId, contextKey, sampleUid } from './ids';
+// The run's own message (a cycle with run.ts, used only inside functions: safe).
+import { groupDone } from './run';
+import type { GroupRef, GroupResult } from './run-state';
+import { KIND, RUN_ID } from './search-attributes';
+import { memberSamplingSeed } from './seeds';
+import { episodeCalls, finishEpisode, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
 
 const { generateGroupTurn } = proxyActivities<Activities>(GENERATE);
-
-/** Sent by each group to its run when its samples are done; idempotent by (epoch, position). */
-export const groupDone = defineSignal<[GroupResult]>('groupDone');
 
 export type GroupFilter = 'none' | 'std';
 
@@ -57,12 +59,12 @@ export async function group(input: GroupInput): Promise<GroupResult> {
 export function trajectoryInputs(input: GroupInput): TrajectoryInput[] {
   return Array.from({ length: input.groupSize }, (_, i) => ({
     runId: input.runId,
-    uid: `${input.groupUid}-s${i}`,
+    uid: sampleUid(input.groupUid, i),
     groupId: input.groupUid,
     member: i,
     env: input.env,
     envSeed: input.envSeed,
-    sampling: { ...input.sampling, seed: input.sampling.seed + 1_000_003 * i },
+    sampling: { ...input.sampling, seed: memberSamplingSeed(input.sampling.seed, i) },
   }));
 }
 
@@ -70,7 +72,7 @@ function runTrajectories(input: GroupInput): Promise<TrajectorySummary[]> {
   return Promise.all(
     trajectoryInputs(input).map((args, i) =>
       executeChild(trajectory, {
-        workflowId: `${workflowInfo().workflowId}/s${i}`,
+        workflowId: childWorkflowId(workflowInfo().workflowId, 's', i),
         args: [args],
         typedSearchAttributes: [
           { key: RUN_ID, value: input.runId },
@@ -96,7 +98,7 @@ async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
   if (episodes.some((ep) => JSON.stringify(ep.generation) !== JSON.stringify(generation))) {
     throw ApplicationFailure.nonRetryable(`env ${input.env.type} asks each sample for its own generation settings; set is_num_return_sequences_expand: true`, 'EnvConfigError');
   }
-  const turns = await generateGroupTurn({ contextKeys: trajectories.map(contextKey), observation: episodes[0]!.observation, sampling: input.sampling, affinity: input.groupUid, ...(generation ? { generation } : {}) });
+  const turns = await generateGroupTurn({ contextKeys: trajectories.map((t) => contextKey(t.runId, t.uid)), observation: episodes[0]!.observation, sampling: input.sampling, affinity: input.groupUid, ...(generation ? { generation } : {}) });
   const stepped = await Promise.all(trajectories.map((t, i) => stepEnv(t, episodes[i]!, turns[i]!.action, calls)));
   return Promise.all(trajectories.map((t, i) => finishEpisode(t, stepped[i]!, calls)));
 }
@@ -106,10 +108,7 @@ async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
  * about this group, or its admission capacity would stay taken forever.
  */
 export function failedGroup(input: GroupInput, err: unknown): GroupResult {
-  // The wrappers (a child's or an activity's failure) say where it failed; the innermost cause says why.
-  let cause = err;
-  while ((cause instanceof ChildWorkflowFailure || cause instanceof ActivityFailure) && cause.cause) cause = cause.cause;
-  return { ...input.ref, startVersion: input.startVersion, endVersion: input.startVersion, samples: input.groupSize, accepted: false, rewardMean: 0, tokens: 0, partialSamples: 0, maxSpan: 0, storeKeys: [], error: cause instanceof Error ? cause.message : String(cause) };
+  return { ...input.ref, startVersion: input.startVersion, endVersion: input.startVersion, samples: input.groupSize, accepted: false, rewardMean: 0, tokens: 0, partialSamples: 0, maxSpan: 0, storeKeys: [], error: causeMessage(err) };
 }
 
 export async function reportToRun(runId: string, result: GroupResult): Promise<void> {

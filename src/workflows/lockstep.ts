@@ -11,6 +11,7 @@
  * before its history grows large (B trajectories × 2 activities per turn).
  */
 import { continueAsNew, workflowInfo } from '@temporalio/workflow';
+import { causeMessage } from './failure';
 import { failedGroup, reportToRun, summarize, trajectoryInputs, type GroupInput } from './group';
 import type { GroupResult } from './run-state';
 import { episodeCalls, finishEpisode, generateFor, startEpisode, stepEnv, type Episode, type TrajectorySummary } from './trajectory';
@@ -28,16 +29,11 @@ export interface LockstepInput {
 /** Continue-as-new past this many history events even if the server has not suggested it yet. */
 const HISTORY_EVENTS_PER_RUN = 10_000;
 
-const errorText = (err: unknown) => {
-  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
-  return cause instanceof Error ? cause.message : String(cause);
-};
-
 async function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: string }> {
   try {
     return { ok: true, value: await p };
   } catch (err) {
-    return { ok: false, error: errorText(err) };
+    return { ok: false, error: causeMessage(err) };
   }
 }
 

@@ -3,16 +3,11 @@
  * SkyRL's consumed-UID set, as one plain class. The `run` workflow is a thin
  * loop over it; everything here is deterministic and tested without Temporal.
  *
- * Async ratio α (admission control): a group of G samples may start only while
- *     accepted_unconsumed + running + G <= floor((1 + α)·B)
- * where a batch stays "unconsumed" until its training step completes (as in
- * AReaL's cumulative rule), so at most (1 + α)·B samples are ever buffered,
- * in flight or in training. α = 0 is synchronous on-policy training: nothing
- * new starts while a batch trains, so every sample of batch n is started
- * (and, without partial rollout, generated) by version n. At consumption a sample started at
- * version v has staleness n − v; above ⌈α⌉ the stale policy decides: accept
- * (train it, count it), drop (discard it), restart (regenerate the prompt).
+ * The async ratio α (admission control) is applied in canDispatch(); the
+ * staleness bound and the stale policy in applyStalePolicy(). Both are
+ * stated there, once.
  */
+import { groupUid } from './ids';
 import { IntervalSet, type Range } from './interval-set';
 
 export type StalePolicy = 'accept' | 'drop' | 'restart';
@@ -22,9 +17,9 @@ export interface AdmissionLimits {
   samplesPerStep: number;
   /** G: samples per group; B is a multiple of G. */
   groupSize: number;
-  /** floor((1 + α)·B). */
+  /** The admission cap, floor((1 + α)·B) plus the spare groups' samples (Derived.max_samples_in_system; see canDispatch). */
   maxSamplesInSystem: number;
-  /** ⌈α⌉. */
+  /** ⌈α⌉: the dispatch staleness a sample may have at consumption before the stale policy applies. */
   maxStaleness: number;
   stalePolicy: StalePolicy;
 }
@@ -34,8 +29,6 @@ export interface GroupRef {
   epoch: number;
   position: number;
 }
-
-export const groupUid = (g: GroupRef) => `e${g.epoch}-p${g.position}`;
 
 /** The one signal a group workflow sends when its samples are done (small: references and numbers). */
 export interface GroupResult extends GroupRef {
@@ -61,7 +54,37 @@ export interface Batch {
   /** The version the batch trains (it produces version + 1). */
   version: number;
   groups: GroupResult[];
+  /**
+   * Dispatch staleness of the batch's samples: the version trained minus the
+   * version that was served when the sample's group was dispatched. The
+   * staleness bound ⌈α⌉ applies to this one. (The trainer reports another:
+   * the version trained minus the oldest version that generated a token of
+   * the sample, train/staleness/oldest_token_*; with partial rollout a sample
+   * dispatched at v may have no token of v left, so the two differ.)
+   */
   staleness: { mean: number; max: number };
+}
+
+/** What one batch holds, summed over its groups: the step's rollout metrics and the run totals take it. */
+export interface BatchSummary {
+  samples: number;
+  tokens: number;
+  rewardMean: number;
+  /** Samples whose tokens span more than one version, and the most versions one sample spans. */
+  partialSamples: number;
+  maxSpan: number;
+}
+
+export function summarizeBatch(batch: Batch): BatchSummary {
+  const sum = (f: (g: GroupResult) => number) => batch.groups.reduce((n, g) => n + f(g), 0);
+  const samples = sum((g) => g.samples);
+  return {
+    samples,
+    tokens: sum((g) => g.tokens),
+    rewardMean: sum((g) => g.rewardMean * g.samples) / samples,
+    partialSamples: sum((g) => g.partialSamples),
+    maxSpan: Math.max(...batch.groups.map((g) => g.maxSpan)),
+  };
 }
 
 /** buffered: waits for a batch; stale: arrived over the staleness bound and was dropped or queued for restart. */
@@ -78,19 +101,37 @@ export interface RunSnapshot {
   retry: GroupRef[];
   trainingSamples: number;
   consumed: [epoch: number, ranges: Range[]][];
-  counters: RunCounters;
+  totals: RunTotals;
 }
 
-export interface RunCounters {
+/** The run's totals, all in one record: carried across continue-as-new and reported by the status query. */
+export interface RunTotals {
   dispatchedGroups: number;
+  /** Samples taken into a batch (counted when the batch is taken). */
   consumedSamples: number;
+  /** Samples whose train step completed: the denominator of the staleness and partial means below. */
+  trainedSamples: number;
   filteredGroups: number;
   droppedSamples: number;
   restartedSamples: number;
   staleAcceptedSamples: number;
   duplicateResults: number;
   failedGroups: number;
+  /** Dispatch staleness (Batch.staleness) summed over trained samples, and its maximum. */
+  stalenessSum: number;
+  stalenessMax: number;
+  partialSamples: number;
+  maxPartialSpan: number;
+  /** The reward mean of the batch the latest step trained. */
+  lastRewardMean: number;
+  /** Most samples ever buffered, training or running right after a dispatch: admission control's bound, as recorded. */
+  peakSamplesInSystem: number;
 }
+
+export const emptyTotals = (): RunTotals => ({
+  dispatchedGroups: 0, consumedSamples: 0, trainedSamples: 0, filteredGroups: 0, droppedSamples: 0, restartedSamples: 0, staleAcceptedSamples: 0,
+  duplicateResults: 0, failedGroups: 0, stalenessSum: 0, stalenessMax: 0, partialSamples: 0, maxPartialSpan: 0, lastRewardMean: 0, peakSamplesInSystem: 0,
+});
 
 export class RunState {
   version = 0;
@@ -103,7 +144,7 @@ export class RunState {
   private trainingSamples = 0;
   /** Positions done for good (trained, filtered or dropped), per epoch: never dispatched again, even after a resume. */
   private consumed = new Map<number, IntervalSet>();
-  readonly counters: RunCounters = { dispatchedGroups: 0, consumedSamples: 0, filteredGroups: 0, droppedSamples: 0, restartedSamples: 0, staleAcceptedSamples: 0, duplicateResults: 0, failedGroups: 0 };
+  readonly totals: RunTotals = emptyTotals();
 
   constructor(
     readonly limits: AdmissionLimits,
@@ -137,7 +178,18 @@ export class RunState {
     return this.trainingSamples > 0;
   }
 
-  /** Admission control: may another group start now? */
+  /**
+   * Admission control (the async ratio α): a group of G samples may start only while
+   *     accepted_unconsumed + running + G <= floor((1 + α)·B) + spare groups·G
+   * where accepted_unconsumed counts buffered samples and the batch in
+   * training until its step completes (as in AReaL's cumulative rule). So at
+   * most (1 + α)·B samples, plus the spares, are ever buffered, in flight or
+   * in training. α = 0 is synchronous on-policy training: nothing new starts
+   * while a batch trains. The spare groups (redundant env groups,
+   * max_additional_running_prompts) run beside the batch and are not trained
+   * unless they finish first. The cap is computed once, in
+   * src/configs/derive.ts (max_samples_in_system).
+   */
   canDispatch(): boolean {
     return this.samplesInSystem + this.limits.groupSize <= this.limits.maxSamplesInSystem;
   }
@@ -147,7 +199,8 @@ export class RunState {
     if (!this.canDispatch()) throw new Error('admission control: no capacity to dispatch');
     const ref = this.retry.shift() ?? this.advanceCursor();
     this.inFlight.set(groupUid(ref), { ...ref, startVersion: this.version });
-    this.counters.dispatchedGroups++;
+    this.totals.dispatchedGroups++;
+    this.totals.peakSamplesInSystem = Math.max(this.totals.peakSamplesInSystem, this.samplesInSystem);
     return ref;
   }
 
@@ -174,7 +227,7 @@ export class RunState {
     const uid = groupUid(result);
     if (!this.inFlight.has(uid)) {
       if (this.isDone(result) || this.buffer.some((g) => groupUid(g) === uid)) {
-        this.counters.duplicateResults++;
+        this.totals.duplicateResults++;
         return 'duplicate';
       }
       return 'unknown';
@@ -182,12 +235,12 @@ export class RunState {
     this.inFlight.delete(uid);
     if (result.error !== undefined) {
       this.markDone(result); // skipped for this epoch, like a filtered group; its capacity is free again
-      this.counters.failedGroups++;
+      this.totals.failedGroups++;
       return 'failed';
     }
     if (!result.accepted) {
       this.markDone(result);
-      this.counters.filteredGroups++;
+      this.totals.filteredGroups++;
       return 'filtered';
     }
     this.buffer.push(result);
@@ -212,10 +265,10 @@ export class RunState {
     if (this.buffer.length < groupsNeeded) return undefined;
     const groups = this.buffer.splice(0, groupsNeeded);
     const staleness = groups.map((g) => this.version - g.startVersion);
-    this.counters.staleAcceptedSamples += groups.filter((g) => this.version - g.startVersion > this.limits.maxStaleness).length * this.limits.groupSize;
+    this.totals.staleAcceptedSamples += groups.filter((g) => this.version - g.startVersion > this.limits.maxStaleness).length * this.limits.groupSize;
     for (const g of groups) this.markDone(g);
     this.trainingSamples = groups.length * this.limits.groupSize;
-    this.counters.consumedSamples += this.trainingSamples;
+    this.totals.consumedSamples += this.trainingSamples;
     return {
       step: this.step,
       version: this.version,
@@ -224,28 +277,61 @@ export class RunState {
     };
   }
 
+  /**
+   * The staleness bound: a buffered group dispatched at version v has
+   * staleness n − v at the current version n; above ⌈α⌉ the stale policy
+   * decides: accept (keep it, train it, count it), drop (discard it, its
+   * prompt done for this epoch) or restart (regenerate the prompt with the
+   * current weights).
+   */
   private applyStalePolicy(): void {
     const { maxStaleness, stalePolicy } = this.limits;
     const keep: GroupResult[] = [];
     for (const g of this.buffer) {
       if (this.version - g.startVersion <= maxStaleness || stalePolicy === 'accept') keep.push(g); else if (stalePolicy === 'drop') {
         this.markDone(g);
-        this.counters.droppedSamples += g.samples;
+        this.totals.droppedSamples += g.samples;
       } else {
         this.retry.push({ epoch: g.epoch, position: g.position });
-        this.counters.restartedSamples += g.samples;
+        this.totals.restartedSamples += g.samples;
       }
     }
     this.buffer = keep;
   }
 
-  /** The train step of `batch` finished: the served version moves to batch.version + 1. */
+  /** The train step of `batch` finished: the served version moves to batch.version + 1, and the batch joins the totals. */
   onStepDone(batch: Batch): void {
+    const b = summarizeBatch(batch);
+    const t = this.totals;
+    t.trainedSamples += b.samples;
+    t.stalenessSum += batch.staleness.mean * b.samples;
+    t.stalenessMax = Math.max(t.stalenessMax, batch.staleness.max);
+    t.partialSamples += b.partialSamples;
+    t.maxPartialSpan = Math.max(t.maxPartialSpan, b.maxSpan);
+    t.lastRewardMean = b.rewardMean;
     this.trainingSamples = 0;
     this.step = batch.step + 1;
     this.version = batch.version + 1;
     // Staleness grows only here; stale groups must leave the buffer now, or they would hold admission capacity.
     this.applyStalePolicy();
+  }
+
+  /** What the status query shows of the scheduling state. */
+  view() {
+    const t = this.totals;
+    return {
+      step: this.step,
+      version: this.version,
+      buffered: this.bufferedSamples,
+      running: this.runningSamples,
+      training: this.training,
+      samplesInSystem: this.samplesInSystem,
+      maxSamplesInSystem: this.limits.maxSamplesInSystem,
+      totals: { ...t },
+      /** Dispatch staleness over the samples trained so far. */
+      staleness: { mean: t.trainedSamples ? t.stalenessSum / t.trainedSamples : 0, max: t.stalenessMax },
+      partial: { ratio: t.trainedSamples ? t.partialSamples / t.trainedSamples : 0, maxSpan: t.maxPartialSpan },
+    };
   }
 
   /** Everything needed to continue (continue-as-new input, checkpoint manifest); plain JSON. */
@@ -261,11 +347,12 @@ export class RunState {
       retry: this.retry,
       trainingSamples: this.trainingSamples,
       consumed: [...this.consumed.entries()].map(([epoch, set]) => [epoch, set.toJSON()]),
-      counters: { ...this.counters },
+      totals: { ...this.totals },
     };
   }
 
-  static restore(s: RunSnapshot): RunState {
+  /** `legacy`: totals a snapshot taken before RunTotals kept apart (its `counters`, the run input's `stats`). */
+  static restore(s: RunSnapshot, legacy?: Partial<RunTotals>): RunState {
     const state = new RunState(s.limits, s.datasetSize);
     state.version = s.version;
     state.step = s.step;
@@ -275,7 +362,7 @@ export class RunState {
     state.retry = [...s.retry];
     state.trainingSamples = s.trainingSamples;
     for (const [epoch, ranges] of s.consumed) state.consumed.set(epoch, IntervalSet.fromJSON(ranges));
-    Object.assign(state.counters, s.counters);
+    Object.assign(state.totals, legacy, s.totals);
     return state;
   }
 

@@ -3,13 +3,15 @@
  * calls its /health through the bridge; the report shows each engine's state,
  * so a failed probe still says which engine is down and why.
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import { ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { EngineHealth, EngineTarget } from '../gpu-bridge';
+import { NON_RETRYABLE_ENGINE_ERRORS } from '../gpu-bridge/errors';
+import { innermostCause } from './failure';
 
 const { checkEngineHealth } = proxyActivities<Activities>({
   startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '500 ms', maximumAttempts: 4, nonRetryableErrorTypes: ['EngineRejectedError'] },
+  retry: { initialInterval: '500 ms', maximumAttempts: 4, nonRetryableErrorTypes: NON_RETRYABLE_ENGINE_ERRORS },
 });
 
 export interface SmokeInput {
@@ -29,7 +31,7 @@ export async function smoke(input: SmokeInput): Promise<SmokeReport> {
       try {
         return { ...target, ok: true, health: await checkEngineHealth(target) };
       } catch (err) {
-        const cause = err instanceof ActivityFailure ? err.cause : err;
+        const cause = innermostCause(err);
         const error = cause instanceof ApplicationFailure ? `${cause.type ?? 'Error'}: ${cause.message}` : String(cause);
         return { ...target, ok: false, error };
       }

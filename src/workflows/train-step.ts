@@ -6,6 +6,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities, TrainOptions } from '../activities';
 import { STORE, TRAIN } from './activity-options';
+import { batchKey } from './ids';
 
 const { writeBatch } = proxyActivities<Activities>(STORE);
 const { runTrainStep, exportWeights } = proxyActivities<Activities>(TRAIN);
@@ -27,7 +28,7 @@ export interface TrainStepResult {
 }
 
 export async function trainStep(input: TrainStepInput): Promise<TrainStepResult> {
-  const batchPath = await writeBatch({ batchKey: `${input.runId}/batches/step-${String(input.step).padStart(6, '0')}.jsonl`, sampleKeys: input.sampleKeys });
+  const batchPath = await writeBatch({ batchKey: batchKey(input.runId, input.step), sampleKeys: input.sampleKeys });
   const trained = await runTrainStep({ step: input.step, batchPath, options: input.options });
   const weights = await exportWeights({ version: trained.version });
   return { step: trained.step, version: trained.version, weightsPath: weights.path, metrics: trained.metrics, replayed: trained.replayed };

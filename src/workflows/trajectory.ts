@@ -12,6 +12,7 @@ import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities, Sampling, TurnSummary } from '../activities';
 import type { EpisodeGeneration } from '../envs/env';
 import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE } from './activity-options';
+import { contextKey, sampleKey } from './ids';
 
 const { generateTurn } = proxyActivities<Activities>(GENERATE);
 
@@ -68,8 +69,6 @@ export interface Episode {
 }
 
 const envInput = (input: TrajectoryInput) => ({ envType: input.env.type, envConfig: input.env.config });
-/** Where a trajectory's token-level context lives in the sample store. */
-export const contextKey = (input: TrajectoryInput) => `${input.runId}/trajectories/${input.uid}.json`;
 
 export async function startEpisode(input: TrajectoryInput, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
   const { state, observation, generation } = await calls.envReset({ ...envInput(input), seed: input.envSeed, sample: input.member });
@@ -78,7 +77,7 @@ export async function startEpisode(input: TrajectoryInput, calls: EpisodeCalls =
 
 /** The model's answer to the episode's latest observation. */
 export function generateFor(input: TrajectoryInput, ep: Episode): Promise<TurnSummary> {
-  return generateTurn({ contextKey: contextKey(input), observation: ep.observation, turn: ep.turns, sampling: input.sampling, affinity: input.uid, ...(ep.generation ? { generation: ep.generation } : {}) });
+  return generateTurn({ contextKey: contextKey(input.runId, input.uid), observation: ep.observation, turn: ep.turns, sampling: input.sampling, affinity: input.uid, ...(ep.generation ? { generation: ep.generation } : {}) });
 }
 
 /** Applies the model's action to the env; the episode is done when the env says so or the turns run out. */
@@ -89,7 +88,7 @@ export async function stepEnv(input: TrajectoryInput, ep: Episode, action: strin
 }
 
 export async function finishEpisode(input: TrajectoryInput, ep: Episode, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<TrajectorySummary> {
-  const done = await calls.finishTrajectory({ contextKey: contextKey(input), sampleKey: `${input.runId}/samples/${input.uid}.json`, uid: input.uid, groupId: input.groupId, reward: ep.reward });
+  const done = await calls.finishTrajectory({ contextKey: contextKey(input.runId, input.uid), sampleKey: sampleKey(input.runId, input.uid), uid: input.uid, groupId: input.groupId, reward: ep.reward });
   return { uid: input.uid, reward: ep.reward, turns: ep.turns, ...done };
 }
 

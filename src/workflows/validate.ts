@@ -8,12 +8,11 @@
 import { executeChild, workflowInfo } from '@temporalio/workflow';
 import type { Sampling } from '../activities';
 import { group, type GroupInput } from './group';
+import { childWorkflowId, validationGroupUid } from './ids';
 import type { GroupResult } from './run-state';
 import { KIND, RUN_ID } from './search-attributes';
+import { validationSeeds } from './seeds';
 import type { EnvSpec } from './trajectory';
-
-/** Validation episode seeds start here: training draws seeds 0..dataset_size-1. */
-export const VAL_SEED_BASE = 2 ** 30;
 
 export interface ValidationEnv {
   tag: string;
@@ -48,21 +47,22 @@ export async function validate(input: ValidateInput): Promise<ValidationResult> 
   const jobs = input.envs.flatMap((env) => Array.from({ length: env.groupsPerStep }, (_, i) => ({ env, i })));
   const results: { tag: string; result: GroupResult }[] = await Promise.all(
     jobs.map(async ({ env, i }, g) => {
+      const seeds = validationSeeds(input.seed, i);
       const args: GroupInput = {
         runId: input.runId,
         reportToRun: false,
         ref: { epoch: -1, position: g },
-        groupUid: `val${input.steps}-${env.tag}-g${i}`,
+        groupUid: validationGroupUid(input.steps, env.tag, i),
         groupSize: input.groupSize,
         startVersion: input.version,
         env: env.spec,
-        envSeed: VAL_SEED_BASE + i,
-        sampling: { ...input.sampling, max_tokens: env.maxTokens, seed: input.seed + 7919 * i },
+        envSeed: seeds.envSeed,
+        sampling: { ...input.sampling, max_tokens: env.maxTokens, seed: seeds.samplingSeed },
         filter: 'none',
         replicate: input.replicate,
       };
       const result = await executeChild(group, {
-        workflowId: `${workflowInfo().workflowId}/g${g}`,
+        workflowId: childWorkflowId(workflowInfo().workflowId, 'g', g),
         args: [args],
         typedSearchAttributes: [{ key: RUN_ID, value: input.runId }, { key: KIND, value: 'group' }],
       });

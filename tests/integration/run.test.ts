@@ -8,11 +8,13 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batchDir, batchKey, checkpointDir, childWorkflowId, groupWorkflowId, lockstepWorkflowId } from '../../src/workflows/ids';
 import { status as statusQuery } from '../../src/workflows/run';
-import { epochOrder } from '../../src/workflows/shuffle';
+import { epochOrder } from '../../src/workflows/seeds';
+import { METRIC } from '../../src/workflows/step-metrics';
 import { groupPassesStdFilter, responseLength, responseSolved } from '../../src/envs/draws';
 import { stepLatency } from '../../src/envs/latency';
-import { parseSampleUid } from '../../src/bench/live';
+import { dispatchIndex } from '../../src/bench/live';
 import { freePort, readJsonl, readPid, ROOT, TestDevServer } from './helpers/dev-server';
 
 const G = 4;
@@ -53,7 +55,7 @@ interface BatchSample {
 }
 
 function batches(runId: string): BatchSample[][] {
-  const dir = path.join(server.stateDir, 'run', 'samples', runId, 'batches');
+  const dir = path.join(server.stateDir, 'run', 'samples', batchDir(runId));
   return readdirSync(dir)
     .sort()
     .map((f) => readJsonl<BatchSample>(path.join(dir, f)));
@@ -127,8 +129,8 @@ describe('training runs', () => {
     const mine = metrics.filter((m) => m.run_id === 'sync');
     expect(mine.map((m) => m.step)).toEqual([0, 1, 2, 3, 4]);
     for (const m of mine) {
-      expect(m['idle/rollout']).toBeGreaterThan(0);
-      expect(m['idle/rollout']).toBeLessThanOrEqual(1);
+      expect(m[METRIC.rolloutIdle]).toBeGreaterThan(0);
+      expect(m[METRIC.rolloutIdle]).toBeLessThanOrEqual(1);
     }
   });
 
@@ -163,7 +165,7 @@ describe('training runs', () => {
     const solve = { p_easy: 0.3, p_hard: 0.3 };
     const trained = new Map<number, boolean[]>();
     for (const sample of batches('filter')[0]!) {
-      const { group, member } = parseSampleUid(sample.uid, 64);
+      const { group, member } = dispatchIndex(sample.uid, 64);
       const index = order[group]!;
       expect(sample.response_ids.length).toBe(responseLength(lengthModel, 3, index, member));
       expect(sample.reward).toBe(responseSolved(solve, 3, index, member) ? 1 : 0);
@@ -173,9 +175,9 @@ describe('training runs', () => {
     for (const solved of trained.values()) expect(groupPassesStdFilter(solved)).toBe(true);
     // One step, yet B/G + 2 groups went out at once: the filter's spares (before, the last step capped them at B).
     expect(s.peak_samples_in_system).toBe(B + 2 * G);
-    const { counters } = await client.workflow.getHandle('filter').query(statusQuery);
-    expect(counters.filteredGroups + counters.failedGroups + B / G).toBeLessThanOrEqual(counters.dispatchedGroups);
-    expect(counters.failedGroups).toBe(0);
+    const { totals } = await client.workflow.getHandle('filter').query(statusQuery);
+    expect(totals.filteredGroups + totals.failedGroups + B / G).toBeLessThanOrEqual(totals.dispatchedGroups);
+    expect(totals.failedGroups).toBe(0);
   });
 
   it('an env that sets each sample its own length needs prompt replication: one request of n fails its groups with the fix named', () => {
@@ -192,12 +194,12 @@ describe('training runs', () => {
     const s = runJson('redundant', 'train_env_manager={num_env_groups: 3, group_size: 4, trajectories_per_step: 8, tags: [flaky]}', 'max_failed_group_ratio=1', 'max_steps=1', 'async_generation_ratio=0', `seed=${seed}`);
     expect(s.unique_uids_consumed).toBe(B);
     expect(s.peak_samples_in_system).toBe(3 * G); // the redundant group ran beside the two the step needs
-    const trained = new Set(batches('redundant')[0]!.map((x) => parseSampleUid(x.uid, 64).group));
+    const trained = new Set(batches('redundant')[0]!.map((x) => dispatchIndex(x.uid, 64).group));
     expect(trained.size).toBe(2);
     expect(trained.has(0)).toBe(false);
     for (const position of trained) expect(failsAt(seed, position)).toBe(false);
-    const { counters } = await client.workflow.getHandle('redundant').query(statusQuery);
-    expect(counters.failedGroups).toBeGreaterThanOrEqual(1);
+    const { totals } = await client.workflow.getHandle('redundant').query(statusQuery);
+    expect(totals.failedGroups).toBeGreaterThanOrEqual(1);
     // The failed group reports why, not the wrapper's "Child Workflow execution failed".
     const first = (await client.workflow.getHandle('redundant/e0-p0').result()) as { error?: string };
     expect(first.error).toMatch(/^latency_sim: fail-stop at turn \d, no answer in 0\.3 s$/);
@@ -280,7 +282,7 @@ describe('training runs', () => {
   it('env_calls: local runs a trajectory\'s env and store calls as local activities; generation stays an activity', async () => {
     const s = runJson('lake-local', 'train_env_manager.tags=[lake]', 'custom_envs.lake.env_calls=local', 'max_steps=1', 'async_generation_ratio=0');
     expect(s.unique_uids_consumed).toBe(B);
-    const history = await client.workflow.getHandle('lake-local/e0-p0/s0').fetchHistory();
+    const history = await client.workflow.getHandle(childWorkflowId(groupWorkflowId('lake-local', { epoch: 0, position: 0 }), 's', 0)).fetchHistory();
     const scheduled = history.events!.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name!] : []));
     expect(scheduled).toEqual(['generateTurn', 'generateTurn', 'generateTurn']);
     // reset, three steps and the sample write
@@ -290,7 +292,7 @@ describe('training runs', () => {
 
   it('resumes from a checkpoint: consumed prompts are skipped, the step count continues without a jump or repeat', () => {
     runJson('ckpt-a', 'async_generation_ratio=1', 'max_steps=4', 'save_steps=2');
-    const checkpoint = path.join(server.stateDir, 'run', 'checkpoints', 'step-000002');
+    const checkpoint = checkpointDir(path.join(server.stateDir, 'run'), 2);
     const manifest = JSON.parse(readFileSync(path.join(checkpoint, 'manifest.json'), 'utf8')) as { step: number; version: number; run_id: string };
     expect(manifest).toMatchObject({ step: 2, version: 2, run_id: 'ckpt-a' });
 
@@ -298,8 +300,8 @@ describe('training runs', () => {
     expect(r.status, r.stderr).toBe(0);
     const b = JSON.parse(r.stdout.trim().split('\n').pop()!) as Summary;
     expect([b.steps, b.samples_consumed, b.unique_uids_consumed]).toEqual([4, 2 * B, 2 * B]);
-    const dir = path.join(server.stateDir, 'run', 'samples', 'ckpt-b', 'batches');
-    expect(readdirSync(dir).sort()).toEqual(['step-000002.jsonl', 'step-000003.jsonl']); // steps 2 and 3: no jump, no repeat
+    const dir = path.join(server.stateDir, 'run', 'samples', batchDir('ckpt-b'));
+    expect(readdirSync(dir).sort()).toEqual([batchKey('ckpt-b', 2), batchKey('ckpt-b', 3)].map((k) => path.basename(k))); // steps 2 and 3: no jump, no repeat
     const consumedBefore = new Set(batches('ckpt-a').slice(0, 2).flat().map((x) => x.uid));
     expect(batches('ckpt-b').flat().filter((x) => consumedBefore.has(x.uid))).toEqual([]);
 
@@ -346,8 +348,8 @@ describe('training runs', () => {
   it('lockstep rollout: every turn of the batch waits for the slowest env (recorded in the workflow history)', async () => {
     const s = runJson('lockstep', 'rollout_mode=lockstep', 'train_env_manager.tags=[slow]', 'max_steps=2', 'async_generation_ratio=0');
     expect([s.steps, s.unique_uids_consumed]).toEqual([2, 2 * B]);
-    for (const first of ['e0-p0', 'e0-p2']) {
-      const history = await client.workflow.getHandle(`lockstep/lockstep-${first}`).fetchHistory();
+    for (const position of [0, 2]) {
+      const history = await client.workflow.getHandle(lockstepWorkflowId('lockstep', { epoch: 0, position })).fetchHistory();
       const scheduledAt = new Map<string, { name: string; at: number }>();
       const completedAt = new Map<string, number>();
       history.events!.forEach((e, at) => {

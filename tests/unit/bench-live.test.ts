@@ -12,9 +12,9 @@ import {
   lengthsByPrompt,
   overhead,
   parseLiveOptions,
-  parseSampleUid,
+  dispatchIndex,
   rolloutMakespan,
-  runTotals,
+  summarizeSteps,
   speedup,
   w1DesOptions,
   w1Report,
@@ -34,17 +34,19 @@ import {
   w7RunConfig,
 } from '../../src/bench/live';
 import type { RunOutcome } from '../../src/bench/live/runner';
+import { emptyTotals } from '../../src/workflows/run-state';
+import { METRIC } from '../../src/workflows/step-metrics';
 import { stepLatency } from '../../src/envs/latency';
 
 const step = (n: number, wait: number, train: number, sync: number, idleRollout: number, samples = 4) => ({
   run_id: 'r',
   step: n,
-  'timing/wait_batch': wait,
-  'timing/train': train,
-  'timing/sync_weights': sync,
-  'idle/rollout': idleRollout,
-  'rollout/samples': samples,
-  'staleness/max': n % 2,
+  [METRIC.waitBatch]: wait,
+  [METRIC.train]: train,
+  [METRIC.syncWeights]: sync,
+  [METRIC.rolloutIdle]: idleRollout,
+  [METRIC.samples]: samples,
+  [METRIC.stalenessMax]: n % 2,
 });
 
 const outcome = (metrics: ReturnType<typeof step>[], extra: Partial<RunOutcome> = {}): RunOutcome => ({
@@ -169,14 +171,14 @@ describe('report arithmetic', () => {
 
   it('run totals weight each step\'s idle ratios by its duration', () => {
     // step 0: 6 + 3 + 1 = 10 s, rollout idle 40% = 4 s; step 1: 2 + 3 + 0 = 5 s, idle 20% = 1 s
-    const t = runTotals([step(0, 6, 3, 1, 0.4), step(1, 2, 3, 0, 0.2)]);
+    const t = summarizeSteps([step(0, 6, 3, 1, 0.4), step(1, 2, 3, 0, 0.2)]);
     expect(t).toEqual({ steps: 2, samples: 8, makespan_s: 15, samples_per_s: 0.5333, trainer_idle_ratio: 0.5333, rollout_idle_ratio: 0.3333, sync_s: 1, staleness_max: 1 });
   });
 
   it('sample uids map to their dispatch index across epochs', () => {
-    expect(parseSampleUid('e0-p17-s3', 100)).toEqual({ group: 17, member: 3 });
-    expect(parseSampleUid('e2-p5-s0', 100)).toEqual({ group: 205, member: 0 });
-    expect(() => parseSampleUid('bogus', 100)).toThrow('not a sample uid');
+    expect(dispatchIndex('e0-p17-s3', 100)).toEqual({ group: 17, member: 3 });
+    expect(dispatchIndex('e2-p5-s0', 100)).toEqual({ group: 205, member: 0 });
+    expect(() => dispatchIndex('bogus', 100)).toThrow('not a sample uid');
   });
 
   it('W1 cell: both speedups and the overhead from the two makespans', () => {
@@ -259,8 +261,8 @@ describe('W2 report', () => {
     exact: { makespan_s: 30, groups_needed: 2, groups_started: 3, groups_failed: 1, groups_running_at_end: 0, num_env_groups: 2, group_size: 2 },
     redundant: { makespan_s: 10, groups_needed: 2, groups_started: 3, groups_failed: 0, groups_running_at_end: 1, num_env_groups: 3, group_size: 2 },
   };
-  const counters = (dispatchedGroups: number, failedGroups: number) => ({ dispatchedGroups, failedGroups, filteredGroups: 0, consumedSamples: 4, droppedSamples: 0, restartedSamples: 0, staleAcceptedSamples: 0, duplicateResults: 0 });
-  const run = (wait: number, dispatched: number, failed: number) => outcome([step(0, wait, 0, 0, 0)], { status: { counters: counters(dispatched, failed) } as RunOutcome['status'] });
+  const totals = (dispatchedGroups: number, failedGroups: number) => ({ ...emptyTotals(), dispatchedGroups, failedGroups, consumedSamples: 4 });
+  const run = (wait: number, dispatched: number, failed: number) => outcome([step(0, wait, 0, 0, 0)], { status: { totals: totals(dispatched, failed) } as RunOutcome['status'] });
 
   it('both makespans against their DES, and the groups each started and lost', () => {
     const r = w2Report(o, { exact: run(33, 3, 1), redundant: run(12, 3, 0) }, des);
@@ -279,8 +281,8 @@ describe('W3 report', () => {
     queue: { makespan_s: 4, prompts_started: 6, groups_passed: 2, groups_filtered: 2, tokens: 0 },
     queue_no_additional: { makespan_s: 8, prompts_started: 5, groups_passed: 2, groups_filtered: 3, tokens: 0 },
   };
-  const counters = (dispatchedGroups: number, filteredGroups: number) => ({ dispatchedGroups, filteredGroups, consumedSamples: 4, droppedSamples: 0, restartedSamples: 0, staleAcceptedSamples: 0, duplicateResults: 0, failedGroups: 0 });
-  const withStatus = (wait: number, dispatched: number, filtered: number) => outcome([step(0, wait, 0, 0, 0)], { status: { counters: counters(dispatched, filtered) } as RunOutcome['status'] });
+  const totals = (dispatchedGroups: number, filteredGroups: number) => ({ ...emptyTotals(), dispatchedGroups, filteredGroups, consumedSamples: 4 });
+  const withStatus = (wait: number, dispatched: number, filtered: number) => outcome([step(0, wait, 0, 0, 0)], { status: { totals: totals(dispatched, filtered) } as RunOutcome['status'] });
 
   it('speedups over the batch waves, each mode against its DES, and what each started and filtered', () => {
     const r = w3Report(o, { batch: withStatus(15, 5, 3), queue: withStatus(5, 7, 3), queue_no_additional: withStatus(10, 5, 3) }, des);

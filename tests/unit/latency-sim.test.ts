@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { independentEpisodeSeed, stepLatency, type LatencyModel } from '../../src/envs/latency';
 import { latencySim } from '../../src/envs/latency-sim';
-import { EnvConfigError, EnvGaveUpError } from '../../src/envs/env';
+import { EnvConfigError, EnvGaveUpError } from '../../src/envs/errors';
 import { responseLength, responseSolved } from '../../src/envs/draws';
 
 const model = (over: Partial<LatencyModel> = {}): LatencyModel => ({ mean_s: 10, std_s: 10, p_slow: 0, slow_factor: 5, p_stop: 0, ...over });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { groupUid, RunState, type AdmissionLimits, type GroupRef, type GroupResult, type StalePolicy } from '../../src/workflows/run-state';
-import { splitmix32 } from '../../src/workflows/shuffle';
+import { groupUid } from '../../src/workflows/ids';
+import { RunState, type AdmissionLimits, type GroupRef, type GroupResult, type StalePolicy } from '../../src/workflows/run-state';
+import { splitmix32 } from '../../src/workflows/seeds';
 
 function limits(B: number, G: number, alpha: number, stalePolicy: StalePolicy = 'drop'): AdmissionLimits {
   return { samplesPerStep: B, groupSize: G, maxSamplesInSystem: Math.floor((1 + alpha) * B), maxStaleness: Math.ceil(alpha), stalePolicy };
@@ -27,7 +28,7 @@ describe('RunState admission control', () => {
       s.onStepDone(batch);
       expect(s.canDispatch()).toBe(true);
     }
-    expect([s.step, s.version, s.counters.consumedSamples]).toEqual([5, 5, 20]);
+    expect([s.step, s.version, s.totals.consumedSamples]).toEqual([5, 5, 20]);
   });
 
   it('α = 0.5 admits floor(1.5·B) samples: 3 groups of 2 for B = 4', () => {
@@ -79,13 +80,13 @@ describe('RunState admission control', () => {
       }
       maxStalenessSeen = Math.max(maxStalenessSeen, inTraining.staleness.max);
     }
-    expect(trained.size * G).toBe(s.counters.consumedSamples);
-    expect(s.counters.consumedSamples).toBe(30 * B);
+    expect(trained.size * G).toBe(s.totals.consumedSamples);
+    expect(s.totals.consumedSamples).toBe(30 * B);
     if (policy !== 'accept') expect(maxStalenessSeen).toBeLessThanOrEqual(Math.ceil(alpha));
-    else expect(s.counters.staleAcceptedSamples).toBeGreaterThan(0); // long tails do go stale; accept trains and counts them
+    else expect(s.totals.staleAcceptedSamples).toBeGreaterThan(0); // long tails do go stale; accept trains and counts them
     // the policy must actually have been exercised where staleness can exceed ⌈α⌉ often (α = 2, long tails)
-    if (policy === 'drop' && alpha === 2) expect(s.counters.droppedSamples).toBeGreaterThan(0);
-    if (policy === 'restart') expect(s.counters.restartedSamples).toBeGreaterThan(0);
+    if (policy === 'drop' && alpha === 2) expect(s.totals.droppedSamples).toBeGreaterThan(0);
+    if (policy === 'restart') expect(s.totals.restartedSamples).toBeGreaterThan(0);
   });
 });
 
@@ -98,7 +99,7 @@ describe('RunState results and policies', () => {
     s.onStepDone(s.takeBatch()!);
     expect(s.onGroupResult(result(g, 0, 2))).toBe('duplicate');
     expect(s.onGroupResult(result({ epoch: 3, position: 1 }, 0, 2))).toBe('unknown');
-    expect(s.counters.duplicateResults).toBe(2);
+    expect(s.totals.duplicateResults).toBe(2);
   });
 
   it('a filtered group frees its capacity and is never dispatched again', () => {
@@ -127,7 +128,7 @@ describe('RunState results and policies', () => {
     }
     expect(s.samplesInSystem).toBe(2); // only the slow group, still in flight
     expect(s.onGroupResult(result(slow, 0, 2))).toBe('stale');
-    expect(s.counters.droppedSamples).toBe(2);
+    expect(s.totals.droppedSamples).toBe(2);
     expect(s.samplesInSystem).toBe(0);
     expect(s.batchReady()).toBe(false);
   });
@@ -143,7 +144,7 @@ describe('RunState results and policies', () => {
     s.onStepDone(s.takeBatch()!); // version 2
     expect(s.onGroupResult(result(slow, 0, 2))).toBe('stale'); // staleness 2 > 1
     expect(s.takeBatch()).toBeUndefined();
-    expect(s.counters.restartedSamples).toBe(2);
+    expect(s.totals.restartedSamples).toBe(2);
     expect(s.dispatch()).toEqual(slow);
   });
 
@@ -185,11 +186,40 @@ describe('RunState failed groups', () => {
     expect(s.canDispatch()).toBe(false);
     expect(s.onGroupResult(result(a, 0, 2, { accepted: false, error: 'env exploded' }))).toBe('failed');
     expect(s.canDispatch()).toBe(true);
-    expect(s.counters.failedGroups).toBe(1);
+    expect(s.totals.failedGroups).toBe(1);
     s.onGroupResult(result(b, 0, 2));
     const c = s.dispatch();
     expect(c.position).toBe(2); // the failed prompt is skipped this epoch
     s.onGroupResult(result(c, 0, 2));
     expect(s.takeBatch()!.groups.map((g) => g.position)).toEqual([1, 2]);
+  });
+});
+
+describe('RunState totals', () => {
+  it('one record of the run totals: dispatch peak, trained batches, staleness and partial means in the view', () => {
+    // B = 4 (2 groups of 2), α = 1: cap 8
+    const s = new RunState(limits(4, 2, 1), 10);
+    const refs = [s.dispatch(), s.dispatch(), s.dispatch(), s.dispatch()];
+    expect(s.totals.peakSamplesInSystem).toBe(8);
+    s.onGroupResult(result(refs[0]!, 0, 2, { rewardMean: 1, partialSamples: 2, maxSpan: 2 }));
+    s.onGroupResult(result(refs[1]!, 0, 2, { rewardMean: 0 }));
+    s.onStepDone(s.takeBatch()!); // step 0: staleness 0, reward (1·2 + 0·2) / 4
+    s.onGroupResult(result(refs[2]!, 0, 2));
+    s.onGroupResult(result(refs[3]!, 0, 2));
+    const second = s.takeBatch()!; // trained at version 1, started at 0: staleness 1
+    expect(s.view().staleness).toEqual({ mean: 0, max: 0 }); // the batch in training is not counted until its step is done
+    s.onStepDone(second);
+    expect(s.totals).toMatchObject({ dispatchedGroups: 4, consumedSamples: 8, trainedSamples: 8, stalenessSum: 4, stalenessMax: 1, partialSamples: 2, maxPartialSpan: 2, lastRewardMean: 0.5 });
+    expect(s.view()).toMatchObject({ step: 2, version: 2, staleness: { mean: 0.5, max: 1 }, partial: { ratio: 0.25, maxSpan: 2 } });
+  });
+
+  it('restores the totals of an execution continued-as-new before they had one home (snapshot counters + run stats)', () => {
+    const s = new RunState(limits(4, 2, 1), 10);
+    s.dispatch();
+    const { totals, ...old } = s.snapshot();
+    const legacy = { ...old, counters: { dispatchedGroups: 7, failedGroups: 1 } };
+    const back = RunState.restore(legacy as unknown as ReturnType<RunState['snapshot']>, { ...legacy.counters, trainedSamples: 12, stalenessSum: 6 });
+    expect(back.totals).toMatchObject({ dispatchedGroups: 7, failedGroups: 1, trainedSamples: 12, stalenessSum: 6, droppedSamples: 0 });
+    expect(totals.dispatchedGroups).toBe(1);
   });
 });

@@ -18,6 +18,7 @@ describe('workflow determinism lint', () => {
     ["import { readFileSync } from 'node:fs';\nexport const x = readFileSync;", 'a node: built-in'],
     ["import { checkEngineHealth } from '../activities';\nexport const x = checkEngineHealth;", 'an activity value import'],
     ["import { requestJson } from '../gpu-bridge/http';\nexport const x = requestJson;", 'the bridge'],
+    ["import { EngineRejectedError } from '../gpu-bridge';\nexport const x = EngineRejectedError;", 'the bridge through its index'],
     ["import { loadConfig } from '../configs/load';\nexport const x = loadConfig;", 'config file I/O'],
     ["import { Client } from '@temporalio/client';\nexport const x = Client;", 'the Temporal client'],
     ['export async function f() { return fetch("http://x"); }', 'fetch'],
@@ -28,6 +29,11 @@ describe('workflow determinism lint', () => {
 
   it('accepts type-only imports of activities and the bridge', async () => {
     const code = "import type * as activities from '../activities';\nimport type { EngineTarget } from '../gpu-bridge';\nexport type A = typeof activities;\nexport type B = EngineTarget;\n";
+    expect(await problems(code)).toEqual([]);
+  });
+
+  it('accepts the error lists of a boundary (retry policies name them)', async () => {
+    const code = "import { NON_RETRYABLE_ENGINE_ERRORS } from '../gpu-bridge/errors';\nimport { NON_RETRYABLE_STORE_ERRORS } from '../store/errors';\nexport const x = [...NON_RETRYABLE_ENGINE_ERRORS, ...NON_RETRYABLE_STORE_ERRORS];\n";
     expect(await problems(code)).toEqual([]);
   });
 });

@@ -12,9 +12,12 @@
  *   sync_weights: from the first dispatch to the end of the last weight sync.
  */
 
+import { parseSampleUid } from '../../workflows/ids';
+import { METRIC, type MetricKey } from '../../workflows/step-metrics';
+
 export type Metrics = Record<string, number | string>;
 
-const num = (m: Metrics, key: string): number => {
+const num = (m: Metrics, key: MetricKey): number => {
   const v = m[key];
   if (typeof v !== 'number' || !Number.isFinite(v)) throw new RangeError(`metrics of step ${String(m.step)} have no number ${key}`);
   return v;
@@ -26,7 +29,7 @@ const round = (x: number, digits = 4) => Math.round(x * 10 ** digits) / 10 ** di
 export function rolloutMakespan(metrics: readonly Metrics[]): number {
   const first = metrics.find((m) => m.step === 0);
   if (!first) throw new RangeError('no metrics for step 0 (the run did not finish its first step)');
-  return num(first, 'timing/wait_batch');
+  return num(first, METRIC.waitBatch);
 }
 
 export const speedup = (baselineS: number, rollflowS: number): number => round(baselineS / rollflowS);
@@ -67,7 +70,7 @@ export function modeMakespan(run: { ok: boolean; metrics: readonly Metrics[] } |
 /** Activities of one trajectory of T turns: env reset, T × (generate, env step), finish (write the sample). */
 export const activitiesPerTrajectory = (turns: number): number => 2 * turns + 2;
 
-export interface RunTotals {
+export interface StepsSummary {
   steps: number;
   samples: number;
   makespan_s: number;
@@ -82,7 +85,7 @@ export interface RunTotals {
 }
 
 /** Totals of a multi-step run from its per-step records: each idle ratio is weighted by its step's duration. */
-export function runTotals(metrics: readonly Metrics[]): RunTotals {
+export function summarizeSteps(metrics: readonly Metrics[]): StepsSummary {
   if (metrics.length === 0) throw new RangeError('no step metrics');
   let makespan = 0;
   let wait = 0;
@@ -91,13 +94,13 @@ export function runTotals(metrics: readonly Metrics[]): RunTotals {
   let samples = 0;
   let stalenessMax = 0;
   for (const m of metrics) {
-    const stepS = num(m, 'timing/wait_batch') + num(m, 'timing/train') + num(m, 'timing/sync_weights');
+    const stepS = num(m, METRIC.waitBatch) + num(m, METRIC.train) + num(m, METRIC.syncWeights);
     makespan += stepS;
-    wait += num(m, 'timing/wait_batch');
-    sync += num(m, 'timing/sync_weights');
-    rolloutIdle += num(m, 'idle/rollout') * stepS;
-    samples += num(m, 'rollout/samples');
-    stalenessMax = Math.max(stalenessMax, num(m, 'staleness/max'));
+    wait += num(m, METRIC.waitBatch);
+    sync += num(m, METRIC.syncWeights);
+    rolloutIdle += num(m, METRIC.rolloutIdle) * stepS;
+    samples += num(m, METRIC.samples);
+    stalenessMax = Math.max(stalenessMax, num(m, METRIC.stalenessMax));
   }
   return {
     steps: metrics.length,
@@ -111,11 +114,10 @@ export function runTotals(metrics: readonly Metrics[]): RunTotals {
   };
 }
 
-/** "e<epoch>-p<position>-s<member>" (run-state groupUid + the trajectory's member) → its dispatch index and member. */
-export function parseSampleUid(uid: string, datasetSize: number): { group: number; member: number } {
-  const m = /^e(\d+)-p(\d+)-s(\d+)$/.exec(uid);
-  if (!m) throw new RangeError(`not a sample uid: ${uid}`);
-  return { group: Number(m[1]) * datasetSize + Number(m[2]), member: Number(m[3]) };
+/** A sample uid → the dispatch index of its group (epoch · dataset size + position) and its member. */
+export function dispatchIndex(uid: string, datasetSize: number): { group: number; member: number } {
+  const s = parseSampleUid(uid);
+  return { group: s.epoch * datasetSize + s.position, member: s.member };
 }
 
 export interface DispatchRamp {

@@ -29,7 +29,7 @@ export function runRecord(r: RunOutcome) {
     load1_before: r.load1_before,
     load1_after: r.load1_after,
     cpu_s: r.cpu_s,
-    failed_groups: r.status?.counters.failedGroups ?? null,
+    failed_groups: r.status?.totals.failedGroups ?? null,
     logged: r.logged,
   };
 }
@@ -98,7 +98,7 @@ export async function benchW7(o: W7LiveOptions, ctx: BenchContext): Promise<obje
 export function w7Report(o: Pick<W7LiveOptions, 'turns' | 'time_scale' | 'mean_s' | 'std_s' | 'llm_s' | 'group_size' | 'max_overhead'>, n: number, desS: number, run: RunOutcome) {
   const measured = makespanOf(run);
   const ov = measured !== undefined ? overhead(measured, desS) : null;
-  const failedGroups = run.status?.counters.failedGroups ?? 0;
+  const failedGroups = run.status?.totals.failedGroups ?? 0;
   return {
     workload: 'w7',
     in_flight: n,

@@ -30,7 +30,7 @@ export interface RunOutcome {
   summary?: Record<string, unknown>;
   /** One record per train step, from <run_dir>/metrics.jsonl. */
   metrics: Metrics[];
-  /** The run's final status (counters of dispatched, failed, dropped groups). */
+  /** The run's final status (totals of dispatched, failed, dropped groups). */
   status?: RunStatus;
   /** The run's sample store (batch files of what each step trained on). */
   store_dir: string;

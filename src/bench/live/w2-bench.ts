@@ -37,14 +37,14 @@ export function desGrid(o: W2LiveOptions) {
 }
 
 function modeReport(run: RunOutcome | undefined, des: DesModeResult) {
-  const counters = run?.status?.counters;
+  const totals = run?.status?.totals;
   return {
     num_env_groups: des.num_env_groups,
     group_size: des.group_size,
     ...modeMakespan(run, des.makespan_s),
-    groups_started: counters?.dispatchedGroups ?? null,
+    groups_started: totals?.dispatchedGroups ?? null,
     des_groups_started: des.groups_started,
-    groups_failed: counters?.failedGroups ?? null,
+    groups_failed: totals?.failedGroups ?? null,
     des_groups_failed: des.groups_failed,
     des_groups_needed: des.groups_needed,
     run: run ? runRecord(run) : null,

@@ -34,12 +34,12 @@ export async function benchW3(o: W3LiveOptions, ctx: BenchContext): Promise<obje
 
 /** One mode's run beside its DES: makespans, overhead, and what each started and filtered. */
 function modeReport(run: RunOutcome | undefined, des: DesModeResult) {
-  const counters = run?.status?.counters;
+  const totals = run?.status?.totals;
   return {
     ...modeMakespan(run, des.makespan_s),
-    prompts_started: counters?.dispatchedGroups ?? null,
+    prompts_started: totals?.dispatchedGroups ?? null,
     des_prompts_started: des.prompts_started,
-    groups_filtered: counters?.filteredGroups ?? null,
+    groups_filtered: totals?.filteredGroups ?? null,
     des_groups_filtered: des.groups_filtered,
     ...(des.rounds !== undefined ? { des_rounds: des.rounds } : {}),
     run: run ? runRecord(run) : null,

@@ -13,10 +13,10 @@
  */
 import path from 'node:path';
 import { promptReplicationSchedule, w4ServerModel } from '../des/w4-prompt-replication';
-import { epochOrder } from '../../workflows/shuffle';
+import { epochOrder } from '../../workflows/seeds';
 import { w4RunConfig } from './configs';
 import { workersFor, type W4LiveOptions } from './options';
-import { dispatchRamp, overhead, parseSampleUid, rolloutMakespan, speedup, type DispatchRamp } from './report';
+import { dispatchRamp, overhead, dispatchIndex, rolloutMakespan, speedup, type DispatchRamp } from './report';
 import { runRecord, type BenchContext } from './rollout-bench';
 import { trainedTokens, type RunOutcome } from './runner';
 
@@ -26,7 +26,7 @@ export type W4Mode = 'n_per_request' | 'replicated';
 export function lengthsByPrompt(tokens: Map<string, number>, o: Pick<W4LiveOptions, 'prompts' | 'n' | 'dataset_size'>): number[][] {
   const lengths = Array.from({ length: o.prompts }, () => new Array<number>(o.n).fill(0));
   for (const [uid, count] of tokens) {
-    const { group, member } = parseSampleUid(uid, o.dataset_size);
+    const { group, member } = dispatchIndex(uid, o.dataset_size);
     if (group >= o.prompts || member >= o.n) throw new RangeError(`sample ${uid} is outside ${o.prompts} prompts × ${o.n}`);
     lengths[group]![member] = count;
   }

@@ -15,7 +15,7 @@ import { endToEndBounds, generationBounds, queueCompletionBound } from '../des/a
 import { asyncTrainingSchedule } from '../des/w5-async-training';
 import { w5Pools, w5RunConfig, w5TrainStepS } from './configs';
 import { workersFor, type W5LiveOptions } from './options';
-import { overhead, parseSampleUid, runTotals, speedup } from './report';
+import { overhead, dispatchIndex, summarizeSteps, speedup } from './report';
 import { runRecord, type BenchContext } from './rollout-bench';
 import { trainedTokens, type RunOutcome } from './runner';
 
@@ -25,7 +25,7 @@ const r4 = (x: number) => Math.round(x * 1e4) / 1e4;
 export function genSecondsTable(tokens: Map<string, number>, o: Pick<W5LiveOptions, 's_per_token' | 'time_scale' | 'dataset_size'>): (group: number, member: number) => number {
   const table = new Map<string, number>();
   for (const [uid, n] of tokens) {
-    const { group, member } = parseSampleUid(uid, o.dataset_size);
+    const { group, member } = dispatchIndex(uid, o.dataset_size);
     table.set(`${group}/${member}`, n * o.s_per_token * o.time_scale);
   }
   return (group, member) => {
@@ -76,7 +76,7 @@ export async function benchW5(o: W5LiveOptions, ctx: BenchContext): Promise<obje
 /** One α: measured totals, the DES on the same lengths, the bounds; speedups over the α = 0 row. */
 export function w5Row(o: W5LiveOptions, alpha: number, run: RunOutcome, sync: { samples_per_s: number | null; des: { samples_per_s: number } | null } | undefined) {
   const complete = run.ok && run.metrics.length === o.steps;
-  const measured = complete ? runTotals(run.metrics) : undefined;
+  const measured = complete ? summarizeSteps(run.metrics) : undefined;
   const des = complete ? w5Des(o, alpha, genSecondsTable(trainedTokens(run.store_dir, run.run_id), o)) : undefined;
   return {
     workload: 'w5',

@@ -244,13 +244,15 @@ def batch_metrics(batch: PreparedBatch, version: int, micro: list[MicroInputs]) 
         "advantages/mean": adv.mean().item(), "advantages/std": _std(adv), "advantages/max": adv.max().item(), "advantages/min": adv.min().item(),
         "response_length/mean": lengths.mean().item(), "response_length/max": lengths.max().item(),
     }
-    # Staleness = trained-on version − oldest version that generated a token of the sample.
+    # Oldest-token staleness = trained-on version − the oldest version that generated a token of the
+    # sample. The run records the other kind, dispatch staleness (versions since the sample's group was
+    # dispatched, the one the async ratio bounds): with partial rollout the two differ.
     oldest = [min(s.versions) if s.versions else min(sp.version for sp in s.version_spans) if s.version_spans else None
               for s in batch.samples]
     known = [version - v for v in oldest if v is not None]
     if known:
-        out["staleness/mean"] = sum(known) / len(known)
-        out["staleness/max"] = float(max(known))
+        out["staleness/oldest_token_mean"] = sum(known) / len(known)
+        out["staleness/oldest_token_max"] = float(max(known))
     return out
 
 

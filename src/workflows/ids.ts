@@ -1,0 +1,50 @@
+/**
+ * Every name a run gives what it makes, built here and parsed back here:
+ * uids, workflow ids, sample-store keys and checkpoint directories. The
+ * workflows, the activities, the bench and the tests all call these, so no
+ * format is agreed by matching strings. Changing one changes the ids of
+ * children a running workflow starts: that is a workflow change (patch it).
+ */
+import type { GroupRef } from './run-state';
+
+const pad6 = (n: number) => String(n).padStart(6, '0');
+
+// ---- uids: a group is named by where its prompt sits; a sample by its group and member.
+
+/** "e<epoch>-p<position>": the group at `position` of epoch `epoch`'s seeded order. */
+export const groupUid = (g: GroupRef): string => `e${g.epoch}-p${g.position}`;
+
+/** "<group uid>-s<member>": member `member` (0 … G−1) of a group. */
+export const sampleUid = (groupUid: string, member: number): string => `${groupUid}-s${member}`;
+
+/** A training sample's uid back to its group and member; throws RangeError for anything else. */
+export function parseSampleUid(uid: string): GroupRef & { member: number } {
+  const m = /^e(\d+)-p(\d+)-s(\d+)$/.exec(uid);
+  if (!m) throw new RangeError(`not a sample uid: ${uid}`);
+  return { epoch: Number(m[1]), position: Number(m[2]), member: Number(m[3]) };
+}
+
+/** Validation group `i` of env `tag` in the validation after `steps` steps (never a training uid). */
+export const validationGroupUid = (steps: number, tag: string, i: number): string => `val${steps}-${tag}-g${i}`;
+
+// ---- workflow ids: every child of a run is prefixed with the run id (the run's own workflow id).
+
+export const groupWorkflowId = (runId: string, ref: GroupRef): string => `${runId}/${groupUid(ref)}`;
+/** The lockstep batch is named after its first group. */
+export const lockstepWorkflowId = (runId: string, first: GroupRef): string => `${runId}/lockstep-${groupUid(first)}`;
+export const trainStepWorkflowId = (runId: string, step: number): string => `${runId}/train-${step}`;
+export const validateWorkflowId = (runId: string, steps: number): string => `${runId}/val-${steps}`;
+/** A child of a group (member i) or of a validation (group i), under its parent's id. */
+export const childWorkflowId = (parentId: string, kind: 's' | 'g', i: number): string => `${parentId}/${kind}${i}`;
+
+// ---- sample-store keys (relative to the store root) and run-dir paths.
+
+/** A trajectory's token-level context, rewritten after every turn. */
+export const contextKey = (runId: string, uid: string): string => `${runId}/trajectories/${uid}.json`;
+/** A finished trajectory as one training sample. */
+export const sampleKey = (runId: string, uid: string): string => `${runId}/samples/${uid}.json`;
+/** The batch file step `step` trained on: one sample per line. */
+export const batchKey = (runId: string, step: number): string => `${batchDir(runId)}/step-${pad6(step)}.jsonl`;
+export const batchDir = (runId: string): string => `${runId}/batches`;
+/** The checkpoint taken after `step` steps, under the run directory. */
+export const checkpointDir = (runDir: string, step: number): string => `${runDir}/checkpoints/step-${pad6(step)}`;

@@ -1,0 +1,87 @@
+/** What a `run` execution starts from, what its status query returns, and how the one becomes its RunState. */
+import { ApplicationFailure, log, proxyActivities } from '@temporalio/workflow';
+import type { Activities, CheckpointManifest } from '../activities';
+import type { DatasetIndex } from '../envs/dataset';
+import { ENV } from './activity-options';
+import type { RunPlan } from './run-plan';
+import { RunState, type RunSnapshot, type RunTotals } from './run-state';
+
+export interface RunInput {
+  plan: RunPlan;
+  /** Start from this checkpoint instead of the initial weights. */
+  resumeFrom?: CheckpointManifest;
+  /** Set by continue-as-new: the state to carry on from. */
+  snapshot?: RunSnapshot;
+  /** When the run's first execution started (epoch ms): wall_s counts from here across continue-as-new. */
+  startedAtMs?: number;
+  /** The latest validation: mean reward of the weights after `steps` steps. */
+  lastValidation?: { steps: number; rewardMean: number };
+  suspended?: boolean;
+  /** Whether this run left the inference servers paused (suspend); carried so resume unpauses them after continue-as-new. */
+  enginesPaused?: boolean;
+  /** The file dataset's index, taken at the first run's start. */
+  dataset?: DatasetIndex;
+  /** Workflow ids of lockstep batches by group uid (env_async groups are found by their own id). */
+  owners?: Record<string, string>;
+  /** Legacy: executions continued-as-new before the totals had one home carried these apart (read, never written). */
+  stats?: LegacyStats;
+}
+
+interface LegacyStats {
+  samples: number;
+  stalenessSum: number;
+  stalenessMax: number;
+  partialSamples: number;
+  maxPartialSpan: number;
+  lastRewardMean: number;
+  peakSamplesInSystem: number;
+  lastValidation?: { steps: number; rewardMean: number };
+  startedAtMs?: number;
+}
+
+export type RunStatus = ReturnType<RunState['view']> & {
+  runId: string;
+  maxSteps: number;
+  suspended: boolean;
+  /** The inference servers are paused for this run's suspension (generations in flight frozen). */
+  enginesPaused: boolean;
+  lastValidation?: { steps: number; rewardMean: number };
+  /** Prompts per epoch. */
+  datasetSize: number;
+  /** A file dataset's index: valid rows, malformed rows (skipped) and the first problems. */
+  dataset?: DatasetIndex;
+};
+
+const { datasetIndex } = proxyActivities<Activities>(ENV);
+
+/** The first file-backed env's index (envs that draw episodes from the seed have none). */
+export async function indexDataset(plan: RunPlan): Promise<DatasetIndex | undefined> {
+  const indexes = await Promise.all(plan.envs.map((e) => datasetIndex({ envType: e.spec.type, envConfig: e.spec.config })));
+  const index = indexes.find((i) => i !== null) ?? undefined;
+  if (index && index.malformed > 0) log.warn('malformed dataset rows skipped', { malformed: index.malformed, problems: index.problems });
+  return index;
+}
+
+/** The run's state: carried on from a snapshot, resumed from a checkpoint, or new. */
+export function initialState(input: RunInput, datasetSize: number): RunState {
+  const { plan, resumeFrom, snapshot } = input;
+  if (snapshot) return RunState.restore(snapshot, legacyTotals(input));
+  if (!resumeFrom) return new RunState(plan.limits, datasetSize);
+  if (resumeFrom.dataset_size !== datasetSize) {
+    throw ApplicationFailure.nonRetryable(`the checkpoint was taken over ${resumeFrom.dataset_size} prompts, the dataset now has ${datasetSize}: its consumed positions would skip the wrong prompts`, 'DatasetChangedError');
+  }
+  return RunState.resumeFrom(resumeFrom, plan.limits, datasetSize);
+}
+
+function legacyTotals({ snapshot, stats }: RunInput): Partial<RunTotals> | undefined {
+  const counters = (snapshot as { counters?: Partial<RunTotals> } | undefined)?.counters;
+  if (!stats) return counters;
+  const { samples, stalenessSum, stalenessMax, partialSamples, maxPartialSpan, lastRewardMean, peakSamplesInSystem } = stats;
+  return { ...counters, trainedSamples: samples, stalenessSum, stalenessMax, partialSamples, maxPartialSpan, lastRewardMean, peakSamplesInSystem };
+}
+
+/** Run-level facts an execution carries on from a legacy input too. */
+export const carriedFacts = (input: RunInput) => ({
+  startedAtMs: input.startedAtMs ?? input.stats?.startedAtMs,
+  lastValidation: input.lastValidation ?? input.stats?.lastValidation,
+});

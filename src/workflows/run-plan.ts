@@ -1,0 +1,49 @@
+/** The run's plan: everything the `run` workflow needs, computed from the run config on the client (workflows never read files). */
+import type { Sampling, TrainOptions } from '../activities';
+import type { GroupFilter } from './group';
+import type { AdmissionLimits } from './run-state';
+import type { EnvSpec } from './trajectory';
+import type { ValidationEnv } from './validate';
+
+export type RolloutMode = 'env_async' | 'lockstep';
+
+/** An env the run trains on (a train_env_manager tag). */
+export interface PlanEnv {
+  tag: string;
+  /** How many of every cycle of positions go to this env (num_groups_partition; see envAt). */
+  groupsPerStep: number;
+  spec: EnvSpec;
+  maxTokens: number;
+}
+
+export interface RunPlan {
+  runId: string;
+  runDir: string;
+  limits: AdmissionLimits;
+  datasetSize: number;
+  seed: number;
+  maxSteps: number;
+  partialRollout: boolean;
+  /** Prompt replication (see GroupInput.replicate); always on for multi-turn envs. */
+  replicate: boolean;
+  /** generate_opt_level 0: dispatch in waves, the next only when no group is in flight (the batch-mode baseline). */
+  waves?: boolean;
+  /** Groups started beyond what the remaining steps need: redundant env groups and max_additional_running_prompts (Derived.spare_groups). */
+  spareGroups?: number;
+  /** max_failed_group_ratio: the share of failed groups at which the run stops (from 4 failures on). */
+  maxFailedGroupRatio?: number;
+  /** env_async: every trajectory its own workflow; lockstep: the groups dispatched together advance turn by turn as one batch (baseline). */
+  rolloutMode: RolloutMode;
+  /** The envs (train_env_manager tags) and how many of every num_env_groups positions each gets (num_groups_partition); a group's env follows its position. */
+  envs: PlanEnv[];
+  sampling: Omit<Sampling, 'seed' | 'max_tokens'>;
+  filter: GroupFilter;
+  train: TrainOptions;
+  /** Continue-as-new after this many steps in one workflow run. */
+  stepsPerRun: number;
+  /** val_env_manager's envs, validated before training, every `everySteps` steps and at the end. */
+  validation?: { envs: ValidationEnv[]; groupSize: number; everySteps: number };
+  /** Checkpoint every N steps (0: only at the end). */
+  saveSteps: number;
+  configHash: string;
+}

@@ -1,0 +1,124 @@
+/**
+ * What the run records: one typed definition of the metric keys (the run's
+ * metrics.jsonl and validation.jsonl; the bench report, the tests and the
+ * metrics exporters read them through these names), the builders of each
+ * record, and the clocks behind the idle ratios. Pure: the run workflow owns
+ * the times and passes them in.
+ */
+import type { BatchSummary, Batch } from './run-state';
+import type { ValidationResult } from './validate';
+
+/** Keys of a step's record in <run_dir>/metrics.jsonl, beside run_id, step, version and wall_s. */
+export const METRIC = {
+  samples: 'rollout/samples',
+  tokens: 'rollout/tokens',
+  rewardMean: 'rollout/reward_mean',
+  /** Dispatch staleness (Batch.staleness): versions between a group's dispatch and the step that trains it. */
+  stalenessMean: 'staleness/dispatch_mean',
+  stalenessMax: 'staleness/dispatch_max',
+  partialRatio: 'partial/ratio',
+  partialMaxSpan: 'partial/max_span',
+  /** Seconds from the previous step's end until this batch was ready, then training, then the weight sync. */
+  waitBatch: 'timing/wait_batch',
+  train: 'timing/train',
+  syncWeights: 'timing/sync_weights',
+  /** Shares of the step's time the trainer waited for a batch, and no trajectory was running (verl's idle ratios). */
+  trainerIdle: 'idle/trainer',
+  rolloutIdle: 'idle/rollout',
+  syncAborted: 'sync/aborted_requests',
+} as const;
+
+/** The trainer's metrics land under this prefix (losses/…, actor/…, staleness/oldest_token_*: see the trainer's batch metrics). */
+export const TRAINER_PREFIX = 'train/';
+
+/** Keys of a record in <run_dir>/validation.jsonl. */
+export const VAL_METRIC = {
+  rewardMean: 'val/reward_mean',
+  samples: 'val/samples',
+  failedGroups: 'val/failed_groups',
+  tagRewardMean: (tag: string) => `val/${tag}/reward_mean`,
+} as const;
+
+export type MetricKey = (typeof METRIC)[keyof typeof METRIC];
+
+interface RecordHead {
+  run_id: string;
+  step: number;
+  version: number;
+  /** Seconds since the run's first execution started (the x axis of learning curves). */
+  wall_s: number;
+}
+
+/** A step's record: the run's metrics and, under train/, the trainer's. */
+export type StepRecord = RecordHead & Record<MetricKey, number> & Record<string, number | string>;
+
+/** When the step's phases ended (epoch ms): the previous step, the batch ready, the train step, the weight sync. */
+export interface StepTimes {
+  lastStepEnd: number;
+  batchAt: number;
+  trainedAt: number;
+  now: number;
+  /** Of the step's time, how long no trajectory was running. */
+  rolloutIdleMs: number;
+}
+
+export function stepRecord(head: RecordHead, batch: Batch, b: BatchSummary, t: StepTimes, trained: { metrics: Record<string, number> }, syncAborted: number): StepRecord {
+  const stepMs = Math.max(1, t.now - t.lastStepEnd);
+  const record: StepRecord = {
+    ...head,
+    [METRIC.samples]: b.samples,
+    [METRIC.tokens]: b.tokens,
+    [METRIC.rewardMean]: b.rewardMean,
+    [METRIC.stalenessMean]: batch.staleness.mean,
+    [METRIC.stalenessMax]: batch.staleness.max,
+    [METRIC.partialRatio]: b.partialSamples / b.samples,
+    [METRIC.partialMaxSpan]: b.maxSpan,
+    [METRIC.waitBatch]: (t.batchAt - t.lastStepEnd) / 1000,
+    [METRIC.train]: (t.trainedAt - t.batchAt) / 1000,
+    [METRIC.syncWeights]: (t.now - t.trainedAt) / 1000,
+    [METRIC.trainerIdle]: (t.batchAt - t.lastStepEnd) / stepMs,
+    [METRIC.rolloutIdle]: t.rolloutIdleMs / stepMs,
+    [METRIC.syncAborted]: syncAborted,
+  };
+  for (const [k, v] of Object.entries(trained.metrics)) record[`${TRAINER_PREFIX}${k}`] = v;
+  return record;
+}
+
+export function validationRecord(head: RecordHead, result: ValidationResult): RecordHead & Record<string, number | string> {
+  return {
+    ...head,
+    [VAL_METRIC.rewardMean]: result.rewardMean,
+    [VAL_METRIC.samples]: result.samples,
+    [VAL_METRIC.failedGroups]: result.failedGroups,
+    ...Object.fromEntries(Object.entries(result.byTag).map(([tag, t]) => [VAL_METRIC.tagRewardMean(tag), t.rewardMean])),
+  };
+}
+
+/**
+ * Rollout idle time (verl's rollouter/idle_ratio): the stretches with no
+ * trajectory running. note() after anything that changes what runs;
+ * take() ends a step's interval and starts the next.
+ */
+export class RolloutIdleClock {
+  private idleMs = 0;
+  private idleSince: number | undefined;
+
+  constructor(now: number) {
+    this.idleSince = now;
+  }
+
+  note(running: number, now: number): void {
+    if (running > 0 && this.idleSince !== undefined) {
+      this.idleMs += now - this.idleSince;
+      this.idleSince = undefined;
+    } else if (running === 0 && this.idleSince === undefined) this.idleSince = now;
+  }
+
+  /** Idle ms since the last take (or construction), and a fresh interval from `now`. */
+  take(now: number): number {
+    const idle = this.idleMs + (this.idleSince === undefined ? 0 : now - this.idleSince);
+    this.idleMs = 0;
+    if (this.idleSince !== undefined) this.idleSince = now;
+    return idle;
+  }
+}
