@@ -27,17 +27,12 @@ export interface RunInput {
   stats?: LegacyStats;
 }
 
-interface LegacyStats {
+type LegacyStats = Pick<RunTotals, 'stalenessSum' | 'stalenessMax' | 'partialSamples' | 'maxPartialSpan' | 'lastRewardMean' | 'peakSamplesInSystem'> & {
+  /** Trained samples (RunTotals.trainedSamples). */
   samples: number;
-  stalenessSum: number;
-  stalenessMax: number;
-  partialSamples: number;
-  maxPartialSpan: number;
-  lastRewardMean: number;
-  peakSamplesInSystem: number;
   lastValidation?: { steps: number; rewardMean: number };
   startedAtMs?: number;
-}
+};
 
 export type RunStatus = ReturnType<RunState['view']> & {
   runId: string;
