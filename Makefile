@@ -17,7 +17,7 @@ help:
 	@echo "make test   - set up, lint, type-check, run vitest + pytest"
 	@echo "make down   - stop the embedded stack;  make status - show it"
 	@echo "make cluster-up / cluster-down / cluster-status - the local Temporal cluster on PostgreSQL (builds the server once)"
-	@echo "make bench  - W1, W4, W5, W7 on the real system beside their DES; tables and plots in bench/results/ (about an hour)"
+	@echo "make bench  - W1-W5 and W7 on the real system beside their DES; tables and plots in bench/results/ (about an hour)"
 	@echo "make bench-learning - the learning runs (sync vs async, long tail, FrozenLake) on the torch engines (about 90 minutes)"
 
 setup: node python temporal-cli system-packages
@@ -83,7 +83,7 @@ cluster-status:
 
 # Benchmarks on the real system (embedded Temporal on its own ports and state
 # dir, sim engines), each beside its discrete-event simulation: W1-W5 and W7 of
-# ../shared/BENCHMARKS.md. The default sets take well over an hour on 2 cores (W2's alone took 20 minutes);
+# bench/README.md. The default sets take well over an hour on 2 cores (W2's alone took 20 minutes);
 # BENCH_W1/BENCH_W2/BENCH_W3/BENCH_W4/BENCH_W5/BENCH_W7 take more --set options (full sweeps: see bench/results/*.md).
 BENCH_OUT ?= bench/results
 BENCH_W1 ?=

@@ -1,6 +1,6 @@
 /**
  * `rollflow bench <workload> [--set key=value]… [--des-only] [--out file]`:
- * a BENCHMARKS.md workload on the real system (W1, W5, W7: embedded Temporal,
+ * a bench/README.md workload on the real system (W1, W5, W7: embedded Temporal,
  * sim engines), each cell beside its discrete-event simulation (DES), one
  * JSON line per cell on stdout; or the DES alone (`--des-only`, any of W1–W5).
  */
@@ -63,11 +63,11 @@ function describeCell(c: Record<string, unknown>): string {
 export function benchCommand(out: (line: string) => void, err: (line: string) => void): Command {
   return new Command('bench')
     .exitOverride()
-    .description('run a BENCHMARKS.md workload on the real system (w1-w5, w7) beside its DES; --des-only: the DES alone (w1-w5)')
+    .description('run a bench/README.md workload on the real system (w1-w5, w7) beside its DES; --des-only: the DES alone (w1-w5)')
     .argument('<workload>', 'w1 | w2 | w3 | w4 | w5 | w7 (real system), or w1-w5 with --des-only')
     .option('--set <key=value>', 'a workload option (see src/bench/live/options.ts, or des/ for --des-only); repeatable', (v: string, prev: string[] = []) => [...prev, v])
     .option('--des-only', 'print the simulator\'s result as JSON and exit (no Temporal, fast)')
-    .option('--sweep', 'with --des-only on w1-w4: the DES options of BENCHMARKS.md\'s whole grid')
+    .option('--sweep', 'with --des-only on w1-w4: the DES options of bench/README.md\'s whole grid')
     .option('--out <file>', 'also write the whole report (command, machine, date, load, every cell) as JSON')
     .option('--state-dir <dir>', 'the bench\'s own state dir (Temporal db, logs, runs)', path.join(ROOT, '.state', 'bench'))
     .option('--keep-stack', 'leave the bench\'s stack running at the end')

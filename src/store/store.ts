@@ -2,7 +2,8 @@
  * The sample store: token ids, logprobs, versions and env observations live
  * here, written and read by activities; workflows carry only keys (Temporal
  * payloads are capped at 2 MB, histories at 50 MB). A directory is the
- * default; an S3-compatible bucket implements the same interface.
+ * only implementation (a bucket for a cluster would implement this interface;
+ * none exists yet).
  */
 import { InvalidKeyError } from './errors';
 

@@ -1,5 +1,5 @@
 /**
- * trainStep: one training step, on the trainer's task queue. Loads the batch
+ * trainStep: one training step (on the run's task queue, like every workflow). Loads the batch
  * by reference, runs advantages + loss on the trainer, exports weights
  * version n+1 where the inference servers can load them.
  */

@@ -4,7 +4,7 @@
  * latencies the real run uses (`rollflow bench <workload> --des-only`).
  * Pure: no Temporal, no I/O; the caller prints.
  *
- * Option defaults follow /work/shared/BENCHMARKS.md; each workload's zod
+ * Option defaults follow bench/README.md; each workload's zod
  * schema (W1Options … W5Options) describes every field.
  */
 import { desW1, desW1Sweep } from './w1-env-async';
@@ -42,7 +42,7 @@ export function runDesJson<W extends DesWorkload>(workload: W, options?: Partial
 }
 
 /**
- * The grid BENCHMARKS.md asks for: W1 batch × (μ, σ), W2 num_env_groups ×
+ * The grid bench/README.md asks for: W1 batch × (μ, σ), W2 num_env_groups ×
  * group_size (the heatmap), W3 batch sizes, W4 prompts × n; W5's α values are
  * the modes of a single result. Options apply to every cell.
  */

@@ -1,6 +1,6 @@
 /**
  * DES options: one zod schema per workload is the source of truth (defaults
- * match BENCHMARKS.md; every field says what it is). A bad option fails with
+ * match bench/README.md; every field says what it is). A bad option fails with
  * its key, the value and what was expected, like a bad run config.
  */
 import type { z } from 'zod';

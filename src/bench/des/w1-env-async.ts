@@ -55,7 +55,7 @@ export function desW1(raw?: unknown): DesResult {
   };
 }
 
-/** BENCHMARKS.md W1 sweep: batch ∈ {64, 128, 256, 512} × (μ, σ) ∈ {(10,1), (10,7), (10,10), (50,5)}. */
+/** bench/README.md W1 sweep: batch ∈ {64, 128, 256, 512} × (μ, σ) ∈ {(10,1), (10,7), (10,10), (50,5)}. */
 export const W1_SWEEP = {
   batches: [64, 128, 256, 512],
   latencies: [

@@ -1,6 +1,6 @@
 /**
  * `rollflow bench <workload>` on the real system (embedded Temporal, sim
- * engines): W1–W5 and W7 of BENCHMARKS.md, each beside its DES. The bench
+ * engines): W1–W5 and W7 of bench/README.md, each beside its DES. The bench
  * keeps its own state dir, ports and task queue, brings its stack up itself
  * and takes it down at the end, so it never touches a stack you are running.
  */

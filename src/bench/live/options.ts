@@ -1,7 +1,7 @@
 /**
  * Options of `rollflow bench <workload>` on the real system: one zod schema
  * per workload (every field described), parsed from `--set key=value` like a
- * run config. Defaults are the `make bench` set; BENCHMARKS.md's full sweeps
+ * run config. Defaults are the `make bench` set; bench/README.md's full sweeps
  * are one `--set` away (see bench/results/*.md for the exact commands).
  */
 import { z } from 'zod';

@@ -7,7 +7,7 @@
  *   the moment the last group's result made the batch ready. It includes
  *   starting the workflows, env reset, every generate and env step, writing
  *   the samples and the groups' signals; the DES counts only the turns.
- * - overhead = measured makespan / DES makespan − 1 (BENCHMARKS.md).
+ * - overhead = measured makespan / DES makespan − 1 (bench/README.md).
  * - a multi-step run's makespan = Σ over steps of wait_batch + train +
  *   sync_weights: from the first dispatch to the end of the last weight sync.
  */
