@@ -24,6 +24,13 @@ export function parseSampleUid(uid: string): GroupRef & { member: number } {
   return { epoch: Number(m[1]), position: Number(m[2]), member: Number(m[3]) };
 }
 
+/** A group uid (or the last part of a group's workflow id) back to its ref; throws RangeError for anything else. */
+export function parseGroupUid(uid: string): GroupRef {
+  const m = /^e(\d+)-p(\d+)$/.exec(uid);
+  if (!m) throw new RangeError(`not a group uid: ${uid}`);
+  return { epoch: Number(m[1]), position: Number(m[2]) };
+}
+
 /** Validation group `i` of env `tag` in the validation after `steps` steps (never a training uid). */
 export const validationGroupUid = (steps: number, tag: string, i: number): string => `val${steps}-${tag}-g${i}`;
 

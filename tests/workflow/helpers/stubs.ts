@@ -1,0 +1,147 @@
+/**
+ * In-memory stand-ins for exactly the activities the run, group, trajectory
+ * and trainStep workflows call, typed against the real `Activities` so a
+ * renamed activity or a changed input breaks the build. Every call is
+ * recorded with the run it belongs to (the calling workflow's id up to the
+ * first '/': the run id, or a child's `<run id>/…`). Per run, a test can
+ * close gates (generation, train steps) that hold calls until it releases
+ * them, and make env resets fail.
+ */
+import { Context } from '@temporalio/activity';
+import type { Activities } from '../../../src/activities';
+import { EnvConfigError } from '../../../src/envs/errors';
+import { groupUid, parseSampleUid } from '../../../src/workflows/ids';
+import { DATASET_ROWS } from './plan';
+
+type Stubbed = 'datasetIndex' | 'initTrainer' | 'resumeTrainer' | 'syncWeights' | 'pauseEngines' | 'resumeEngines' | 'appendMetrics' | 'saveCheckpoint'
+  | 'writeBatch' | 'runTrainStep' | 'exportWeights' | 'envReset' | 'envStep' | 'generateTurn' | 'generateGroupTurn' | 'finishTrajectory';
+export type StubActivities = Pick<Activities, Stubbed>;
+type InputOf<K extends Stubbed> = Parameters<Activities[K]>[0];
+
+/** Holds calls (each under a key) until the test releases them; an open gate holds nothing. */
+export class Gate {
+  private held: { key: string; go: () => void }[] = [];
+  constructor(private isOpen = true) {}
+
+  wait(key: string): Promise<void> {
+    if (this.isOpen) return Promise.resolve();
+    return new Promise((go) => this.held.push({ key, go }));
+  }
+
+  /** Keys of the calls held now. */
+  get waiting(): string[] {
+    return this.held.map((h) => h.key);
+  }
+
+  /** Lets the held calls whose key matches go on; the gate stays closed for later ones. */
+  release(match: (key: string) => boolean): void {
+    for (const h of this.held.filter((h) => match(h.key))) h.go();
+    this.held = this.held.filter((h) => !match(h.key));
+  }
+
+  open(): void {
+    this.isOpen = true;
+    this.release(() => true);
+  }
+}
+
+export interface Scenario {
+  /** generateTurn (key: the trajectory uid `e0-p3-s1`) and generateGroupTurn (key: the group uid `e0-p3`). */
+  generate: Gate;
+  /** runTrainStep, key `step-<n>`. */
+  train: Gate;
+  /** Env resets from this workflow id throw EnvConfigError (non-retryable). */
+  failReset?: (workflowId: string) => boolean;
+}
+
+const scenarios = new Map<string, Scenario>();
+/** The run's scenario, created with open gates on first use. */
+export function scenario(runId: string, set: Partial<Scenario> = {}): Scenario {
+  const s = scenarios.get(runId) ?? { generate: new Gate(), train: new Gate() };
+  scenarios.set(runId, Object.assign(s, set));
+  return s;
+}
+export const openAllGates = () => scenarios.forEach((s) => (s.generate.open(), s.train.open()));
+
+interface Call { name: Stubbed; runId: string; workflowId: string; input: unknown }
+const calls: Call[] = [];
+/** The inputs of one activity's calls for one run, in call order. */
+export const callsOf = <K extends Stubbed>(runId: string, name: K): InputOf<K>[] =>
+  calls.filter((c) => c.runId === runId && c.name === name).map((c) => c.input as InputOf<K>);
+/** Where the calling workflow belongs; every stub records itself through this. */
+function record<K extends Stubbed>(name: K, input: InputOf<K>): { runId: string; workflowId: string } {
+  const workflowId = Context.current().info.workflowExecution?.workflowId ?? '(no workflow)';
+  const runId = workflowId.split('/')[0]!;
+  calls.push({ name, runId, workflowId, input });
+  return { runId, workflowId };
+}
+/** The weight version each run's servers hold (the last syncWeights), which the samples record. */
+const served = new Map<string, number>();
+export const groupOf = (key: string) => (/-s\d+$/.test(key) ? groupUid(parseSampleUid(key)) : key);
+
+export const stubs: StubActivities = {
+  async datasetIndex(input) {
+    record('datasetIndex', input);
+    return { size: DATASET_ROWS, malformed: 0, problems: [] };
+  },
+  async initTrainer() {
+    record('initTrainer', undefined);
+    return { path: '/w/v0', version: 0 };
+  },
+  async resumeTrainer(input) {
+    record('resumeTrainer', input);
+    return { path: input.trainerCheckpoint, version: 0 };
+  },
+  async syncWeights(input) {
+    served.set(record('syncWeights', input).runId, input.version);
+    return { aborted: 1, seconds: 0 };
+  },
+  async pauseEngines(input) {
+    record('pauseEngines', input);
+    return { frozen: 0 };
+  },
+  async resumeEngines() {
+    record('resumeEngines', undefined);
+  },
+  async appendMetrics(input) {
+    record('appendMetrics', input);
+  },
+  async saveCheckpoint(input) {
+    record('saveCheckpoint', input);
+    return input.dir;
+  },
+  async writeBatch(input) {
+    record('writeBatch', input);
+    return `/store/${input.batchKey}`;
+  },
+  async runTrainStep(input) {
+    await scenario(record('runTrainStep', input).runId).train.wait(`step-${input.step}`);
+    return { step: input.step, version: input.step + 1, replayed: false, metrics: { 'losses/total': 0.5 } };
+  },
+  async exportWeights(input) {
+    record('exportWeights', input);
+    return { path: `/w/v${input.version}`, version: input.version };
+  },
+  async envReset(input) {
+    const { runId, workflowId } = record('envReset', input);
+    if (scenario(runId).failReset?.(workflowId)) throw new EnvConfigError('stub env: no such key "x"');
+    return { state: { member: input.sample ?? 0 }, observation: `prompt ${input.seed}`, info: {} };
+  },
+  async envStep(input) {
+    record('envStep', input);
+    // Member i scores i: rewards always vary within a group, so the std filter keeps every group.
+    return { state: input.state, observation: '', reward: (input.state as { member: number }).member, done: true, info: {} };
+  },
+  async generateTurn(input) {
+    await scenario(record('generateTurn', input).runId).generate.wait(input.affinity);
+    return { action: 'answer', tokens: 3, finish_reason: 'stop', aborts: 0, versions: [] };
+  },
+  async generateGroupTurn(input) {
+    await scenario(record('generateGroupTurn', input).runId).generate.wait(input.affinity);
+    return input.contextKeys.map(() => ({ action: 'answer', tokens: 3, finish_reason: 'stop' as const, aborts: 0, versions: [] }));
+  },
+  async finishTrajectory(input) {
+    const v = served.get(record('finishTrajectory', input).runId) ?? 0;
+    return { sampleKey: input.sampleKey, tokens: 3, minVersion: v, maxVersion: v, versionsSpanned: 1, aborts: 0 };
+  },
+};

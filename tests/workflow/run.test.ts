@@ -1,0 +1,228 @@
+/**
+ * The fast tier for the `run` workflow: the real workflows (run, group,
+ * trajectory, trainStep) on a real server, with in-memory stub activities
+ * (helpers/stubs.ts) instead of engines. Checks read recorded activity calls,
+ * query results and history events, never elapsed time; where a test must
+ * hold the run at a point, a stub waits on a gate the test opens.
+ *
+ * Server: TestWorkflowEnvironment.createLocal with the dev server that
+ * temporal/ensure-cli.sh builds from the Go module proxy (the time-skipping
+ * test server is a download this machine cannot make). These workflows set no
+ * timers, so time skipping would change nothing. One server and one worker
+ * for the file; each test its own run id.
+ */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { setTimeout as pause } from 'node:timers/promises';
+import { WorkflowFailedError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ActivityFailure, ApplicationFailure, defaultPayloadConverter, RetryState } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { childWorkflowId, groupUid, groupWorkflowId, parseGroupUid, parseSampleUid } from '../../src/workflows/ids';
+import { IntervalSet } from '../../src/workflows/interval-set';
+import { resume, run, status, suspend, syncWeightsUpdate, type RunInput, type RunPlan, type RunStatus } from '../../src/workflows/run';
+import { ALL_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
+import { METRIC } from '../../src/workflows/step-metrics';
+import { freePort, ROOT } from '../integration/helpers/dev-server';
+import { B, DATASET_ROWS, G, testPlan } from './helpers/plan';
+import { callsOf, Gate, groupOf, openAllGates, scenario, stubs } from './helpers/stubs';
+
+const taskQueue = 'workflow-tests';
+let env: TestWorkflowEnvironment;
+let worker: Worker;
+let running: Promise<void>;
+
+beforeAll(async () => {
+  const cli = execFileSync('bash', [path.join(ROOT, 'temporal/ensure-cli.sh')], { encoding: 'utf8' }).trim();
+  env = await TestWorkflowEnvironment.createLocal({
+    server: { executable: { type: 'existing-path', path: cli }, port: await freePort(), searchAttributes: ALL_SEARCH_ATTRIBUTES },
+  });
+  worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath: path.join(ROOT, 'src/workflows/index.ts'), activities: stubs });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  openAllGates();
+  if (worker) {
+    worker.shutdown();
+    await running;
+  }
+  await env?.teardown();
+});
+
+const startRun = (plan: RunPlan) => env.client.workflow.start(run, { taskQueue, workflowId: plan.runId, args: [{ plan }] });
+
+/** Polls `probe` until `ok` holds; the bound only turns a hang into a failure. */
+async function until<T>(probe: () => Promise<T> | T, ok: (v: T) => boolean, what: string, boundMs = 30_000): Promise<T> {
+  const deadline = Date.now() + boundMs;
+  for (;;) {
+    const v = await probe();
+    if (ok(v)) return v;
+    if (Date.now() > deadline) throw new Error(`never held: ${what} (last: ${JSON.stringify(v)})`);
+    await pause(25);
+  }
+}
+const statusWhere = (h: WorkflowHandle<typeof run>, ok: (s: RunStatus) => boolean, what: string) => until(() => h.query(status), ok, what);
+
+const events = async (h: WorkflowHandle): Promise<temporal.api.history.v1.IHistoryEvent[]> => (await h.fetchHistory()).events ?? [];
+/** Children the execution started, by workflow type. */
+async function childStarts(h: WorkflowHandle): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const e of await events(h)) {
+    const type = e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name;
+    if (type) counts[type] = (counts[type] ?? 0) + 1;
+  }
+  return counts;
+}
+/** The input an execution continued-as-new with, and the new execution's run id. */
+async function continuedWith(h: WorkflowHandle): Promise<{ input: RunInput; next: string }> {
+  const attrs = (await events(h)).find((e) => e.workflowExecutionContinuedAsNewEventAttributes)!.workflowExecutionContinuedAsNewEventAttributes!;
+  return { input: defaultPayloadConverter.fromPayload<RunInput>(attrs.input!.payloads![0]!), next: attrs.newExecutionRunId! };
+}
+
+/** The positions (epoch 0) a set of sample keys trained. */
+const positions = (keys: string[]) => [...new Set(keys.map((k) => parseSampleUid(path.basename(k, '.json')).position))];
+const asRanges = (ps: number[]) => new IntervalSet(ps.map((p) => [p, p + 1])).toJSON();
+
+describe('run workflow (stub activities)', () => {
+  it('suspend holds dispatch and training and pauses the engines; resume finishes the run', async () => {
+    const plan = testPlan('suspend');
+    const { generate, train } = scenario(plan.runId, { generate: new Gate(false), train: new Gate(false) });
+    const h = await startRun(plan);
+    // (1 + α)·B = 8 samples: four groups start, each of their 2 trajectories held in generateTurn.
+    await until(() => generate.waiting.length, (n) => n === 4 * G, 'four groups generating');
+    generate.release((k) => [0, 1].map((position) => groupUid({ epoch: 0, position })).includes(groupOf(k)));
+    await until(() => train.waiting, (w) => w.includes('step-0'), 'step 0 training');
+
+    await h.signal(suspend);
+    await statusWhere(h, (s) => s.suspended && s.enginesPaused, 'suspended with the engines paused');
+    expect(callsOf(plan.runId, 'pauseEngines')).toEqual([{ mode: 'keep' }]);
+
+    // Step 0 finishes: its sync resumes the servers, so the suspended run pauses them again; capacity frees but stays unused.
+    train.open();
+    let s = await statusWhere(h, (s) => s.step === 1 && s.enginesPaused, 'step 1, engines paused again');
+    expect(callsOf(plan.runId, 'pauseEngines')).toHaveLength(2);
+    expect(s.samplesInSystem).toBe(B);
+    expect(s.maxSamplesInSystem).toBe(2 * B);
+    // The other two groups report: a full batch is buffered, and nothing takes it.
+    generate.open();
+    s = await statusWhere(h, (s) => s.buffered === B, 'a batch buffered');
+    expect(s).toMatchObject({ training: false, step: 1, running: 0, suspended: true });
+    expect(s.totals.dispatchedGroups).toBe(4);
+    expect(await childStarts(h)).toEqual({ group: 4, trainStep: 1 });
+    expect(callsOf(plan.runId, 'runTrainStep').map((c) => c.step)).toEqual([0]);
+    expect(callsOf(plan.runId, 'resumeEngines')).toHaveLength(0);
+
+    await h.signal(resume);
+    const done = await h.result();
+    expect(done).toMatchObject({ step: 3, version: 3, suspended: false, enginesPaused: false });
+    expect(done.totals.consumedSamples).toBe(3 * B);
+    expect(callsOf(plan.runId, 'resumeEngines')).toHaveLength(1);
+    expect(callsOf(plan.runId, 'runTrainStep').map((c) => c.step)).toEqual([0, 1, 2]);
+  });
+
+  it('stops with RunFailingError when the groups keep failing', async () => {
+    const plan = testPlan('failing');
+    scenario(plan.runId, { failReset: () => true });
+    const h = await startRun(plan);
+    const err = await h.result().then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    const failure = (err as WorkflowFailedError).cause;
+    expect(failure).toBeInstanceOf(ApplicationFailure);
+    expect(failure).toMatchObject({ type: 'RunFailingError', nonRetryable: true });
+    // The counts are the run's own when it stopped (a query replays the closed run).
+    const { totals } = await h.query(status);
+    expect(totals.failedGroups).toBeGreaterThanOrEqual(4);
+    expect(failure!.message).toBe(`${totals.failedGroups} of ${totals.dispatchedGroups} groups failed; last error: stub env: no such key "x"`);
+    expect(callsOf(plan.runId, 'runTrainStep')).toHaveLength(0);
+    // EnvConfigError is non-retryable: the trajectory failed on its first attempt.
+    const trajectory = env.client.workflow.getHandle(childWorkflowId(groupWorkflowId(plan.runId, { epoch: 0, position: 0 }), 's', 0));
+    const tErr = await trajectory.result().then(() => undefined, (e: unknown) => e);
+    const cause = (tErr as WorkflowFailedError).cause;
+    expect(cause).toBeInstanceOf(ActivityFailure);
+    expect((cause as ActivityFailure).retryState).toBe(RetryState.NON_RETRYABLE_FAILURE);
+  });
+
+  it('keeps going with max_failed_group_ratio 1 while only some groups fail', async () => {
+    // One-request groups here (their env calls are local activities of the group workflow).
+    const plan = testPlan('failing-some', { maxSteps: 2, maxFailedGroupRatio: 1, replicate: false });
+    // Three groups of every four fail (positions not divisible by 4).
+    scenario(plan.runId, { failReset: (id) => parseGroupUid(path.basename(id)).position % 4 !== 0 }); // id: the group workflow's
+    const done = await (await startRun(plan)).result();
+    expect(done.step).toBe(2);
+    // Past the 4-failure floor of the stop rule, under its ratio: the ratio is what kept the run going.
+    expect(done.totals.failedGroups).toBeGreaterThanOrEqual(4);
+    expect(done.totals.failedGroups).toBeLessThan(done.totals.dispatchedGroups);
+    const trained = callsOf(plan.runId, 'writeBatch').flatMap((c) => c.sampleKeys);
+    expect(trained).toHaveLength(2 * B);
+    expect(positions(trained).filter((p) => p % 4 !== 0)).toEqual([]);
+  });
+
+  it('continue-as-new carries every field of the state; the chain trains each sample once', async () => {
+    const plan = testPlan('chain', { maxSteps: 3, stepsPerRun: 1 });
+    const h = await startRun(plan);
+    const done = await h.result();
+
+    const first = env.client.workflow.getHandle(plan.runId, h.firstExecutionRunId);
+    const { input: carried, next } = await continuedWith(first);
+    const at = await first.query(status); // the first execution, replayed to its end: the state it carried
+    const CARRIED: (keyof RunInput)[] = ['dataset', 'enginesPaused', 'owners', 'plan', 'snapshot', 'startedAtMs', 'suspended'];
+    expect(Object.keys(carried).sort()).toEqual(CARRIED);
+    expect(carried.plan).toEqual(plan);
+    expect(carried).toMatchObject({ suspended: at.suspended, enginesPaused: at.enginesPaused, dataset: at.dataset });
+    expect(carried.owners).toEqual({});
+    expect(at.dataset?.size).toBe(DATASET_ROWS);
+    const snap = carried.snapshot!;
+    expect(snap).toMatchObject({ step: 1, version: 1, datasetSize: DATASET_ROWS, totals: at.totals, limits: plan.limits, trainingSamples: 0 });
+    expect(at).toMatchObject({ step: 1, version: 1 });
+    expect(snap.buffer.length * G).toBe(at.buffered);
+    expect(snap.inFlight.length * G).toBe(at.running);
+    const batches = callsOf(plan.runId, 'writeBatch').map((c) => c.sampleKeys);
+    expect(snap.consumed).toEqual([[0, asRanges(positions(batches[0]!))]]);
+    expect(snap.totals).toMatchObject({ trainedSamples: B, lastRewardMean: at.totals.lastRewardMean, peakSamplesInSystem: at.totals.peakSamplesInSystem });
+
+    // The second execution adds to the totals and keeps the chain's start.
+    const second = await continuedWith(env.client.workflow.getHandle(plan.runId, next));
+    expect(second.input).toMatchObject({ startedAtMs: carried.startedAtMs, snapshot: { totals: { trainedSamples: 2 * B } } });
+    expect(second.input.snapshot).toMatchObject({ step: 2, version: 2 });
+
+    expect(done).toMatchObject({ step: 3, version: 3 });
+    expect(done.totals.consumedSamples).toBe(3 * B);
+    expect(callsOf(plan.runId, 'initTrainer')).toHaveLength(1);
+    expect(callsOf(plan.runId, 'datasetIndex')).toHaveLength(1);
+    expect(callsOf(plan.runId, 'runTrainStep').map((c) => c.step)).toEqual([0, 1, 2]);
+    const metrics = callsOf(plan.runId, 'appendMetrics').map((c) => c.record);
+    expect(metrics.map((r) => [r.step, r[METRIC.samples]])).toEqual([[0, B], [1, B], [2, B]]);
+    // Exactly once across executions: 3·B distinct samples, and the final checkpoint's consumed set is theirs.
+    const keys = batches.flat();
+    expect(batches).toHaveLength(3);
+    expect(new Set(keys).size).toBe(3 * B);
+    const [checkpoint] = callsOf(plan.runId, 'saveCheckpoint');
+    expect(checkpoint!.manifest).toMatchObject({ step: 3, version: 3, dataset_size: DATASET_ROWS, consumed: [[0, asRanges(positions(keys))]] });
+  });
+
+  it('syncWeights update loads operator weights at the current version; an empty path is refused', async () => {
+    const plan = testPlan('sync', { maxSteps: 2 });
+    const { train } = scenario(plan.runId, { train: new Gate(false) });
+    const h = await startRun(plan);
+    await until(() => train.waiting, (w) => w.includes('step-0'), 'step 0 training');
+    train.release((k) => k === 'step-0');
+    await until(() => train.waiting, (w) => w.includes('step-1'), 'step 1 training');
+    expect(await h.query(status)).toMatchObject({ step: 1, version: 1 });
+
+    expect(await h.executeUpdate(syncWeightsUpdate, { args: [{ path: '/w/ext' }] })).toEqual({ aborted: 1, version: 1 });
+    const refused = await h.executeUpdate(syncWeightsUpdate, { args: [{ path: '' }] }).then(() => undefined, (e: unknown) => e);
+    expect(refused).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect((refused as WorkflowUpdateFailedError).cause?.message).toMatch(/syncWeights needs/);
+
+    train.open();
+    expect(await h.result()).toMatchObject({ step: 2, version: 2 });
+    // The operator's weights went out between the steps' syncs, and the next step's sync replaced them.
+    expect(callsOf(plan.runId, 'syncWeights').map(({ path, version }) => [path, version])).toEqual([['/w/v0', 0], ['/w/v1', 1], ['/w/ext', 1], ['/w/v2', 2]]);
+    // A rejected update leaves no trace in history: one update accepted, one completed.
+    const updates = (await events(h)).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes || e.workflowExecutionUpdateCompletedEventAttributes);
+    expect(updates).toHaveLength(2);
+  });
+});
