@@ -27,7 +27,7 @@ import { ALL_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import { METRIC } from '../../src/workflows/step-metrics';
 import { freePort, ROOT } from '../integration/helpers/dev-server';
 import { B, DATASET_ROWS, G, testPlan } from './helpers/plan';
-import { callsOf, Gate, groupOf, openAllGates, scenario, stubs } from './helpers/stubs';
+import { callsOf, Gate, groupOf, mostEngineCallsAtOnce, openAllGates, scenario, stubs } from './helpers/stubs';
 
 const taskQueue = 'workflow-tests';
 let env: TestWorkflowEnvironment;
@@ -224,5 +224,33 @@ describe('run workflow (stub activities)', () => {
     // A rejected update leaves no trace in history: one update accepted, one completed.
     const updates = (await events(h)).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes || e.workflowExecutionUpdateCompletedEventAttributes);
     expect(updates).toHaveLength(2);
+  });
+
+  it('the inference servers take one control sequence at a time: a suspend and an operator sync queued behind a step\'s sync never overlap', async () => {
+    const plan = testPlan('engine-lock', { maxSteps: 2 });
+    const { sync } = scenario(plan.runId, { sync: new Gate(false) });
+    const h = await startRun(plan);
+    await until(() => sync.waiting, (w) => w.includes('/w/v0'), 'the initial sync');
+    sync.release((k) => k === '/w/v0');
+    await until(() => sync.waiting, (w) => w.includes('/w/v1'), "step 0's sync holding the servers");
+    // Both wait for the step's sync: the suspend's pause and the operator's sync.
+    await h.signal(suspend);
+    const operator = h.executeUpdate(syncWeightsUpdate, { args: [{ path: '/w/ext' }] });
+    await until(async () => (await events(h)).some((e) => e.workflowExecutionUpdateAcceptedEventAttributes), (accepted) => accepted, 'the update accepted');
+    await statusWhere(h, (s) => s.suspended, 'suspended');
+    sync.release((k) => k === '/w/v1');
+    // Each queued call is held at the gate when it starts; one at a time may have started.
+    const queued = new Set(['/w/ext', 'pause']);
+    while (queued.size > 0) {
+      const started = await until(() => sync.waiting.filter((k) => queued.has(k)), (ks) => ks.length > 0, 'a queued engine call started');
+      for (const k of started) queued.delete(k);
+      sync.release((k) => started.includes(k));
+    }
+    sync.open();
+    expect(await operator).toEqual({ aborted: 1, version: 1 });
+    await statusWhere(h, (s) => s.enginesPaused, 'the engines paused for the suspension');
+    await h.signal(resume);
+    expect(await h.result()).toMatchObject({ step: 2, enginesPaused: false });
+    expect(mostEngineCallsAtOnce(plan.runId)).toBe(1);
   });
 });

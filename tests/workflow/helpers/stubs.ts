@@ -50,6 +50,8 @@ export interface Scenario {
   generate: Gate;
   /** runTrainStep, key `step-<n>`. */
   train: Gate;
+  /** syncWeights (key: the weights path) and pauseEngines (key 'pause'). */
+  sync: Gate;
   /** Env resets from this workflow id throw EnvConfigError (non-retryable). */
   failReset?: (workflowId: string) => boolean;
 }
@@ -57,11 +59,25 @@ export interface Scenario {
 const scenarios = new Map<string, Scenario>();
 /** The run's scenario, created with open gates on first use. */
 export function scenario(runId: string, set: Partial<Scenario> = {}): Scenario {
-  const s = scenarios.get(runId) ?? { generate: new Gate(), train: new Gate() };
+  const s = scenarios.get(runId) ?? { generate: new Gate(), train: new Gate(), sync: new Gate() };
   scenarios.set(runId, Object.assign(s, set));
   return s;
 }
-export const openAllGates = () => scenarios.forEach((s) => (s.generate.open(), s.train.open()));
+export const openAllGates = () => scenarios.forEach((s) => (s.generate.open(), s.train.open(), s.sync.open()));
+
+/** Inference-server control calls (syncWeights, pauseEngines, resumeEngines) of each run in flight now, and the most ever at once. */
+const engineCalls = new Map<string, { now: number; max: number }>();
+async function engineCall<T>(runId: string, call: () => Promise<T>): Promise<T> {
+  const c = engineCalls.get(runId) ?? { now: 0, max: 0 };
+  engineCalls.set(runId, c);
+  c.max = Math.max(c.max, ++c.now);
+  try {
+    return await call();
+  } finally {
+    c.now--;
+  }
+}
+export const mostEngineCallsAtOnce = (runId: string) => engineCalls.get(runId)?.max ?? 0;
 
 interface Call { name: Stubbed; runId: string; workflowId: string; input: unknown }
 const calls: Call[] = [];
@@ -93,15 +109,22 @@ export const stubs: StubActivities = {
     return { path: input.trainerCheckpoint, version: 0 };
   },
   async syncWeights(input) {
-    served.set(record('syncWeights', input).runId, input.version);
-    return { aborted: 1, seconds: 0 };
+    const { runId } = record('syncWeights', input);
+    return engineCall(runId, async () => {
+      await scenario(runId).sync.wait(input.path);
+      served.set(runId, input.version);
+      return { aborted: 1, seconds: 0 };
+    });
   },
   async pauseEngines(input) {
-    record('pauseEngines', input);
-    return { frozen: 0 };
+    const { runId } = record('pauseEngines', input);
+    return engineCall(runId, async () => {
+      await scenario(runId).sync.wait('pause');
+      return { frozen: 0 };
+    });
   },
   async resumeEngines() {
-    record('resumeEngines', undefined);
+    await engineCall(record('resumeEngines', undefined).runId, async () => undefined);
   },
   async appendMetrics(input) {
     record('appendMetrics', input);
