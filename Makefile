@@ -10,7 +10,7 @@ DEMO_CONFIG ?= examples/learn-arith.yaml
 DEMO_SETS ?= --set max_steps=100 --set eval_steps=20
 TS_SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
-.PHONY: help setup node python temporal-cli system-packages build lint typecheck test demo down status clean python-lock cluster-up cluster-down cluster-status bench bench-learning
+.PHONY: help setup node python temporal-cli system-packages build lint typecheck test demo down status clean python-lock cluster-up cluster-down cluster-status bench bench-learning record-histories
 
 help:
 	@echo "make demo   - set up, start the embedded stack (Temporal + torch engines + worker), run a real learning run (GRPO on addition)"
@@ -18,6 +18,7 @@ help:
 	@echo "make down   - stop the embedded stack;  make status - show it"
 	@echo "make cluster-up / cluster-down / cluster-status - the local Temporal cluster on PostgreSQL (builds the server once)"
 	@echo "make bench  - W1-W5 and W7 on the real system beside their DES; tables and plots in bench/results/ (about an hour)"
+	@echo "make record-histories - record the replay tests' workflow histories from this checkout (docs/versioning.md says when)"
 	@echo "make bench-learning - the learning runs (sync vs async, long tail, FrozenLake) on the torch engines (about 90 minutes)"
 
 setup: node python temporal-cli system-packages
@@ -106,6 +107,10 @@ bench: setup build
 bench-learning: setup build
 	bench/learning/run.sh
 	.venv/bin/python bench/learning/report.py
+
+# Workflow histories for the replay tests, recorded from this checkout's code (docs/versioning.md says when).
+record-histories: setup build
+	tests/replay/record.sh
 
 clean:
 	rm -rf dist node_modules .venv
