@@ -19,7 +19,7 @@ export function resolveEnv(envType: string, client: EnvClient): Env<unknown, unk
 }
 
 export type { Env, EnvReset, EnvStep } from './env';
-export { EnvConfigError, EnvGaveUpError, NON_RETRYABLE_ENV_ERRORS } from './errors';
+export { EnvConfigError } from './errors';
 export { latencySim } from './latency-sim';
 export { dataset, parseRows, type DatasetIndex } from './dataset';
 export { pythonEnv, type PythonEnvState } from './python-env';

@@ -38,7 +38,7 @@ import { group } from './group';
 import { checkpointDir, groupUid, groupWorkflowId, lockstepWorkflowId, trainStepWorkflowId, validateWorkflowId } from './ids';
 import { lockstepRollout } from './lockstep';
 import { carriedFacts, indexDataset, initialState, type RunInput, type RunStatus } from './run-input';
-import { summarizeBatch, type GroupRef, type GroupResult } from './run-state';
+import type { GroupRef, GroupResult } from './run-state';
 import { KIND, POLICY_VERSION, RUN_ID, STEP } from './search-attributes';
 import { RolloutIdleClock, stepRecord, validationRecord } from './step-metrics';
 import { trainStep } from './train-step';
@@ -216,7 +216,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     state.onStepDone(batch);
     const now = Date.now();
     const times = { lastStepEnd, batchAt, trainedAt, now, rolloutIdleMs: idle.take(now) };
-    await appendMetrics({ runDir: plan.runDir, record: stepRecord({ run_id: plan.runId, step: batch.step, version: state.version, wall_s: sinceRunStart() }, batch, summarizeBatch(batch), times, trained, sync.aborted) });
+    await appendMetrics({ runDir: plan.runDir, record: stepRecord({ run_id: plan.runId, step: batch.step, version: state.version, wall_s: sinceRunStart() }, batch, times, trained, sync.aborted) });
     lastStepEnd = now;
     if (validationDue()) await runValidation();
     if ((plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps) {

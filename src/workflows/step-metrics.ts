@@ -5,7 +5,7 @@
  * record, and the clocks behind the idle ratios. Pure: the run workflow owns
  * the times and passes them in.
  */
-import type { BatchSummary, Batch } from './run-state';
+import { summarizeBatch, type Batch } from './run-state';
 import type { ValidationResult } from './validate';
 
 /** Keys of a step's record in <run_dir>/metrics.jsonl, beside run_id, step, version and wall_s. */
@@ -62,7 +62,8 @@ export interface StepTimes {
   rolloutIdleMs: number;
 }
 
-export function stepRecord(head: RecordHead, batch: Batch, b: BatchSummary, t: StepTimes, trained: { metrics: Record<string, number> }, syncAborted: number): StepRecord {
+export function stepRecord(head: RecordHead, batch: Batch, t: StepTimes, trained: { metrics: Record<string, number> }, syncAborted: number): StepRecord {
+  const b = summarizeBatch(batch);
   const stepMs = Math.max(1, t.now - t.lastStepEnd);
   const record: StepRecord = {
     ...head,

@@ -13,7 +13,7 @@ describe('stepRecord', () => {
     const b = summarizeBatch(batch);
     expect(b).toEqual({ samples: 8, tokens: 80, rewardMean: 0.375, partialSamples: 1, maxSpan: 2 }); // (0.5·4 + 0.25·4) / 8
     // previous step ended at 0; batch ready at 6 s, trained at 9 s, synced at 10 s; 2 s with nothing running
-    const r = stepRecord({ run_id: 'r', step: 3, version: 4, wall_s: 100 }, batch, b, { lastStepEnd: 0, batchAt: 6000, trainedAt: 9000, now: 10_000, rolloutIdleMs: 2000 }, { metrics: { 'losses/total': 0.1 } }, 3);
+    const r = stepRecord({ run_id: 'r', step: 3, version: 4, wall_s: 100 }, batch, { lastStepEnd: 0, batchAt: 6000, trainedAt: 9000, now: 10_000, rolloutIdleMs: 2000 }, { metrics: { 'losses/total': 0.1 } }, 3);
     expect(r).toEqual({
       run_id: 'r', step: 3, version: 4, wall_s: 100,
       [METRIC.samples]: 8, [METRIC.tokens]: 80, [METRIC.rewardMean]: 0.375,
