@@ -15,9 +15,11 @@ class RequestError(Exception):
 
     status_code = 400
 
-    def __init__(self, field: str, message: str, given: Any = None):
+    def __init__(self, field: str, message: str, given: Any = None, code: str | None = None):
         super().__init__(f"{field}: {message}")
         self.field, self.message, self.given = field, message, given
+        # A stable name for a state the caller acts on (e.g. trainer_busy: retry later), beside the human message.
+        self.code = code
 
 
 class NotFoundError(RequestError):
@@ -60,4 +62,6 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestError)
     async def _request_error(_: Request, exc: RequestError) -> JSONResponse:
         body = {"error": str(exc), "problems": [_problem(exc.field, exc.message, exc.given)]}
+        if exc.code:
+            body["code"] = exc.code
         return JSONResponse(status_code=exc.status_code, content=jsonable_encoder(body))

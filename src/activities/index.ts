@@ -14,3 +14,4 @@ export { checkEngineHealth };
 export { createDeps, type ActivityDeps } from './deps';
 export type { GenerateTurnInput, Sampling, TrajectoryContext, TurnSummary } from './rollout';
 export type { CheckpointManifest, TrainOptions } from './training';
+export type { TrainerBinding } from './trainer-recovery';

@@ -8,6 +8,8 @@ import path from 'node:path';
 import type { Sample, TrainStepRequest } from '../gpu-bridge/contracts/trainer';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
+import { REPLAYED_STEPS } from '../workflows/step-metrics';
+import { refuseIfHeld, saveTrainerState, withTrainerAt, type TrainerBinding } from './trainer-recovery';
 
 export type TrainOptions = Omit<TrainStepRequest, 'step' | 'batch' | 'batch_ref'>;
 
@@ -25,28 +27,45 @@ export interface CheckpointManifest {
   trainer_checkpoint?: string;
 }
 
+/** The run_id field of a trainer call, when the run is bound (runs recorded before binding send none). */
+const runOf = (b: TrainerBinding | undefined) => (b ? { run_id: b.runId } : {});
+
+/** `call` with recovery when the run is bound; as is otherwise. */
+const atVersion = <T>(deps: ActivityDeps, b: TrainerBinding | undefined, version: number, signal: AbortSignal, call: () => Promise<T>) =>
+  b ? withTrainerAt(deps, b, version, signal, call) : call().then((result) => ({ result, replayedSteps: 0 }));
+
 export function trainingActivities(deps: ActivityDeps) {
   return {
-    /** A new run starts from the initial weights: reset the trainer to version 0 and export them for the inference servers. */
-    async initTrainer(): Promise<{ path: string; version: number }> {
+    /**
+     * A new run starts from the initial weights: the trainer is reset to version 0 and bound to the run (refused
+     * while another live run holds it), its state saved as the base of any recovery, and the weights exported.
+     */
+    async initTrainer(input: { binding?: TrainerBinding } = {}): Promise<{ path: string; version: number }> {
+      const b = input.binding;
       return withHeartbeat(async (signal) => {
-        await deps.trainer.reset({ signal });
-        return deps.trainer.exportWeights({ version: 0 }, { signal });
+        if (b) await refuseIfHeld(deps, b, signal);
+        await deps.trainer.reset(b ? { run_id: b.runId } : {}, { signal });
+        if (b) await saveTrainerState(deps, b, 0, signal, true);
+        return deps.trainer.exportWeights({ version: 0, ...runOf(b) }, { signal });
       });
     },
 
-    /** A resumed run starts from a checkpoint: the trainer loads it, and exports its weights for the inference servers. */
-    async resumeTrainer(input: { trainerCheckpoint: string }): Promise<{ path: string; version: number }> {
+    /** A resumed run starts from a checkpoint: the trainer loads it (bound to the run, as initTrainer), and exports its weights. */
+    async resumeTrainer(input: { trainerCheckpoint: string; binding?: TrainerBinding }): Promise<{ path: string; version: number }> {
+      const b = input.binding;
       return withHeartbeat(async (signal) => {
-        const loaded = await deps.trainer.load({ path: input.trainerCheckpoint }, { signal });
-        return deps.trainer.exportWeights({ version: loaded.version }, { signal });
+        if (b) await refuseIfHeld(deps, b, signal);
+        const loaded = await deps.trainer.load({ path: input.trainerCheckpoint, ...runOf(b) }, { signal });
+        if (b) await saveTrainerState(deps, b, loaded.version, signal, true);
+        return deps.trainer.exportWeights({ version: loaded.version, ...runOf(b) }, { signal });
       });
     },
 
-    /** Trainer state first, manifest last: a manifest exists only for a complete checkpoint. */
-    async saveCheckpoint(input: { dir: string; manifest: CheckpointManifest }): Promise<string> {
+    /** Trainer state first, manifest last: a manifest exists only for a complete checkpoint. A restarted trainer is recovered first, never saved as the run's step. */
+    async saveCheckpoint(input: { dir: string; manifest: CheckpointManifest; binding?: TrainerBinding }): Promise<string> {
       return withHeartbeat(async (signal) => {
-        await deps.trainer.save({ path: path.join(input.dir, 'trainer') }, { signal });
+        const save = () => deps.trainer.save({ path: path.join(input.dir, 'trainer'), version: input.manifest.version, ...runOf(input.binding) }, { signal });
+        await atVersion(deps, input.binding, input.manifest.version, signal, save);
         await mkdir(input.dir, { recursive: true });
         const tmp = path.join(input.dir, `manifest.json.tmp-${process.pid}`);
         await writeFile(tmp, JSON.stringify({ ...input.manifest, trainer_checkpoint: path.join(input.dir, 'trainer') }, null, 2));
@@ -62,13 +81,28 @@ export function trainingActivities(deps: ActivityDeps) {
       return deps.store.locate(input.batchKey);
     },
 
-    /** One train step; the trainer is idempotent by step, so a retried activity never trains a batch twice. */
-    async runTrainStep(input: { step: number; batchPath: string; options: TrainOptions }) {
-      return withHeartbeat((signal) => deps.trainer.trainStep({ step: input.step, batch_ref: input.batchPath, ...input.options }, { signal }));
+    /**
+     * One train step; the trainer is idempotent by step, so a retried activity never trains a batch twice. A
+     * restarted trainer is recovered first (trainer-recovery.ts; train/recovery/replayed_steps counts the batches
+     * replayed), and the trainer's state is saved when due.
+     */
+    async runTrainStep(input: { step: number; batchPath: string; options: TrainOptions; binding?: TrainerBinding }) {
+      const b = input.binding;
+      return withHeartbeat(async (signal) => {
+        const train = () => deps.trainer.trainStep({ step: input.step, batch_ref: input.batchPath, ...input.options, ...runOf(b) }, { signal });
+        const { result, replayedSteps } = await atVersion(deps, b, input.step, signal, train);
+        if (b) await saveTrainerState(deps, b, result.version, signal);
+        return replayedSteps > 0 ? { ...result, metrics: { ...result.metrics, [REPLAYED_STEPS]: replayedSteps } } : result;
+      });
     },
 
-    async exportWeights(input: { version: number }): Promise<{ path: string; version: number }> {
-      return withHeartbeat((signal) => deps.trainer.exportWeights({ version: input.version }, { signal }));
+    /** The weights at `version` where the inference servers load them; a restarted trainer is recovered first (replayedSteps > 0). */
+    async exportWeights(input: { version: number; binding?: TrainerBinding }): Promise<{ path: string; version: number; replayedSteps?: number }> {
+      return withHeartbeat(async (signal) => {
+        const exported = () => deps.trainer.exportWeights({ version: input.version, ...runOf(input.binding) }, { signal });
+        const { result, replayedSteps } = await atVersion(deps, input.binding, input.version, signal, exported);
+        return replayedSteps > 0 ? { ...result, replayedSteps } : result;
+      });
     },
 
     /**

@@ -75,6 +75,7 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     },
     stepsPerRun: config.steps_per_workflow_run,
     saveSteps: config.save_steps,
+    trainerStateSaveSteps: config.trainer_state_save_steps,
     configHash: loaded.hash,
   };
 }

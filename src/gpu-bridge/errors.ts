@@ -8,15 +8,25 @@ export class EngineUnavailableError extends Error {
   override readonly name = 'EngineUnavailableError';
 }
 
-/** Thrown when an engine answers 4xx: the request itself is wrong, so retrying cannot help. */
+/**
+ * Thrown when an engine answers 4xx: the request cannot succeed as the engine stands, so retrying it as is
+ * cannot help. `code` is the engine's name for the state, when it gives one (e.g. trainer_behind: the caller
+ * restores the trainer first).
+ */
 export class EngineRejectedError extends Error {
   override readonly name = 'EngineRejectedError';
   constructor(
     message: string,
     readonly status: number,
+    readonly code?: string,
   ) {
     super(message);
   }
+}
+
+/** Thrown when an engine is busy with an earlier call of the same work (a retried train step meets its first attempt): retry later. */
+export class EngineBusyError extends Error {
+  override readonly name = 'EngineBusyError';
 }
 
 /**
@@ -27,5 +37,15 @@ export class TokenizationDriftError extends Error {
   override readonly name = 'TokenizationDriftError';
 }
 
+/** Thrown when a run would use a trainer another live run holds: two runs cannot share one trainer. */
+export class TrainerHeldError extends Error {
+  override readonly name = 'TrainerHeldError';
+}
+
+/** Thrown when a trainer cannot be brought back to a run's version: no saved state or a batch is missing. */
+export class TrainerRecoveryError extends Error {
+  override readonly name = 'TrainerRecoveryError';
+}
+
 /** Failure types no retry policy should retry. */
-export const NON_RETRYABLE_ENGINE_ERRORS = [EngineRejectedError.name, TokenizationDriftError.name];
+export const NON_RETRYABLE_ENGINE_ERRORS = [EngineRejectedError.name, TokenizationDriftError.name, TrainerHeldError.name, TrainerRecoveryError.name];

@@ -3,7 +3,20 @@
  * per origin, so repeated calls reuse sockets. Every failure is classified
  * into the bridge's named errors.
  */
-import { EngineRejectedError, EngineUnavailableError } from './errors';
+import { EngineBusyError, EngineRejectedError, EngineUnavailableError } from './errors';
+
+/** Error codes (python-engines' errors.py `code`) that mean "busy with the same work": retryable. */
+const BUSY_CODES = new Set(['trainer_busy']);
+
+/** The `code` of a python-engines error body, if it has one. */
+function errorCode(text: string): string | undefined {
+  try {
+    const code = (JSON.parse(text) as { code?: unknown }).code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export interface RequestOptions {
   method?: 'GET' | 'POST';
@@ -40,7 +53,11 @@ export async function requestJson<T>(url: string, opts: RequestOptions = {}): Pr
     throw new EngineUnavailableError(`${url}: ${failureCode(e)}`);
   }
   if (res.status >= 500) throw new EngineUnavailableError(`${url}: HTTP ${res.status} ${text.slice(0, 500)}`);
-  if (res.status >= 400) throw new EngineRejectedError(`${url}: HTTP ${res.status} ${text.slice(0, 500)}`, res.status);
+  if (res.status >= 400) {
+    const code = errorCode(text);
+    if (code !== undefined && BUSY_CODES.has(code)) throw new EngineBusyError(`${url}: HTTP ${res.status} ${text.slice(0, 500)}`);
+    throw new EngineRejectedError(`${url}: HTTP ${res.status} ${text.slice(0, 500)}`, res.status, code);
+  }
   try {
     return JSON.parse(text) as T;
   } catch {

@@ -1,4 +1,4 @@
-export { EngineRejectedError, EngineUnavailableError, NON_RETRYABLE_ENGINE_ERRORS, TokenizationDriftError } from './errors';
+export { EngineBusyError, EngineRejectedError, EngineUnavailableError, NON_RETRYABLE_ENGINE_ERRORS, TokenizationDriftError, TrainerHeldError, TrainerRecoveryError } from './errors';
 export { requestJson, type RequestOptions } from './http';
 export { engineHealth, type EngineHealth, type EngineRole, type EngineTarget } from './engines';
 export { EnvClient } from './env-client';

@@ -5,6 +5,7 @@ import {
   LogprobsResponseSchema,
   ResetResponseSchema,
   SaveResponseSchema,
+  TrainerStateSchema,
   TrainStepResponseSchema,
   type ExportWeightsRequest,
   type ExportWeightsResponse,
@@ -15,6 +16,8 @@ import {
   type ResetResponse,
   type SaveRequest,
   type SaveResponse,
+  type TrainerState,
+  type ResetRequest,
   type TrainStepRequest,
   type TrainStepResponse,
 } from './contracts/trainer';
@@ -25,9 +28,14 @@ const TRAIN_TIMEOUT_MS = 60 * 60_000;
 export class TrainerClient {
   constructor(readonly baseUrl: string) {}
 
-  /** Back to the initial weights and version 0: a new run starts here. */
-  reset(opts: RequestOptions = {}): Promise<ResetResponse> {
-    return callChecked(this.baseUrl, '/reset', ResetResponseSchema, { timeoutMs: 10 * 60_000, ...opts, body: {} });
+  /** Back to the initial weights and version 0, held by `run_id`: a new run starts here. */
+  reset(req: ResetRequest = {}, opts: RequestOptions = {}): Promise<ResetResponse> {
+    return callChecked(this.baseUrl, '/reset', ResetResponseSchema, { timeoutMs: 10 * 60_000, ...opts, body: req });
+  }
+
+  /** Which run the trainer holds (none after a restart) and its version. */
+  status(opts: RequestOptions = {}): Promise<TrainerState> {
+    return callChecked(this.baseUrl, '/status', TrainerStateSchema, { timeoutMs: 30_000, ...opts });
   }
 
   /** Idempotent by step: repeating the last step returns its recorded response (replayed: true) instead of training twice. */

@@ -55,3 +55,5 @@ export const batchKey = (runId: string, step: number): string => `${batchDir(run
 export const batchDir = (runId: string): string => `${runId}/batches`;
 /** The checkpoint taken after `step` steps, under the run directory. */
 export const checkpointDir = (runDir: string, step: number): string => `${runDir}/checkpoints/step-${pad6(step)}`;
+/** The trainer's state saved every few steps for recovery without an operator (src/activities/trainer-recovery.ts): v<version> directories. */
+export const trainerStateDir = (runDir: string, runId: string): string => `${runDir}/trainer-state/${runId}`;

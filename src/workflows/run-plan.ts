@@ -1,6 +1,7 @@
 /** The run's plan: everything the `run` workflow needs, computed from the run config on the client (workflows never read files). */
-import type { Sampling, TrainOptions } from '../activities';
+import type { Sampling, TrainerBinding, TrainOptions } from '../activities';
 import type { GroupFilter } from './group';
+import { trainerStateDir } from './ids';
 import type { AdmissionLimits } from './run-state';
 import type { EnvSpec } from './trajectory';
 import type { ValidationEnv } from './validate';
@@ -45,5 +46,20 @@ export interface RunPlan {
   validation?: { envs: ValidationEnv[]; groupSize: number; everySteps: number };
   /** Checkpoint every N steps (0: only at the end). */
   saveSteps: number;
+  /**
+   * trainer_state_save_steps: the trainer's state is saved every N steps (and at the start) so a restarted
+   * trainer is recovered without an operator; 0 saves it at the start only. Absent in plans made before
+   * recovery existed: their runs are not bound to their trainer (see trainerBinding).
+   */
+  trainerStateSaveSteps?: number;
   configHash: string;
+}
+
+/**
+ * The `binding` argument of the trainer activities: what binds the run to its trainer and rebuilds a restarted
+ * one (activities/trainer-recovery.ts). None for plans made before it: their runs never bound their trainer.
+ */
+export function trainerBinding(plan: RunPlan): { binding?: TrainerBinding } {
+  if (plan.trainerStateSaveSteps === undefined) return {};
+  return { binding: { runId: plan.runId, stateDir: trainerStateDir(plan.runDir, plan.runId), saveEverySteps: plan.trainerStateSaveSteps, options: plan.train } };
 }

@@ -38,6 +38,7 @@ import { group } from './group';
 import { checkpointDir, groupUid, groupWorkflowId, lockstepWorkflowId, trainStepWorkflowId, validateWorkflowId } from './ids';
 import { lockstepRollout } from './lockstep';
 import { carriedFacts, indexDataset, initialState, type RunInput, type RunStatus } from './run-input';
+import { trainerBinding } from './run-plan';
 import type { GroupRef, GroupResult } from './run-state';
 import { KIND, POLICY_VERSION, RUN_ID, STEP } from './search-attributes';
 import { RolloutIdleClock, stepRecord, validationRecord } from './step-metrics';
@@ -53,11 +54,8 @@ export const groupDone = defineSignal<[GroupResult]>('groupDone');
 export const suspend = defineSignal('suspend');
 export const resume = defineSignal('resume');
 export const status = defineQuery<RunStatus>('status');
-/**
- * Operator update: load external weights on every inference server, between
- * train steps (pause -> update -> resume, like a step's sync). The trainer
- * keeps its own weights, so the next train step's sync replaces these.
- */
+/** Operator update: load external weights on every inference server between train steps (pause -> update -> resume,
+ * like a step's sync). The trainer keeps its own weights, so the next train step's sync replaces these. */
 export const syncWeightsUpdate = defineUpdate<{ aborted: number; version: number }, [{ path: string }]>('syncWeights');
 
 const { initTrainer, resumeTrainer, saveCheckpoint, syncWeights, appendMetrics, pauseEngines, resumeEngines } = proxyActivities<Activities>(TRAIN);
@@ -65,6 +63,7 @@ const { initTrainer, resumeTrainer, saveCheckpoint, syncWeights, appendMetrics, 
 export async function run(input: RunInput): Promise<RunStatus> {
   // ---- set-up
   const { plan } = input;
+  const trainer = trainerBinding(plan);
   // A file dataset's valid rows define the dataset size (malformed rows are reported and skipped).
   const dataset = input.snapshot ? input.dataset : await indexDataset(plan);
   const datasetSize = input.snapshot?.datasetSize ?? dataset?.size ?? plan.datasetSize;
@@ -118,7 +117,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
 
   if (!input.snapshot) {
     // Every server starts this run at its first version (0, or the checkpoint's), whatever it served before.
-    const initial = input.resumeFrom?.trainer_checkpoint ? await resumeTrainer({ trainerCheckpoint: input.resumeFrom.trainer_checkpoint }) : await initTrainer();
+    const initial = input.resumeFrom?.trainer_checkpoint ? await resumeTrainer({ trainerCheckpoint: input.resumeFrom.trainer_checkpoint, ...trainer }) : await initTrainer(trainer);
     await syncWeights({ path: initial.path, version: initial.version, partialRollout: false });
   }
 
@@ -204,7 +203,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     const batchAt = Date.now();
     const trained = await executeChild(trainStep, {
       workflowId: trainStepWorkflowId(plan.runId, batch.step),
-      args: [{ runId: plan.runId, step: batch.step, sampleKeys: batch.groups.flatMap((g) => g.storeKeys), options: plan.train }],
+      args: [{ runId: plan.runId, step: batch.step, sampleKeys: batch.groups.flatMap((g) => g.storeKeys), options: plan.train, ...trainer }],
       typedSearchAttributes: [{ key: RUN_ID, value: plan.runId }, { key: KIND, value: 'trainStep' }, { key: STEP, value: batch.step }],
     });
     const trainedAt = Date.now();
@@ -224,7 +223,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
       await saveCheckpoint({
         dir: checkpointDir(plan.runDir, state.step),
         manifest: { run_id: plan.runId, step: state.step, version: state.version, consumed, seed: plan.seed, dataset_size: datasetSize, config_hash: plan.configHash },
-      });
+        ...trainer });
     }
     upsertSearchAttributes([
       { key: STEP, value: state.step },

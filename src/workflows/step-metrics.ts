@@ -30,6 +30,8 @@ export const METRIC = {
 
 /** The trainer's metrics land under this prefix (losses/…, actor/…, staleness/oldest_token_*: see the trainer's batch metrics). */
 export const TRAINER_PREFIX = 'train/';
+/** Added to the trainer's metrics by the bridge: stored batches replayed to recover a restarted trainer (activities/trainer-recovery.ts). */
+export const REPLAYED_STEPS = 'recovery/replayed_steps';
 
 /** Keys of a record in <run_dir>/validation.jsonl. */
 export const VAL_METRIC = {

@@ -4,9 +4,10 @@
  * version n+1 where the inference servers can load them.
  */
 import { proxyActivities } from '@temporalio/workflow';
-import type { Activities, TrainOptions } from '../activities';
+import type { Activities, TrainerBinding, TrainOptions } from '../activities';
 import { STORE, TRAIN } from './activity-options';
 import { batchKey } from './ids';
+import { REPLAYED_STEPS } from './step-metrics';
 
 const { writeBatch } = proxyActivities<Activities>(STORE);
 const { runTrainStep, exportWeights } = proxyActivities<Activities>(TRAIN);
@@ -16,6 +17,8 @@ export interface TrainStepInput {
   step: number;
   sampleKeys: string[];
   options: TrainOptions;
+  /** The run's hold on the trainer: a restarted trainer is recovered before the step (absent for runs planned before it). */
+  binding?: TrainerBinding;
 }
 
 export interface TrainStepResult {
@@ -29,7 +32,10 @@ export interface TrainStepResult {
 
 export async function trainStep(input: TrainStepInput): Promise<TrainStepResult> {
   const batchPath = await writeBatch({ batchKey: batchKey(input.runId, input.step), sampleKeys: input.sampleKeys });
-  const trained = await runTrainStep({ step: input.step, batchPath, options: input.options });
-  const weights = await exportWeights({ version: trained.version });
-  return { step: trained.step, version: trained.version, weightsPath: weights.path, metrics: trained.metrics, replayed: trained.replayed };
+  const binding = input.binding ? { binding: input.binding } : {};
+  const trained = await runTrainStep({ step: input.step, batchPath, options: input.options, ...binding });
+  const weights = await exportWeights({ version: trained.version, ...binding });
+  // A trainer restarted between the step and the export was recovered by the export: count those replays with the step's.
+  const metrics = weights.replayedSteps ? { ...trained.metrics, [REPLAYED_STEPS]: (trained.metrics[REPLAYED_STEPS] ?? 0) + weights.replayedSteps } : trained.metrics;
+  return { step: trained.step, version: trained.version, weightsPath: weights.path, metrics, replayed: trained.replayed };
 }

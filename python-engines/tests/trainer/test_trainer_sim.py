@@ -52,7 +52,7 @@ async def test_a_concurrent_train_step_gets_409_and_a_cancelled_step_changes_not
             assert not first.done(), first.result().text
             await asyncio.sleep(0)
         second = await c.post("/train_step", json={"step": 0, "batch": group_batch()})
-        assert second.status_code == 409 and problem_field(second) == "step"
+        assert second.status_code == 409 and problem_field(second) == "step" and second.json()["code"] == "trainer_busy"
         assert "rollflow_trainer_busy 1.0" in (await c.get("/metrics")).text
 
         first.cancel()

@@ -46,8 +46,12 @@ export const SampleSchema = z.strictObject({
 
 const NormLevel = z.enum(['group', 'batch', 'none']);
 
+/** The run a call belongs to: a trainer holding another run, or none (restarted), refuses (409 trainer_held / trainer_behind). */
+const RunId = z.string().min(1).nullable().optional();
+
 export const TrainStepRequestSchema = z.strictObject({
   step: z.number().int().min(0).describe("0-based step; must equal the trainer's version."),
+  run_id: RunId,
   batch: z.array(SampleSchema).nullable().optional().describe('The samples, inline; give batch or batch_ref.'),
   batch_ref: z.string().min(1).nullable().optional().describe('Path of a .jsonl (one Sample a line) or .json (array, or {"samples": [...]}) file on the trainer host.'),
   pg_variant: z.string().optional().describe('Run config pg_variant; default ppo: vanilla | ppo | decoupled_ppo | tis | cispo | topr.'),
@@ -122,11 +126,15 @@ export const LogprobsResponseSchema = z.strictObject({
 
 const CheckpointPath = z.string().min(1).describe('Checkpoint directory on the trainer host.');
 
-export const ResetRequestSchema = z.strictObject({});
+export const ResetRequestSchema = z.strictObject({ run_id: RunId.describe('The run that now holds the trainer.') });
 export const ResetResponseSchema = z.strictObject({ version: z.number().int().min(0) });
-export const SaveRequestSchema = z.strictObject({ path: CheckpointPath });
+export const SaveRequestSchema = z.strictObject({
+  path: CheckpointPath,
+  version: z.number().int().min(0).nullable().optional().describe('The version meant; the trainer refuses to save another (a restarted trainer never saves its launch weights as step n).'),
+  run_id: RunId,
+});
 export const SaveResponseSchema = z.strictObject({ path: z.string(), version: z.number().int().min(0) });
-export const LoadRequestSchema = z.strictObject({ path: CheckpointPath });
+export const LoadRequestSchema = z.strictObject({ path: CheckpointPath, run_id: RunId.describe('The run that holds the trainer after the load.') });
 export const LoadResponseSchema = z.strictObject({
   path: z.string(),
   version: z.number().int().min(0).describe('Restored version; the next train step is this number.'),
@@ -134,6 +142,15 @@ export const LoadResponseSchema = z.strictObject({
 
 export const ExportWeightsRequestSchema = z.strictObject({
   version: z.number().int().min(0).describe("Must equal the trainer's version."),
+  run_id: RunId,
+});
+
+/** GET /status: what the trainer holds, so a run can tell a restarted trainer (run_id null, launch weights) from its own. */
+export const TrainerStateSchema = z.strictObject({
+  run_id: z.string().nullable(),
+  version: z.number().int().min(0),
+  busy_step: z.number().int().min(0).nullable(),
+  backend: z.string(),
 });
 
 export const ExportWeightsResponseSchema = z.strictObject({
@@ -156,6 +173,7 @@ export type LoadRequest = z.infer<typeof LoadRequestSchema>;
 export type LoadResponse = z.infer<typeof LoadResponseSchema>;
 export type ExportWeightsRequest = z.infer<typeof ExportWeightsRequestSchema>;
 export type ExportWeightsResponse = z.infer<typeof ExportWeightsResponseSchema>;
+export type TrainerState = z.infer<typeof TrainerStateSchema>;
 
 export const TRAINER_CONTRACTS: Record<string, z.ZodType> = {
   ResetRequest: ResetRequestSchema,
@@ -173,4 +191,5 @@ export const TRAINER_CONTRACTS: Record<string, z.ZodType> = {
   LoadResponse: LoadResponseSchema,
   ExportWeightsRequest: ExportWeightsRequestSchema,
   ExportWeightsResponse: ExportWeightsResponseSchema,
+  TrainerState: TrainerStateSchema,
 };

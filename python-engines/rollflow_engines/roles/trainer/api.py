@@ -11,6 +11,15 @@ Exactly-once steps: ``step`` must equal the trainer's version (train steps
 applied). Repeating the last step with the same batch (same uids, in order)
 returns the recorded response with ``replayed: true`` and trains nothing; any
 other step number is a 409 naming ``step`` and the expected value.
+
+Run binding: /reset and /load bind the trainer to the ``run_id`` they name.
+Calls that name a run (train_step, save, export_weights) are refused while the
+trainer holds another run (409, code ``trainer_held``) or none: a restarted
+process holds none and is back at its launch weights, so it must never train,
+save or export under a run at step n (409, code ``trainer_behind``; the caller
+restores the run's trainer state and replays its batches, see
+src/activities/trainer-recovery.ts). A step ahead of the weights is
+``trainer_behind`` too; a busy trainer is ``trainer_busy`` (retry later).
 """
 from __future__ import annotations
 
@@ -30,10 +39,12 @@ from ...errors import ConflictError, NotFoundError, RequestError
 from .backend import RecordedStep, TrainerBackend, run_in_thread
 from .batch import batch_fingerprint, check_samples, prepare_batch, resolve_samples
 from .contracts import (ResetRequest, ResetResponse, ExportWeightsRequest, ExportWeightsResponse, LoadRequest, LoadResponse, LogprobsRequest,
-                        LogprobsResponse, SaveRequest, SaveResponse, TrainStepRequest, TrainStepResponse)
+                        LogprobsResponse, SaveRequest, SaveResponse, TrainerState, TrainStepRequest, TrainStepResponse)
 from .metrics import TrainerMetrics
 
 CHECKPOINT_META = "rollflow_checkpoint.json"
+# Codes of the 409s a caller acts on (see the module docstring).
+BUSY, BEHIND, HELD = "trainer_busy", "trainer_behind", "trainer_held"
 EXPORT_MANIFEST = "rollflow_export.json"
 
 
@@ -69,25 +80,41 @@ class TrainerServer:
         self.export_dir = Path(export_dir)
         self.lock = asyncio.Lock()
         self.training_step: int | None = None  # set while a train step runs
+        self.run_id: str | None = None  # the run bound by /reset or /load; a restarted process holds none
         self.metrics = TrainerMetrics(self.backend)
 
     # ---- reset: a new run starts from the initial weights
 
-    async def reset(self) -> ResetResponse:
+    async def reset(self, req: ResetRequest) -> ResetResponse:
         """Rebuilds the backend from its launch options: initial weights, a fresh optimizer, version 0.
         A run calls it first, so runs on one long-lived trainer server do not depend on each other."""
         if self.training_step is not None:
-            raise ConflictError("step", f"train step {self.training_step} is still running; reset when it is done", self.training_step)
+            raise ConflictError("step", f"train step {self.training_step} is still running; reset when it is done", self.training_step, BUSY)
         async with self.lock:
             self.backend = await asyncio.to_thread(self._make_backend)
             self.metrics.attach(self.backend)
+            self.run_id = req.run_id
         return ResetResponse(version=self.backend.version)
+
+    def check_holder(self, run_id: str | None) -> None:
+        """A call that names a run reaches only that run's trainer (see the module docstring)."""
+        if run_id is None or run_id == self.run_id:
+            return
+        if self.run_id is None:
+            raise ConflictError("run_id", f"this trainer holds no run (it restarted?): its weights are version {self.backend.version}"
+                                          f" from its launch options, not run {run_id}'s; load the run's trainer state first", run_id, BEHIND)
+        raise ConflictError("run_id", f"this trainer is held by run {self.run_id}; run {run_id} cannot use it"
+                                      " (two runs cannot share one trainer)", run_id, HELD)
+
+    def status(self) -> TrainerState:
+        return TrainerState(run_id=self.run_id, version=self.backend.version, busy_step=self.training_step, backend=self.backend.name)
 
     # ---- train step
 
     async def train_step(self, req: TrainStepRequest) -> TrainStepResponse:
         if self.training_step is not None:
-            raise ConflictError("step", f"train step {self.training_step} is still running; retry when it is done", req.step)
+            raise ConflictError("step", f"train step {self.training_step} is still running; retry when it is done", req.step, BUSY)
+        self.check_holder(req.run_id)
         self.training_step = req.step
         self.metrics.busy.set(1)
         try:
@@ -107,7 +134,7 @@ class TrainerServer:
                     return last.response
                 raise ConflictError("step", f"step {req.step} was already trained on a different batch; the next step is {b.version}", req.step)
             raise ConflictError("step", f"the trainer's weights are at version {b.version}, so the next step is {b.version}"
-                                        " (load a checkpoint to go back or forward)", req.step)
+                                        " (load a checkpoint to go back or forward)", req.step, BEHIND if req.step > b.version else None)
         batch = await asyncio.to_thread(self._checked_batch, samples, field, req)
         return await b.train_step(req, batch)
 
@@ -119,7 +146,11 @@ class TrainerServer:
 
     async def save(self, req: SaveRequest) -> SaveResponse:
         target = Path(req.path).absolute()
+        self.check_holder(req.run_id)
         async with self.lock:
+            if req.version is not None and req.version != self.backend.version:
+                raise ConflictError("version", f"the trainer's weights are version {self.backend.version}, not {req.version}; not saving them as {req.version}",
+                                    req.version, BEHIND if req.version > self.backend.version else None)
             try:
                 tmp = await run_in_thread(scratch_dir_for, target, CHECKPOINT_META, "path")
             except OSError as e:
@@ -154,13 +185,16 @@ class TrainerServer:
             raise RequestError("path", f"checkpoint was written by the {meta.get('backend')!r} backend; this trainer runs {self.backend.name!r}", req.path)
         async with self.lock:
             await self.backend.load_state(path, version, last)
+            self.run_id = req.run_id
             return LoadResponse(path=str(path), version=version)
 
     async def export_weights(self, req: ExportWeightsRequest) -> ExportWeightsResponse:
+        self.check_holder(req.run_id)
         async with self.lock:
             b = self.backend
             if req.version != b.version:
-                raise ConflictError("version", f"the trainer's weights are version {b.version}; cannot label them {req.version}", req.version)
+                raise ConflictError("version", f"the trainer's weights are version {b.version}; cannot label them {req.version}", req.version,
+                                    BEHIND if req.version > b.version else None)
             target = (self.export_dir / f"v{req.version}").absolute()
             try:
                 tmp = await run_in_thread(scratch_dir_for, target, EXPORT_MANIFEST, "version")
@@ -218,8 +252,12 @@ def register_endpoints(app: FastAPI, server: TrainerServer) -> None:
         return await server.train_step(req)
 
     @router.post("/reset", response_model=ResetResponse)
-    async def reset(_: ResetRequest) -> ResetResponse:
-        return await server.reset()
+    async def reset(req: ResetRequest) -> ResetResponse:
+        return await server.reset(req)
+
+    @router.get("/status", response_model=TrainerState)
+    async def status() -> TrainerState:
+        return server.status()
 
     @router.post("/logprobs", response_model=LogprobsResponse)
     async def logprobs(req: LogprobsRequest) -> LogprobsResponse:

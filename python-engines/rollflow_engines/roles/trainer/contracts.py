@@ -70,6 +70,7 @@ class TrainStepRequest(_Wire):
     parameters follow ROLL's names and defaults where ROLL has them (see rollflow_engines.algorithms)."""
 
     step: int = Field(ge=0, description="0-based step; must equal the trainer's version (repeating the last step replays its response).")
+    run_id: str | None = Field(default=None, min_length=1, description="The run this call belongs to; a trainer that holds another run, or none (it restarted), refuses with 409 (code trainer_held / trainer_behind).")
     batch: list[Sample] | None = Field(default=None, description="The samples, inline.")
     batch_ref: str | None = Field(default=None, min_length=1, description="Path of a .jsonl (one Sample a line) or .json (array of Sample, or {\"samples\": [...]}) file on the trainer's machine.")
     pg_variant: str = Field(default="ppo", description="Policy-gradient loss (run config pg_variant).")
@@ -173,6 +174,8 @@ class LogprobsResponse(_Wire):
 class ResetRequest(_Wire):
     """POST /reset: back to the initial weights (from the server's launch options), a fresh optimizer, version 0."""
 
+    run_id: str | None = Field(default=None, min_length=1, description="The run that now holds this trainer.")
+
 
 class ResetResponse(_Wire):
     version: int = Field(ge=0, description="Policy version after the reset (0).")
@@ -180,6 +183,8 @@ class ResetResponse(_Wire):
 
 class SaveRequest(_Wire):
     path: str = Field(min_length=1, description="Checkpoint directory to write (replaced atomically if it exists).")
+    version: int | None = Field(default=None, ge=0, description="The version the caller means to save; another version is refused (409 trainer_behind), so a restarted trainer never saves its initial weights under a run's step.")
+    run_id: str | None = Field(default=None, min_length=1, description="The run this call belongs to; a trainer that holds another run, or none (it restarted), refuses with 409 (code trainer_held / trainer_behind).")
 
 
 class SaveResponse(_Wire):
@@ -189,6 +194,7 @@ class SaveResponse(_Wire):
 
 class LoadRequest(_Wire):
     path: str = Field(min_length=1, description="Checkpoint directory written by /save.")
+    run_id: str | None = Field(default=None, min_length=1, description="The run that holds this trainer after the load.")
 
 
 class LoadResponse(_Wire):
@@ -198,6 +204,7 @@ class LoadResponse(_Wire):
 
 class ExportWeightsRequest(_Wire):
     version: int = Field(ge=0, description="Version label; must equal the trainer's current version.")
+    run_id: str | None = Field(default=None, min_length=1, description="The run this call belongs to; a trainer that holds another run, or none (it restarted), refuses with 409 (code trainer_held / trainer_behind).")
 
 
 class ExportWeightsResponse(_Wire):
@@ -205,9 +212,18 @@ class ExportWeightsResponse(_Wire):
     version: int = Field(ge=0, description="Policy version of the exported weights.")
 
 
+class TrainerState(_Wire):
+    """GET /status: what the trainer holds, so a run can tell a restarted trainer from its own."""
+
+    run_id: str | None = Field(description="The run holding this trainer (set by /reset or /load); null after a restart.")
+    version: int = Field(ge=0, description="Policy version of the weights (train steps applied).")
+    busy_step: int | None = Field(description="The train step running now, if any.")
+    backend: str = Field(description="sim | torch | megatron.")
+
+
 CONTRACT_MODELS: dict[str, type[BaseModel]] = {
     m.__name__: m
     for m in (Sample, VersionSpan, TrainStepRequest, TrainStepResponse, TokenSequence, LogprobsRequest, LogprobsResponse,
               SaveRequest, SaveResponse, LoadRequest, LoadResponse, ExportWeightsRequest, ExportWeightsResponse,
-              ResetRequest, ResetResponse)
+              ResetRequest, ResetResponse, TrainerState)
 }
