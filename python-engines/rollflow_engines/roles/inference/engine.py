@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConflictError, NotFoundError
+from ...errors import ConflictError
+from ...exports import ServedModel, check_export_fits, read_export_manifest
 from .metrics import InferenceMetrics
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class InferenceEngine(ABC):
     model_name: str
     max_batch: int
     metrics: InferenceMetrics
+    served: ServedModel  # what exported weights must match to be loaded
 
     async def start(self) -> None:
         """Starts background work; called from the app's lifespan."""
@@ -142,12 +144,11 @@ class InferenceEngine(ABC):
     def state(self) -> dict[str, Any]:
         """The fields of contracts.EngineState."""
 
-    @staticmethod
-    def check_weights_path(path: str) -> Path:
-        p = Path(path)
-        if not p.exists():
-            raise NotFoundError("path", f"{path} does not exist", path)
-        return p
+    def check_weights(self, path: str) -> Path:
+        """The export directory at ``path``, if its manifest fits the served model; else an error naming ``path``."""
+        directory, manifest = read_export_manifest(path)
+        check_export_fits(path, manifest, self.served)
+        return directory
 
 
 class SteppedEngine(InferenceEngine):
@@ -249,7 +250,7 @@ class SteppedEngine(InferenceEngine):
     async def update_weights(self, path: str, version: int) -> None:
         if self.pause_mode is None:
             raise ConflictError("state", "update_weights needs a paused server: POST /pause first", "running")
-        p = self.check_weights_path(path)
+        p = self.check_weights(path)
         async with self._step_lock:
             await self._load_weights(p)
             self.version = version
