@@ -330,6 +330,15 @@ class SteppedEngine(InferenceEngine):
             self._changed.notify_all()
 
 
+def hf_decode(tokenizer, token_ids: list[int], metrics: InferenceMetrics) -> str:
+    """Text of ``token_ids`` (torch, vllm backends). Hugging Face tokenizers decode bytes that are not
+    UTF-8 (a byte-level token sequence cut inside a character) as U+FFFD rather than fail; each
+    one is counted, so a model that emits broken text shows in the metrics, not as a crash."""
+    text = tokenizer.decode(token_ids, skip_special_tokens=True)
+    metrics.replacement_chars.inc(text.count("\ufffd"))
+    return text
+
+
 def hf_chat_continuation(tokenizer, history: list[dict[str, str]], messages: list[dict[str, str]]) -> list[int]:
     """Chat-template continuation for Hugging Face tokenizers (torch, vllm backends).
 

@@ -25,7 +25,7 @@ import torch
 from ...errors import RequestError
 from ...exports import HF_EXPORTERS, ServedModel
 from ...models import load_model
-from .engine import SamplingParams, Seq, SteppedEngine, derive_seed, hf_chat_continuation
+from .engine import SamplingParams, Seq, SteppedEngine, derive_seed, hf_chat_continuation, hf_decode
 from .metrics import InferenceMetrics
 from .options import Options
 
@@ -98,7 +98,7 @@ class TorchEngine(SteppedEngine):
         return hf_chat_continuation(self.tokenizer, history, messages)
 
     def decode(self, token_ids: list[int]) -> str | None:
-        return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+        return hf_decode(self.tokenizer, token_ids, self.metrics)
 
     # --- scheduler hooks -----------------------------------------------
 

@@ -28,7 +28,7 @@ from typing import Any
 from ...errors import ConflictError, RequestError
 from ...exports import HF_EXPORTERS, ServedModel
 from ...models import resolve_model_path
-from .engine import Generation, InferenceEngine, SamplingParams, derive_seed, hf_chat_continuation
+from .engine import Generation, InferenceEngine, SamplingParams, derive_seed, hf_chat_continuation, hf_decode
 from .metrics import InferenceMetrics
 from .options import Options
 
@@ -85,7 +85,7 @@ class VllmEngine(InferenceEngine):
         return hf_chat_continuation(self.tokenizer, history, messages)
 
     def decode(self, token_ids: list[int]) -> str | None:
-        return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+        return hf_decode(self.tokenizer, token_ids, self.metrics)
 
     async def generate(self, prompt: list[int], params: SamplingParams, n: int) -> list[Generation]:
         self._waiting += n
