@@ -147,6 +147,7 @@ def summarise(episodes) -> dict[str, float]:
 
 async def run(cfg: Config) -> dict:
     from rollflow_engines.envs import get_env
+    from rollflow_engines.exports import write_export_manifest
     from rollflow_engines.roles.inference import Options as InferenceOptions, build_engine
     from rollflow_engines.roles.trainer import Options as TrainerOptions
     from rollflow_engines.roles.trainer.batch import check_samples, prepare_batch
@@ -201,6 +202,7 @@ async def run(cfg: Config) -> dict:
         target = exports / f"v{step + 1}"
         target.mkdir(parents=True)
         await trainer.export_weights(target)
+        write_export_manifest(target, trainer.describe(), step + 1)  # as the trainer's /export_weights does
         await engine.pause("abort")
         await engine.update_weights(str(target), step + 1)
         await engine.resume()

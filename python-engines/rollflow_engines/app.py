@@ -8,6 +8,7 @@ from fastapi import FastAPI
 
 from . import __version__
 from .config import ServeConfig, validate_role_options
+from .edge import RequestEdge
 from .errors import install_error_handlers
 from .roles import load_role
 
@@ -28,5 +29,7 @@ def create_app(config: ServeConfig) -> FastAPI:
             "uptime_s": round(time.time() - started, 3),
         }
 
-    load_role(config.role).register(app, config.backend, validate_role_options(config))
+    options = validate_role_options(config)
+    app.add_middleware(RequestEdge, max_request_bytes=options.max_request_bytes)
+    load_role(config.role).register(app, config.backend, options)
     return app

@@ -1,22 +1,24 @@
 /**
  * JSON over HTTP to one engine server. Node's fetch keeps connections alive
  * per origin, so repeated calls reuse sockets. Every failure is classified
- * into the bridge's named errors.
+ * into the bridge's named errors, with a message of bounded length:
+ *
+ * - EngineUnavailableError (retrying may help): no connection, a connection
+ *   reset before or during the body, no whole answer within the timeout, any
+ *   5xx (JSON, an HTML page from a proxy, or nothing), and a 2xx that claims
+ *   JSON but is empty or cut short;
+ * - EngineRejectedError (retrying cannot help): any 4xx (the message quotes
+ *   the engine's `error`), a 2xx that is not JSON at all (an HTML page: the
+ *   url is not an engine), a reply over maxResponseBytes, and (callChecked) a
+ *   reply that does not match the contract.
+ *
+ * The bridge itself never retries: retries belong to the activities' policies.
  */
 import { EngineBusyError, EngineRejectedError, EngineUnavailableError } from './errors';
+import { errorCode, errorOf, excerpt, readBounded } from './reply';
 
 /** Error codes (python-engines' errors.py `code`) that mean "busy with the same work": retryable. */
 const BUSY_CODES = new Set(['trainer_busy']);
-
-/** The `code` of a python-engines error body, if it has one. */
-function errorCode(text: string): string | undefined {
-  try {
-    const code = (JSON.parse(text) as { code?: unknown }).code;
-    return typeof code === 'string' ? code : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 export interface RequestOptions {
   method?: 'GET' | 'POST';
@@ -24,14 +26,26 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** Cancels the call (e.g. an activity's cancellation signal). */
   signal?: AbortSignal;
+  /** Longest reply body read; a longer one is refused unread. Default 256 MiB (a generation with n = 64 long samples is ~10 MB). */
+  maxResponseBytes?: number;
 }
+
+const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
 /** undici's error code (ECONNREFUSED, UND_ERR_SOCKET, …) when it gives one, else `otherwise`. */
 const failureCode = (e: unknown, otherwise = String(e)) => (e as { cause?: { code?: string } }).cause?.code ?? otherwise;
 
+const isJsonType = (contentType: string | null) => contentType === null || /[/+]json\b/i.test(contentType);
+
 export async function requestJson<T>(url: string, opts: RequestOptions = {}): Promise<T> {
-  const timeout = AbortSignal.timeout(opts.timeoutMs ?? 30_000);
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const timeout = AbortSignal.timeout(timeoutMs);
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+  // Whichever way the call breaks: the caller's cancellation passes through, anything else may pass with a retry.
+  const unavailable = (e: unknown) => {
+    if (opts.signal?.aborted) return opts.signal.reason ?? e;
+    return new EngineUnavailableError(`${url}: ${timeout.aborted ? `no whole answer within ${timeoutMs} ms` : failureCode(e)}`);
+  };
   let res: Response;
   try {
     res = await fetch(url, {
@@ -41,27 +55,28 @@ export async function requestJson<T>(url: string, opts: RequestOptions = {}): Pr
       signal,
     });
   } catch (e) {
-    if (opts.signal?.aborted) throw opts.signal.reason ?? e;
-    throw new EngineUnavailableError(`${url}: ${failureCode(e, timeout.aborted ? 'timeout' : String(e))}`);
+    throw unavailable(e);
   }
   let text: string;
   try {
-    text = await res.text();
+    text = await readBounded(res, opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, url);
   } catch (e) {
-    // The connection broke mid-body: the same retryable failure as no answer.
-    if (opts.signal?.aborted) throw opts.signal.reason ?? e;
-    throw new EngineUnavailableError(`${url}: ${failureCode(e)}`);
+    if (e instanceof EngineRejectedError) throw e;
+    throw unavailable(e); // the connection broke mid-body: the same retryable failure as no answer
   }
-  if (res.status >= 500) throw new EngineUnavailableError(`${url}: HTTP ${res.status} ${text.slice(0, 500)}`);
+  if (res.status >= 500) throw new EngineUnavailableError(`${url}: HTTP ${res.status} ${errorOf(text)}`);
   if (res.status >= 400) {
     const code = errorCode(text);
-    if (code !== undefined && BUSY_CODES.has(code)) throw new EngineBusyError(`${url}: HTTP ${res.status} ${text.slice(0, 500)}`);
-    throw new EngineRejectedError(`${url}: HTTP ${res.status} ${text.slice(0, 500)}`, res.status, code);
+    if (code !== undefined && BUSY_CODES.has(code)) throw new EngineBusyError(`${url}: HTTP ${res.status} ${errorOf(text)}`);
+    throw new EngineRejectedError(`${url}: HTTP ${res.status} ${errorOf(text)}`, res.status, code);
   }
+  const contentType = res.headers.get('content-type');
+  if (!isJsonType(contentType)) throw new EngineRejectedError(`${url}: answered ${contentType}, not JSON (is this an engine's url?): ${excerpt(text)}`, 502);
   try {
     return JSON.parse(text) as T;
   } catch {
-    throw new EngineRejectedError(`${url}: response is not JSON: ${text.slice(0, 200)}`, res.status);
+    const what = text.trim() === '' ? 'an empty body' : `JSON cut short or garbled: ${excerpt(text)}`;
+    throw new EngineUnavailableError(`${url}: HTTP ${res.status} with ${what}`);
   }
 }
 
@@ -72,6 +87,6 @@ export async function requestJson<T>(url: string, opts: RequestOptions = {}): Pr
 export async function callChecked<T>(baseUrl: string, path: string, schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Error } }, opts: RequestOptions = {}): Promise<T> {
   const url = new URL(path, baseUrl).toString();
   const parsed = schema.safeParse(await requestJson<unknown>(url, opts));
-  if (!parsed.success) throw new EngineRejectedError(`${url}: response does not match the contract: ${parsed.error.message}`, 502);
+  if (!parsed.success) throw new EngineRejectedError(`${url}: response does not match the contract: ${excerpt(parsed.error.message)}`, 502);
   return parsed.data;
 }

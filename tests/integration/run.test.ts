@@ -332,8 +332,10 @@ describe('training runs', () => {
     expect(rollflow('run', config, '--run-id', 'operator-sync', '--set', 'async_generation_ratio=1', '--set', 'max_steps=6').status).toBe(0);
     const handle = client.workflow.getHandle('operator-sync');
     await until(async () => ((await handle.query(statusQuery)).step >= 1 ? true : undefined));
-    const weights = path.join(server.stateDir, 'external-weights'); // the sim backend loads no tensors; the path must exist
+    // The sim backend loads no tensors, but only a directory the sim trainer's /export_weights could have written.
+    const weights = path.join(server.stateDir, 'external-weights');
     mkdirSync(weights, { recursive: true });
+    writeFileSync(path.join(weights, 'rollflow_export.json'), JSON.stringify({ backend: 'sim', vocab_size: null, version: 0 }));
     const ok = rollflow('sync-weights', 'operator-sync', weights, '--config', config);
     expect(ok.status, ok.stderr).toBe(0);
     const reply = JSON.parse(ok.stdout.trim()) as { version: number; aborted: number };

@@ -57,13 +57,22 @@ class BaseEnv(ABC):
         """Release resources; the default holds none."""
 
 
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
+_OPEN_TAG = re.compile(r"<answer>", re.IGNORECASE)
+_CLOSE_TAG = re.compile(r"</answer>", re.IGNORECASE)
 
 
 def extract_answer(text: str) -> str:
-    """The content of the last ``<answer>…</answer>`` in ``text``, or all of ``text``; stripped."""
-    found = _ANSWER_TAG.findall(text)
-    return (found[-1] if found else text).strip()
+    """The content of the last ``<answer>…</answer>`` in ``text``, or all of ``text``; stripped.
+
+    Pairs are read left to right, each opening tag with the first closing tag after it (a
+    non-greedy match). Each tag is found once, so a reply of thousands of unclosed
+    ``<answer>`` takes linear time (``re.findall`` with ``(.*?)`` rescans the rest of
+    the text from every opening tag: 4.6 s for a 4,000-token reply of them).
+    """
+    last, pos = None, 0
+    while (opened := _OPEN_TAG.search(text, pos)) and (closed := _CLOSE_TAG.search(text, opened.end())):
+        last, pos = text[opened.end():closed.start()], closed.end()
+    return (text if last is None else last).strip()
 
 
 def preview(text: str, limit: int = 40) -> str:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from rollflow_engines.app import create_app
 from rollflow_engines.config import ServeConfig
+from rollflow_engines.exports import write_export_manifest
 from rollflow_engines.roles.inference.engine import Seq, SteppedEngine
 
 
@@ -62,3 +64,17 @@ def tokens_of(batch: list[Seq], n: int) -> bool:
 
 # Per backend: options for a long, deterministic generation that only max_tokens ends.
 LONG = {"sim": {"sim_response_length": 10_000}, "torch": {"ignore_eos": True, "temperature": 0}}
+
+
+# The trainer backend whose exports each inference backend loads in these tests.
+TRAINER_FOR = {"sim": "sim", "torch": "torch", "vllm": "torch"}
+
+
+def as_export(directory: Path, server: str, **fields: Any) -> Path:
+    """``directory`` (created if missing) with the manifest /export_weights writes, as the trainer paired with
+    an inference server of backend ``server`` would write it (model tiny:default); ``fields`` override its entries."""
+    directory.mkdir(parents=True, exist_ok=True)
+    trainer = TRAINER_FOR[server]
+    description = {"backend": trainer, **({} if trainer == "sim" else {"model": "tiny:default"}), **fields}
+    write_export_manifest(directory, description, version=1)
+    return directory

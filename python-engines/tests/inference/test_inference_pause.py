@@ -7,7 +7,7 @@ import pytest
 
 from rollflow_engines.models import build_tiny_model
 
-from .helpers import LONG, Gate, serve, tokens_of, wait_until
+from .helpers import LONG, Gate, as_export, serve, tokens_of, wait_until
 
 pytestmark = pytest.mark.anyio
 BACKENDS = ["sim", "torch"]
@@ -20,9 +20,10 @@ async def post_ok(client, path: str, body: dict | None = None) -> dict:
 
 
 @pytest.fixture(scope="module")
-def other_weights(tmp_path_factory):
-    """A tiny model with other weights (seed 1), saved as save_pretrained does."""
-    return build_tiny_model("default", 1, tmp_path_factory.mktemp("weights") / "v1")
+def other_weights(tmp_path_factory) -> dict:
+    """Per backend, an export of other weights: for torch a tiny model with seed 1, saved as save_pretrained does."""
+    root = tmp_path_factory.mktemp("weights")
+    return {"sim": as_export(root / "sim", "sim"), "torch": as_export(build_tiny_model("default", 1, root / "torch"), "torch")}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -66,7 +67,7 @@ async def test_keep_pause_with_a_weight_update_gives_two_contiguous_spans(backen
         paused = await post_ok(client, "/pause", {"mode": "keep"})
         assert (paused["aborted"], paused["frozen"]) == (0, 1)
         gate.open()
-        update = await post_ok(client, "/update_weights", {"path": str(other_weights), "version": 3})
+        update = await post_ok(client, "/update_weights", {"path": str(other_weights[backend]), "version": 3})
         assert (update["previous_version"], update["version"]) == (0, 3)
         assert not task.done() and engine.state()["running"] == 1  # frozen, its HTTP call still open
         await post_ok(client, "/resume")
@@ -110,7 +111,7 @@ async def test_requests_arriving_while_paused_run_on_the_weights_loaded_at_resum
         await post_ok(client, "/pause", {"mode": "abort"})
         held = asyncio.create_task(post_ok(client, "/v1/completions", {"prompt": [7], "max_tokens": 4, "n": 2, **LONG[backend]}))
         await wait_until(lambda: engine.state()["waiting"] == 2, "both samples to be queued")
-        await post_ok(client, "/update_weights", {"path": str(other_weights), "version": 1})
+        await post_ok(client, "/update_weights", {"path": str(other_weights[backend]), "version": 1})
         assert not held.done()
         await post_ok(client, "/resume")
         body = await held

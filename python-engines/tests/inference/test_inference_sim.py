@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from .helpers import serve
+from .helpers import as_export, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -143,7 +143,7 @@ async def test_state_and_metrics_follow_requests_pauses_and_versions(tmp_path):
         assert metric(text, "rollflow_inference_running_requests") == 0
 
         assert (await client.post("/pause", json={"mode": "abort"})).json() == {"mode": "abort", "aborted": 0, "frozen": 0, "version": 0}
-        r = await client.post("/update_weights", json={"path": str(tmp_path), "version": 4})
+        r = await client.post("/update_weights", json={"path": str(as_export(tmp_path, "sim")), "version": 4})
         assert r.status_code == 200 and r.json()["version"] == 4 and r.json()["previous_version"] == 0
         state = (await client.get("/state")).json()
         assert state == {"backend": "sim", "model": "sim", "version": 4, "paused": True, "pause_mode": "abort",

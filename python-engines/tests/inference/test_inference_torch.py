@@ -5,7 +5,7 @@ import torch
 
 from rollflow_engines.models import build_tiny_model, load_model
 
-from .helpers import serve
+from .helpers import as_export, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -80,8 +80,8 @@ async def test_stop_token_ids_end_the_response_with_the_stop_token():
 
 
 async def test_update_weights_changes_the_distribution_and_reloading_restores_it(tmp_path):
-    other = build_tiny_model("default", 1, tmp_path / "seed1")
-    same = build_tiny_model("default", 0, tmp_path / "seed0")
+    other = as_export(build_tiny_model("default", 1, tmp_path / "seed1"), "torch")
+    same = as_export(build_tiny_model("default", 0, tmp_path / "seed0"), "torch")
     request = {"prompt": [40, 41, 42], "max_tokens": 10, "temperature": 0, "ignore_eos": True}
     sampled = {**request, "temperature": 1.0, "seed": 4, "n": 4}
 
@@ -108,17 +108,17 @@ async def test_update_weights_changes_the_distribution_and_reloading_restores_it
 
 
 async def test_weights_that_do_not_fit_are_refused_and_the_model_keeps_serving(tmp_path):
-    small = build_tiny_model("small", 0, tmp_path / "small")
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    corrupt = tmp_path / "corrupt"
-    corrupt.mkdir()
+    small = as_export(build_tiny_model("small", 0, tmp_path / "small"), "torch", model="tiny:small")
+    # Exported as tiny:default (the name fits), but the tensors are tiny:small's.
+    misnamed = as_export(build_tiny_model("small", 0, tmp_path / "misnamed"), "torch")
+    no_tensors = as_export(tmp_path / "no-tensors", "torch")
+    corrupt = as_export(tmp_path / "corrupt", "torch")
     (corrupt / "model.safetensors").write_bytes(b"not a safetensors file")
     request = {"prompt": [5, 6], "max_tokens": 5, "temperature": 0, "ignore_eos": True}
     async with serve("torch") as (client, engine):
         before = await complete(client, **request)
         await client.post("/pause", json={"mode": "keep"})
-        for path, status in [(tmp_path / "missing", 404), (empty, 400), (corrupt, 400), (small, 400)]:
+        for path, status in [(tmp_path / "missing", 404), (no_tensors, 400), (corrupt, 400), (small, 409), (misnamed, 400)]:
             r = await client.post("/update_weights", json={"path": str(path), "version": 9})
             assert r.status_code == status, r.text
             assert r.json()["problems"][0]["field"] == "path"

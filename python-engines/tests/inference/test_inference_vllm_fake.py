@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from .helpers import serve, wait_until
+from .helpers import as_export, serve, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -146,7 +146,7 @@ async def test_keep_pause_update_and_resume_give_two_spans(fake_vllm, tmp_path):
         assert (await client.post("/pause", json={"mode": "keep"})).json()["frozen"] == 1
         held = asyncio.create_task(client.post("/v1/completions", json={"prompt": [2], "max_tokens": 1}))
         await wait_until(lambda: engine.state()["waiting"] == 1, "the new request to wait for resume")
-        r = await client.post("/update_weights", json={"path": str(tmp_path), "version": 7})
+        r = await client.post("/update_weights", json={"path": str(as_export(tmp_path, "vllm")), "version": 7})
         assert r.status_code == 200, r.text
         await client.post("/resume")
         permit(fake_vllm, 4)

@@ -25,6 +25,7 @@ from typing import Literal
 from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ...edge import MiB, max_request_bytes_field
 from ...rewards import get_verifier, known_verifiers
 
 DEFAULT_DOMAINS = {"math": "math_verify", "exact": "exact_match"}
@@ -39,6 +40,8 @@ class Options(BaseModel):
     reward_timeout_s: float = Field(default=10.0, gt=0, le=3600, description="Longest one verification may run; past it the reward is 0 with info.timeout.")
     reward_workers: int = Field(default=2, ge=1, le=256, description="Verifier worker processes (verifications run in parallel).")
     reward_memory_mb: int | None = Field(default=4096, ge=256, description="Address-space cap of each verifier worker; null for none.")
+    # A request carries one action or one response to score: text a model wrote.
+    max_request_bytes: int = max_request_bytes_field(8 * MiB)
     domains: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_DOMAINS),
                                     description="Sample domain -> verifier name; merged over the defaults math -> math_verify, exact -> exact_match.")
 

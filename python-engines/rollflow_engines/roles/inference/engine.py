@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConflictError, NotFoundError
+from ...errors import ConflictError
+from ...exports import ServedModel, check_export_fits, read_export_manifest
 from .metrics import InferenceMetrics
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class InferenceEngine(ABC):
     model_name: str
     max_batch: int
     metrics: InferenceMetrics
+    served: ServedModel  # what exported weights must match to be loaded
 
     async def start(self) -> None:
         """Starts background work; called from the app's lifespan."""
@@ -142,12 +144,11 @@ class InferenceEngine(ABC):
     def state(self) -> dict[str, Any]:
         """The fields of contracts.EngineState."""
 
-    @staticmethod
-    def check_weights_path(path: str) -> Path:
-        p = Path(path)
-        if not p.exists():
-            raise NotFoundError("path", f"{path} does not exist", path)
-        return p
+    def check_weights(self, path: str) -> Path:
+        """The export directory at ``path``, if its manifest fits the served model; else an error naming ``path``."""
+        directory, manifest = read_export_manifest(path)
+        check_export_fits(path, manifest, self.served)
+        return directory
 
 
 class SteppedEngine(InferenceEngine):
@@ -249,7 +250,7 @@ class SteppedEngine(InferenceEngine):
     async def update_weights(self, path: str, version: int) -> None:
         if self.pause_mode is None:
             raise ConflictError("state", "update_weights needs a paused server: POST /pause first", "running")
-        p = self.check_weights_path(path)
+        p = self.check_weights(path)
         async with self._step_lock:
             await self._load_weights(p)
             self.version = version
@@ -327,6 +328,15 @@ class SteppedEngine(InferenceEngine):
     async def _notify(self) -> None:
         async with self._changed:
             self._changed.notify_all()
+
+
+def hf_decode(tokenizer, token_ids: list[int], metrics: InferenceMetrics) -> str:
+    """Text of ``token_ids`` (torch, vllm backends). Hugging Face tokenizers decode bytes that are not
+    UTF-8 (a byte-level token sequence cut inside a character) as U+FFFD rather than fail; each
+    one is counted, so a model that emits broken text shows in the metrics, not as a crash."""
+    text = tokenizer.decode(token_ids, skip_special_tokens=True)
+    metrics.replacement_chars.inc(text.count("\ufffd"))
+    return text
 
 
 def hf_chat_continuation(tokenizer, history: list[dict[str, str]], messages: list[dict[str, str]]) -> list[int]:

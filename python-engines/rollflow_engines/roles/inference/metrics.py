@@ -25,6 +25,8 @@ class InferenceMetrics:
         self.prompt_tokens = Counter(PREFIX + "prompt_tokens", "Prompt tokens of accepted requests (once per request, whatever n).", registry=r)
         self.requests = Counter(PREFIX + "requests", "Sequences (one per choice) finished, by finish_reason.",
                                 ["finish_reason"], registry=r)
+        self.replacement_chars = Counter(PREFIX + "decode_replacement_chars", "U+FFFD characters in decoded completion "
+                                         "texts: token bytes that are not UTF-8 (e.g. a character cut by max_tokens).", registry=r)
         for reason in ("stop", "length", "abort"):
             self.requests.labels(finish_reason=reason)  # present at 0 from the start
 

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from ...edge import MiB, max_request_bytes_field
+
 
 class SimLength(BaseModel):
     """Natural response length of the sim backend (before max_tokens cuts it).
@@ -58,6 +60,8 @@ class Options(BaseModel):
     max_batch: int = Field(default=64, ge=1, description="Sequences decoded together; more wait for a free slot.")
     max_tokens_cap: int = Field(default=4096, ge=1, description="Largest max_tokens a request may ask for.")
     max_n: int = Field(default=64, ge=1, description="Largest n (samples per request).")
+    # A prompt of a million token ids is about 8 MB of JSON.
+    max_request_bytes: int = max_request_bytes_field(16 * MiB)
     model: str = Field(default="tiny:default", description="torch/vllm: tiny:<preset> or a local Hugging Face model dir.")
     model_seed: int = Field(default=0, description="Seed of a tiny:<preset> model's weights.")
     served_model_name: str | None = Field(default=None, description="Name echoed in responses; defaults to model (sim: 'sim').")

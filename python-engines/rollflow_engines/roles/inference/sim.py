@@ -21,6 +21,7 @@ from pathlib import Path
 from time import monotonic
 
 from ...errors import RequestError
+from ...exports import ServedModel
 from .engine import SamplingParams, Seq, SteppedEngine, derive_seed
 from .metrics import InferenceMetrics
 from .options import Options, SimLength
@@ -56,6 +57,7 @@ class SimEngine(SteppedEngine):
         self.vocab_size = options.sim.vocab_size
         self.eos_id = options.sim.eos_token_id
         self.eos_token_ids = frozenset({self.eos_id})
+        self.served = ServedModel(self.backend_name, frozenset({"sim"}), model=None, vocab_size=self.vocab_size)
 
     def check_request(self, prompt: list[int], params: SamplingParams) -> None:
         for field, ids in (("prompt", prompt), ("stop_token_ids", params.stop_token_ids)):
@@ -121,4 +123,4 @@ class SimEngine(SteppedEngine):
         return outputs
 
     async def _load_weights(self, path: Path) -> None:
-        """Nothing to load: the sim only records the new version (the caller does)."""
+        """Nothing to load (check_weights has checked the manifest): the sim only records the new version (the caller does)."""

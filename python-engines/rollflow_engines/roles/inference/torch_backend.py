@@ -23,8 +23,9 @@ from pathlib import Path
 import torch
 
 from ...errors import RequestError
+from ...exports import HF_EXPORTERS, ServedModel
 from ...models import load_model
-from .engine import SamplingParams, Seq, SteppedEngine, derive_seed, hf_chat_continuation
+from .engine import SamplingParams, Seq, SteppedEngine, derive_seed, hf_chat_continuation, hf_decode
 from .metrics import InferenceMetrics
 from .options import Options
 
@@ -58,6 +59,7 @@ class TorchEngine(SteppedEngine):
         self.model_name = options.served_model_name or options.model
         config = self.model.config
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
+        self.served = ServedModel(self.backend_name, HF_EXPORTERS, options.model, self.vocab_size)
         self.max_context: int | None = getattr(config, "max_position_embeddings", None)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         # End-of-sequence ids may be declared by the tokenizer, the config or the generation config (as an int or a list).
@@ -96,7 +98,7 @@ class TorchEngine(SteppedEngine):
         return hf_chat_continuation(self.tokenizer, history, messages)
 
     def decode(self, token_ids: list[int]) -> str | None:
-        return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+        return hf_decode(self.tokenizer, token_ids, self.metrics)
 
     # --- scheduler hooks -----------------------------------------------
 

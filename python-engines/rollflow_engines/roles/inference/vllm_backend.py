@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConflictError, RequestError
+from ...exports import HF_EXPORTERS, ServedModel
 from ...models import resolve_model_path
-from .engine import Generation, InferenceEngine, SamplingParams, derive_seed, hf_chat_continuation
+from .engine import Generation, InferenceEngine, SamplingParams, derive_seed, hf_chat_continuation, hf_decode
 from .metrics import InferenceMetrics
 from .options import Options
 
@@ -43,6 +44,8 @@ class VllmEngine(InferenceEngine):
         self.max_batch = options.max_batch
         model = str(resolve_model_path(options.model, options.model_seed)) if options.model.startswith("tiny:") else options.model
         self.model_name = options.served_model_name or options.model
+        # The vocabulary is vLLM's to know once loaded; the manifest's backend and model are still checked.
+        self.served = ServedModel(self.backend_name, HF_EXPORTERS, options.model, vocab_size=None)
         self.engine_args = AsyncEngineArgs(model=model, seed=options.seed, max_num_seqs=options.max_batch, **options.vllm)
         self.llm: Any = None
         self.tokenizer: Any = None
@@ -82,7 +85,7 @@ class VllmEngine(InferenceEngine):
         return hf_chat_continuation(self.tokenizer, history, messages)
 
     def decode(self, token_ids: list[int]) -> str | None:
-        return self.tokenizer.decode(token_ids, skip_special_tokens=True)
+        return hf_decode(self.tokenizer, token_ids, self.metrics)
 
     async def generate(self, prompt: list[int], params: SamplingParams, n: int) -> list[Generation]:
         self._waiting += n
@@ -145,7 +148,7 @@ class VllmEngine(InferenceEngine):
     async def update_weights(self, path: str, version: int) -> None:
         if self.pause_mode is None:
             raise ConflictError("state", "update_weights needs a paused server: POST /pause first", "running")
-        p: Path = self.check_weights_path(path)
+        p: Path = self.check_weights(path)
         await self.llm.collective_rpc("update_config", args=({"model_config": {"model": str(p)}},))
         await self.llm.collective_rpc("reload_weights")
         self.version = version

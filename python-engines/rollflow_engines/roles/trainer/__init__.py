@@ -17,6 +17,8 @@ from typing import Literal
 from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ...edge import MiB, max_request_bytes_field
+
 MEGATRON_MISSING = ("the megatron backend needs Megatron-Core and Megatron-Bridge on a CUDA machine "
                     "(pip install megatron-core megatron-bridge); they are not installed here")
 
@@ -57,6 +59,8 @@ class Options(BaseModel):
     padding_side: Literal["right", "left"] = Field(default="right", description="Where micro-batches are padded; logprobs do not depend on it.")
     torch_threads: int | None = Field(default=None, ge=1, description="torch intra-op threads; default torch's choice.")
     export_dir: str = Field(default="trainer_exports", description="Where /export_weights writes v<version>/ directories.")
+    # Inline batches (a run sends batch_ref, a file path) and /logprobs sequences are large.
+    max_request_bytes: int = max_request_bytes_field(256 * MiB)
     sim_seconds_per_sample: float = Field(default=0.0, ge=0, description="sim: train time per sample (μ_train), in seconds.")
     megatron: MegatronOptions = Field(default_factory=MegatronOptions, description="megatron backend only.")
 

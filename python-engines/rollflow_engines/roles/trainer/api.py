@@ -36,6 +36,7 @@ from fastapi.responses import Response
 from fastapi.routing import APIRoute
 
 from ...errors import ConflictError, NotFoundError, RequestError
+from ...exports import EXPORT_MANIFEST, write_export_manifest
 from .backend import RecordedStep, TrainerBackend, run_in_thread
 from .batch import batch_fingerprint, check_samples, prepare_batch, resolve_samples
 from .contracts import (ResetRequest, ResetResponse, ExportWeightsRequest, ExportWeightsResponse, LoadRequest, LoadResponse, LogprobsRequest,
@@ -45,7 +46,6 @@ from .metrics import TrainerMetrics
 CHECKPOINT_META = "rollflow_checkpoint.json"
 # Codes of the 409s a caller acts on (see the module docstring).
 BUSY, BEHIND, HELD = "trainer_busy", "trainer_behind", "trainer_held"
-EXPORT_MANIFEST = "rollflow_export.json"
 
 
 def replace_dir(tmp: Path, target: Path) -> None:
@@ -202,7 +202,7 @@ class TrainerServer:
                 raise ConflictError("version", f"cannot write under export_dir {self.export_dir}: {e}", req.version) from e
             try:
                 await b.export_weights(tmp)
-                (tmp / EXPORT_MANIFEST).write_text(json.dumps({**b.describe(), "version": b.version}, indent=1))
+                write_export_manifest(tmp, b.describe(), b.version)
                 await run_in_thread(replace_dir, tmp, target)
             except OSError as e:
                 shutil.rmtree(tmp, ignore_errors=True)

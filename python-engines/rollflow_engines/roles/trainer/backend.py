@@ -74,8 +74,9 @@ class TrainerBackend(ABC):
         """Write a from_pretrained-loadable model (safetensors) + tokenizer into the empty ``directory``."""
 
     def describe(self) -> dict[str, Any]:
-        """What a checkpoint or export records about the model it came from."""
-        return {"backend": self.name}
+        """What a checkpoint or export records about the model it came from (an inference server
+        checks an export's backend, model and vocab_size before loading it)."""
+        return {"backend": self.name, "vocab_size": self.vocab_size}
 
     # ---- shared
 

@@ -95,7 +95,7 @@ class MegatronTrainer(TrainerBackend):
         ), self.model)
 
     def describe(self) -> dict:
-        return {"backend": self.name, "model": self.options.model, "model_seed": self.options.model_seed}
+        return {**super().describe(), "model": self.options.model, "model_seed": self.options.model_seed}
 
     # ---- one pass of the pipeline schedule over micro-batches
 

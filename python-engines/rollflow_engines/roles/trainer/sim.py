@@ -74,4 +74,4 @@ class SimTrainer(TrainerBackend):
         return None
 
     def describe(self) -> dict:
-        return {"backend": self.name, "seed": self.options.seed}
+        return {**super().describe(), "seed": self.options.seed}

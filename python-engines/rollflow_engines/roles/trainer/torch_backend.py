@@ -88,7 +88,7 @@ class TorchTrainer(TrainerBackend):
                                  betas=(o.adam_beta1, o.adam_beta2), eps=o.adam_eps)
 
     def describe(self) -> dict:
-        return {"backend": self.name, "model": self.options.model, "model_seed": self.options.model_seed}
+        return {**super().describe(), "model": self.options.model, "model_seed": self.options.model_seed}
 
     # ---- forward
 

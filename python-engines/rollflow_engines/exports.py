@@ -1,0 +1,79 @@
+"""The export manifest: what the trainer's /export_weights writes beside the weights, and what
+an inference server checks before it loads them.
+
+``rollflow_export.json`` records the trainer backend that wrote the weights, the model they
+belong to, its vocabulary size and the policy version. An inference server refuses a path
+that is not such a directory, or whose weights belong to another model, before it changes
+anything: it keeps serving the weights it has.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConflictError, NotFoundError, RequestError
+from .models.warmstart import split_name
+
+EXPORT_MANIFEST = "rollflow_export.json"
+# Trainer backends that export Hugging Face directories (safetensors + config + tokenizer).
+HF_EXPORTERS = frozenset({"torch", "megatron"})
+
+
+def write_export_manifest(directory: Path, description: dict[str, Any], version: int) -> None:
+    """``description``: the trainer backend's describe() (backend, model, vocab_size, ...)."""
+    (directory / EXPORT_MANIFEST).write_text(json.dumps({**description, "version": version}, indent=1))
+
+
+def read_export_manifest(path: str) -> tuple[Path, dict[str, Any]]:
+    """The export directory at ``path`` and its manifest; a 404 or 400 naming ``path`` otherwise."""
+    directory = Path(path)
+    if not directory.exists():
+        raise NotFoundError("path", f"{path} does not exist", path)
+    if not directory.is_dir():
+        raise RequestError("path", f"{path} is a file; expected a directory written by the trainer's /export_weights", path)
+    manifest = directory / EXPORT_MANIFEST
+    try:
+        data = json.loads(manifest.read_text())
+    except FileNotFoundError:
+        raise RequestError("path", f"{path} has no {EXPORT_MANIFEST}; expected a directory written by the trainer's "
+                           "/export_weights", path) from None
+    except (OSError, ValueError) as e:
+        raise RequestError("path", f"{manifest} is not readable JSON: {e}", path) from e
+    if not isinstance(data, dict):
+        raise RequestError("path", f"{manifest} holds a {type(data).__name__}; expected an object", path)
+    return directory, data
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """What an inference server serves, as far as an export must match it."""
+
+    backend: str
+    loads_exports_of: frozenset[str]  # trainer backends whose exports this backend can load
+    model: str | None  # None: the backend serves no named model (sim)
+    vocab_size: int | None  # None: not known before loading
+
+
+def tiny_architecture(model: str | None) -> str | None:
+    """The preset of a ``tiny:<preset>[+warm:<name>]`` model (a warm start keeps its preset's shapes); None for a path."""
+    return split_name(model)[0] if model and model.startswith("tiny:") else None
+
+
+def check_export_fits(path: str, manifest: dict[str, Any], served: ServedModel) -> None:
+    """A 409 naming ``path`` if the manifest's backend, model or vocabulary differs from ``served``."""
+    exported_by = manifest.get("backend")
+    if exported_by not in served.loads_exports_of:
+        raise ConflictError("path", f"the weights were exported by the {exported_by!r} trainer backend; a {served.backend} "
+                            f"inference server loads exports of {', '.join(sorted(served.loads_exports_of))}", path)
+    model = manifest.get("model")
+    # Only tiny presets are compared: a path names where a model lives, which differs between hosts
+    # (the vocabulary and, on torch, every tensor's shape are checked whatever the names).
+    ours, theirs = tiny_architecture(served.model), tiny_architecture(model)
+    if ours and theirs and ours != theirs:
+        raise ConflictError("path", f"the weights are of model {model!r}; this server serves {served.model!r}", path)
+    vocab = manifest.get("vocab_size")
+    if vocab is not None and served.vocab_size is not None and vocab != served.vocab_size:
+        raise ConflictError("path", f"the weights have a vocabulary of {vocab} tokens; this server's model has "
+                            f"{served.vocab_size}", path)
