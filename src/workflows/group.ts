@@ -8,7 +8,7 @@
 import { ApplicationFailure, executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities, Sampling } from '../activities';
 import { GENERATE } from './activity-options';
-import { causeMessage } from './failure';
+import { summarizeFailure, type FailureSummary } from './failure';
 import { childWorkflowId, contextKey, sampleUid } from './ids';
 // The run's own message (a cycle with run.ts, used only inside functions: safe).
 import { groupDone } from './run';
@@ -49,7 +49,7 @@ export async function group(input: GroupInput): Promise<GroupResult> {
     const oneRequest = !input.replicate && input.env.maxTurns === 1;
     result = summarize(input, await (oneRequest ? runOneRequest(input) : runTrajectories(input)));
   } catch (err) {
-    result = failedGroup(input, err);
+    result = failedGroup(input, summarizeFailure(err));
   }
   if (input.reportToRun !== false) await reportToRun(input.runId, result);
   return result;
@@ -105,10 +105,11 @@ async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
 
 /**
  * A trajectory failed for good (retries exhausted or a non-retryable error). The run must still hear
- * about this group, or its admission capacity would stay taken forever.
+ * about this group, or its admission capacity would stay taken forever. No sample of it is trained
+ * (no reward is made up for it); `infra` tells the run whose fault it was.
  */
-export function failedGroup(input: GroupInput, err: unknown): GroupResult {
-  return { ...input.ref, startVersion: input.startVersion, endVersion: input.startVersion, samples: input.groupSize, accepted: false, rewardMean: 0, tokens: 0, partialSamples: 0, maxSpan: 0, storeKeys: [], error: causeMessage(err) };
+export function failedGroup(input: GroupInput, failure: FailureSummary): GroupResult {
+  return { ...input.ref, startVersion: input.startVersion, endVersion: input.startVersion, samples: input.groupSize, accepted: false, rewardMean: 0, tokens: 0, partialSamples: 0, maxSpan: 0, storeKeys: [], error: failure.message, ...(failure.infra ? { infra: true } : {}) };
 }
 
 export async function reportToRun(runId: string, result: GroupResult): Promise<void> {

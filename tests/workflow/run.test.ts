@@ -135,7 +135,8 @@ describe('run workflow (stub activities)', () => {
     // The counts are the run's own when it stopped (a query replays the closed run).
     const { totals } = await h.query(status);
     expect(totals.failedGroups).toBeGreaterThanOrEqual(4);
-    expect(failure!.message).toBe(`${totals.failedGroups} of ${totals.dispatchedGroups} groups failed; last error: stub env: no such key "x"`);
+    expect(totals.infraFailedGroups).toBe(0); // a bad env config is not the infrastructure's
+    expect(failure!.message).toBe(`${totals.failedGroups} of ${totals.dispatchedGroups} groups failed (0 for infrastructure reasons, ${totals.failedGroups} for others); last error: stub env: no such key "x"`);
     expect(callsOf(plan.runId, 'runTrainStep')).toHaveLength(0);
     // EnvConfigError is non-retryable: the trajectory failed on its first attempt.
     const trajectory = env.client.workflow.getHandle(childWorkflowId(groupWorkflowId(plan.runId, { epoch: 0, position: 0 }), 's', 0));
