@@ -5,6 +5,7 @@
  * from these fields live in derive.ts and nowhere else.
  */
 import { z } from 'zod';
+import { ENV_LOSS_POLICIES } from '../envs/env';
 
 const count = (min: number) => z.number().int().min(min);
 const isLoopbackHost = (host: string) => ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(host);
@@ -131,6 +132,10 @@ export const CustomEnvSchema = z
       .enum(['auto', 'activity', 'local'])
       .default('auto')
       .describe('(rollflow) How env reset/step and the sample write run: activity (own task, retried and shown as pending in the UI; for slow envs such as sandboxes), local (a local activity of the trajectory workflow: far less server work, for envs that answer in milliseconds), auto (local in one-request groups, activity in trajectory workflows).'),
+    on_env_loss: z
+      .enum(ENV_LOSS_POLICIES)
+      .optional()
+      .describe('(rollflow) When the env server loses an episode (it restarted, or the session expired; while it is unreachable calls wait, about 10 minutes): replay (a fresh session at the same seed, the recorded actions applied again), restart (the episode starts over from turn 0; nothing of the lost one is trained), drop (the trajectory fails as an infrastructure failure, never trained). Default: what the env declares (frozen_lake and arithmetic: replay).'),
   })
   .describe('One env definition, referenced by its key from an env manager tag.');
 

@@ -4,7 +4,7 @@
  * innermost cause says why. Workflows, the CLI and the bench report that one.
  */
 import { ApplicationFailure, TimeoutFailure } from '@temporalio/common';
-import { INFRA_ENV_ERRORS } from '../envs/errors';
+import { EnvSessionLostError, INFRA_ENV_ERRORS } from '../envs/errors';
 import { INFRA_ENGINE_ERRORS } from '../gpu-bridge/errors';
 
 /** The innermost error of a cause chain. */
@@ -18,6 +18,12 @@ export function innermostCause(err: unknown): unknown {
 export function causeMessage(err: unknown): string {
   const e = innermostCause(err);
   return e instanceof Error ? e.message : String(e);
+}
+
+/** The env server lost the episode's session, and its on_env_loss left the decision to the workflow (restart, drop). */
+export function isEnvSessionLost(err: unknown): boolean {
+  const e = innermostCause(err);
+  return e instanceof ApplicationFailure && e.type === EnvSessionLostError.name;
 }
 
 const INFRA_FAILURE_TYPES = new Set([...INFRA_ENGINE_ERRORS, ...INFRA_ENV_ERRORS]);

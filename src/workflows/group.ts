@@ -15,7 +15,7 @@ import { groupDone } from './run';
 import type { GroupRef, GroupResult } from './run-state';
 import { KIND, RUN_ID } from './search-attributes';
 import { memberSamplingSeed } from './seeds';
-import { episodeCalls, finishEpisode, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
+import { episodeCalls, finishEpisode, playOut, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
 
 const { generateGroupTurn } = proxyActivities<Activities>(GENERATE);
 
@@ -100,7 +100,9 @@ async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
   }
   const turns = await generateGroupTurn({ contextKeys: trajectories.map((t) => contextKey(t.runId, t.uid)), observation: episodes[0]!.observation, sampling: input.sampling, affinity: input.groupUid, ...(generation ? { generation } : {}) });
   const stepped = await Promise.all(trajectories.map((t, i) => stepEnv(t, episodes[i]!, turns[i]!.action, calls)));
-  return Promise.all(trajectories.map((t, i) => finishEpisode(t, stepped[i]!, calls)));
+  // An episode the env server lost and restarted (on_env_loss restart) is played out alone; the others are done.
+  const played = await Promise.all(trajectories.map((t, i) => playOut(t, stepped[i]!, calls)));
+  return Promise.all(trajectories.map((t, i) => finishEpisode(t, played[i]!, calls)));
 }
 
 /**
@@ -136,5 +138,7 @@ export function summarize(input: GroupInput, results: TrajectorySummary[]): Grou
     partialSamples: results.filter((r) => r.versionsSpanned > 1).length,
     maxSpan: Math.max(...results.map((r) => r.versionsSpanned)),
     storeKeys: results.map((r) => r.sampleKey),
+    envReplays: results.reduce((n, r) => n + (r.envReplays ?? 0), 0),
+    envRestarts: results.reduce((n, r) => n + (r.envRestarts ?? 0), 0),
   };
 }
