@@ -52,11 +52,12 @@ async function envStepsRetrying(runId: string): Promise<number> {
   return n;
 }
 
-/** The uids of every sample the trainer read for a run. */
-function trainedUids(runId: string): string[] {
+/** Every sample the trainer read for a run (its batch files). */
+function trainedSamples(runId: string): { uid: string; loss_mask: number[] }[] {
   const dir = path.join(server.stateDir, 'run', 'samples', batchDir(runId));
-  return readdirSync(dir).sort().flatMap((f) => readJsonl<{ uid: string }>(path.join(dir, f)).map((s) => s.uid));
+  return readdirSync(dir).sort().flatMap((f) => readJsonl<{ uid: string; loss_mask: number[] }>(path.join(dir, f)));
 }
+const trainedUids = (runId: string) => trainedSamples(runId).map((s) => s.uid);
 
 const stepRecords = (runId: string) => readJsonl<Record<string, number | string>>(path.join(server.stateDir, 'run', 'metrics.jsonl')).filter((r) => r.run_id === runId);
 const summed = (runId: string, key: string) => stepRecords(runId).reduce((n, r) => n + Number(r[key] ?? 0), 0);
@@ -139,6 +140,18 @@ describe('env server lost mid-episode', () => {
     expect(st.totals.envReplays).toBeGreaterThan(0);
     expect(summed('replayed', METRIC.envReplayed)).toBeGreaterThan(0);
     expect(stepRecords('replayed').map((r) => r.step)).toEqual([...Array(STEPS).keys()]);
+  });
+
+  it('restart: the lost episodes start over from turn 0; the run completes, every step trained once, no sample holds more than one episode', async () => {
+    const st = await loseEnvMidEpisode('restarted', 'custom_envs.lake.on_env_loss=restart');
+    expect(st.totals).toMatchObject({ infraFailedGroups: 0, failedGroups: 0, envReplays: 0 });
+    expect(st.totals.envRestarts).toBeGreaterThan(0);
+    expect(summed('restarted', METRIC.envRestarted)).toBeGreaterThan(0);
+    const samples = trainedSamples('restarted');
+    expect(new Set(samples.map((x) => x.uid)).size).toBe(STEPS * B);
+    // At most max_steps (3) generated stretches each: the discarded turns of a lost episode never reach the sample.
+    const stretches = (mask: number[]) => mask.filter((m, i) => m === 1 && mask[i - 1] !== 1).length;
+    expect(Math.max(...samples.map((x) => stretches(x.loss_mask)))).toBeLessThanOrEqual(3);
   });
 
   it('drop: the lost episodes fail as infrastructure failures, counted apart; none of their samples is in a batch file', async () => {
