@@ -229,7 +229,7 @@ export const RunConfigSchema = z
       .gt(0)
       .max(1)
       .default(0.2)
-      .describe('(rollflow) The run stops with RunFailingError once at least 4 groups failed and they are this share of the groups dispatched (a broken env or engine); 1 tolerates any failure short of every group (flaky envs, redundant env rollout).'),
+      .describe('(rollflow) The run stops with RunFailingError once at least 4 groups failed and they are this share of the groups dispatched (a broken env or engine); 1 tolerates any failure short of every group (flaky envs, redundant env rollout). Infrastructure failures (servers down past their retries, on_env_loss drop, timeouts) count too; the message gives both counts.'),
     group_filter: z.enum(['none', 'std']).default('none').describe('(rollflow) std drops groups whose rewards are all equal (no GRPO signal); none keeps every group.'),
     steps_per_workflow_run: count(1).default(20).describe('(rollflow) Training steps per run-workflow execution before continue-as-new keeps its history small.'),
     rollout_mode: z.enum(['env_async', 'lockstep']).default('env_async').describe('(rollflow) env_async: each trajectory proceeds on its own; lockstep: every turn waits for the slowest env of the batch (the synchronous baseline).'),

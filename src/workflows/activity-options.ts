@@ -24,11 +24,10 @@ export const GENERATE: ActivityOptions = {
  * minutes (1 + 2 + 4 + 8 + 16 s, then 30 s apart: 25 attempts ≈ 600 s), long enough for an operator
  * to bring it back; past that the trajectory fails as an infrastructure failure (never trained).
  */
-export const ENV_ATTEMPTS = 25;
 export const ENV: ActivityOptions = {
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '60 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: ENV_ATTEMPTS, nonRetryableErrorTypes: NON_RETRYABLE },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 25, nonRetryableErrorTypes: NON_RETRYABLE },
 };
 
 /** Store reads and writes: quick, retried fast. */

@@ -3,10 +3,10 @@
 // server is killed with SIGKILL, the run resumes (its env steps wait on retries), and an operator brings the server
 // back with `rollflow dev up`. Every check reads what the run recorded: its status, its step records, the batch files
 // the trainer read, the workflows' pending activities and results. Never elapsed time.
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchDir, groupUid, sampleUid } from '../../src/workflows/ids';
 import { status as statusQuery, type RunStatus } from '../../src/workflows/run';
@@ -101,9 +101,7 @@ beforeAll(async () => {
   const [inference, trainer] = [await freePort(), await freePort()];
   envPort = await freePort();
   envUrl = `http://127.0.0.1:${envPort}`;
-  config = path.join(server.stateDir, 'run.yaml');
-  writeFileSync(
-    config,
+  ({ config, client } = await server.upStack(
     `
 exp_name: env-loss-test
 run_dir: ${server.stateDir}/run
@@ -119,16 +117,10 @@ engines:
   trainer: { url: "http://127.0.0.1:${trainer}", backend: sim, options: { sim_seconds_per_sample: 0.02 } }
   env: { url: "${envUrl}" }
 `,
-  );
-  const up = rollflow('dev', 'up', config);
-  expect(up.status, up.stderr).toBe(0);
-  client = new Client({ connection: await Connection.connect({ address: server.address }) });
+  ));
 });
 
-afterAll(async () => {
-  await client?.connection.close();
-  if (server) rollflow('dev', 'down', config);
-});
+afterAll(() => server?.downStack(config, client));
 
 describe('env server lost mid-episode', () => {
   it('replay (frozen_lake\'s declaration): the run completes, every step trained once, the lost sessions rebuilt and counted', async () => {
