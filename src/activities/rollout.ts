@@ -8,7 +8,8 @@ import { generateToCompletion, TokenizationDriftError, type ChatMessage, type Co
 import { choiceSeed, turnSeed } from '../workflows/seeds';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
 import { resolveEnv } from '../envs';
-import type { EpisodeGeneration } from '../envs/env';
+import type { EnvLossPolicy, EnvStep, EpisodeGeneration } from '../envs/env';
+import { EnvSessionLostError } from '../envs/errors';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
 
@@ -80,9 +81,25 @@ export function rolloutActivities(deps: ActivityDeps) {
       return withHeartbeat((signal) => env.reset(env.parseConfig(input.envConfig), input.seed, signal, input.sample));
     },
 
-    async envStep(input: EnvInput & { state: unknown; action: string }) {
+    /**
+     * One env step. A lost env session under on_env_loss replay (also the
+     * default, so workflows that pass no policy behave as before it existed)
+     * is rebuilt here and the step applied to it (`replayed`); under restart
+     * or drop the EnvSessionLostError goes to the workflow, which decides.
+     */
+    async envStep(input: EnvInput & { state: unknown; action: string; onLoss?: EnvLossPolicy }): Promise<EnvStep<unknown> & { replayed?: true }> {
       const env = envFor(input.envType);
-      return withHeartbeat((signal) => env.step(env.parseConfig(input.envConfig), input.state, input.action, signal, Context.current().info.attempt - 1));
+      const config = env.parseConfig(input.envConfig);
+      const attempt = Context.current().info.attempt - 1;
+      return withHeartbeat(async (signal) => {
+        try {
+          return await env.step(config, input.state, input.action, signal, attempt);
+        } catch (e) {
+          if (!(e instanceof EnvSessionLostError) || (input.onLoss ?? 'replay') !== 'replay' || !env.rebuild) throw e;
+          const state = await env.rebuild(config, input.state, signal);
+          return { ...(await env.step(config, state, input.action, signal, attempt)), replayed: true };
+        }
+      });
     },
 
     /**

@@ -22,7 +22,7 @@ function pickEnvs({ config }: LoadedConfig, manager: EnvManager | undefined, gro
   const partition = manager?.num_groups_partition ?? tags.map((_, i) => Math.floor(groups / tags.length) + (i < groups % tags.length ? 1 : 0));
   return tags.map((tag, i) => {
     const env = config.custom_envs[tag]!;
-    return { tag, groupsPerStep: partition[i]!, spec: { type: env.env_type, config: env.env_config, maxTurns: env.max_steps, calls: env.env_calls }, maxTokens: env.max_tokens_per_step ?? gen.max_new_tokens };
+    return { tag, groupsPerStep: partition[i]!, spec: { type: env.env_type, config: env.env_config, maxTurns: env.max_steps, calls: env.env_calls, ...(env.on_env_loss ? { onLoss: env.on_env_loss } : {}) }, maxTokens: env.max_tokens_per_step ?? gen.max_new_tokens };
   }).filter((e) => e.groupsPerStep > 0);
 }
 

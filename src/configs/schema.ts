@@ -5,6 +5,7 @@
  * from these fields live in derive.ts and nowhere else.
  */
 import { z } from 'zod';
+import { ENV_LOSS_POLICIES } from '../envs/env';
 
 const count = (min: number) => z.number().int().min(min);
 const isLoopbackHost = (host: string) => ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(host);
@@ -131,6 +132,10 @@ export const CustomEnvSchema = z
       .enum(['auto', 'activity', 'local'])
       .default('auto')
       .describe('(rollflow) How env reset/step and the sample write run: activity (own task, retried and shown as pending in the UI; for slow envs such as sandboxes), local (a local activity of the trajectory workflow: far less server work, for envs that answer in milliseconds), auto (local in one-request groups, activity in trajectory workflows).'),
+    on_env_loss: z
+      .enum(ENV_LOSS_POLICIES)
+      .optional()
+      .describe('(rollflow) When the env server loses an episode (it restarted, or the session expired; while it is unreachable calls wait, about 10 minutes): replay (a fresh session at the same seed, the recorded actions applied again), restart (the episode starts over from turn 0; nothing of the lost one is trained), drop (the trajectory fails as an infrastructure failure, never trained). Default: what the env declares (frozen_lake and arithmetic: replay).'),
   })
   .describe('One env definition, referenced by its key from an env manager tag.');
 
@@ -225,7 +230,7 @@ export const RunConfigSchema = z
       .gt(0)
       .max(1)
       .default(0.2)
-      .describe('(rollflow) The run stops with RunFailingError once at least 4 groups failed and they are this share of the groups dispatched (a broken env or engine); 1 tolerates any failure short of every group (flaky envs, redundant env rollout).'),
+      .describe('(rollflow) The run stops with RunFailingError once at least 4 groups failed and they are this share of the groups dispatched (a broken env or engine); 1 tolerates any failure short of every group (flaky envs, redundant env rollout). Infrastructure failures (servers down past their retries, on_env_loss drop, timeouts) count too; the message gives both counts.'),
     group_filter: z.enum(['none', 'std']).default('none').describe('(rollflow) std drops groups whose rewards are all equal (no GRPO signal); none keeps every group.'),
     steps_per_workflow_run: count(1).default(20).describe('(rollflow) Training steps per run-workflow execution before continue-as-new keeps its history small.'),
     rollout_mode: z.enum(['env_async', 'lockstep']).default('env_async').describe('(rollflow) env_async: each trajectory proceeds on its own; lockstep: every turn waits for the slowest env of the batch (the synchronous baseline).'),

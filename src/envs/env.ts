@@ -5,10 +5,24 @@
  * instead of living pinned to one process.
  */
 
+/**
+ * What happens to an episode whose env server lost its env (the server
+ * restarted, or the session expired): replay rebuilds it (a fresh session at
+ * the same seed, the recorded actions applied again; deterministic envs),
+ * restart starts the episode over from turn 0 (nothing of the lost episode is
+ * trained), drop fails the trajectory as an infrastructure failure.
+ * custom_envs.<tag>.on_env_loss chooses; unset, the env's own declaration
+ * (EnvReset.onLoss) does.
+ */
+export const ENV_LOSS_POLICIES = ['replay', 'restart', 'drop'] as const;
+export type EnvLossPolicy = (typeof ENV_LOSS_POLICIES)[number];
+
 export interface EnvReset<S> {
   state: S;
   observation: string;
   info: Record<string, unknown>;
+  /** The env's declared on_env_loss; envs whose state lives in the caller (the TypeScript envs) cannot lose it and declare none. */
+  onLoss?: EnvLossPolicy;
   /** Settings this episode's generations must use (see EpisodeGeneration); most envs set none. */
   generation?: EpisodeGeneration;
 }
@@ -40,6 +54,8 @@ export interface Env<S = unknown, C = unknown> {
   /** An unparsable action is an invalid action (info.invalid_action), never an exception. */
   /** `attempt` counts retries of this step (0 first), for envs that model failures. */
   step(config: C, state: S, action: string, signal?: AbortSignal, attempt?: number): Promise<EnvStep<S>>;
+  /** Envs whose server can lose them: the same episode on a fresh session (on_env_loss replay); `step` throws EnvSessionLostError when it is needed. */
+  rebuild?(config: C, state: S, signal?: AbortSignal): Promise<S>;
   /** Envs backed by a file of prompts: how many valid rows it has, and the malformed ones (reported, skipped). */
   index?(config: C): Promise<{ size: number; malformed: number; problems: string[] }>;
 }

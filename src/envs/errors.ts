@@ -10,5 +10,18 @@ export class EnvGaveUpError extends Error {
   override readonly name = 'EnvGaveUpError';
 }
 
-/** Failure types no retry policy should retry: retrying cannot fix a bad config or bring back an env that gave up. */
-export const NON_RETRYABLE_ENV_ERRORS = [EnvConfigError.name, EnvGaveUpError.name];
+/**
+ * Thrown when the env server no longer knows the episode's session (it was
+ * restarted or the session expired) and the env's on_env_loss is restart or
+ * drop: the trajectory workflow starts the episode over, or fails it as an
+ * infrastructure failure. (With replay the activity rebuilds the session.)
+ */
+export class EnvSessionLostError extends Error {
+  override readonly name = 'EnvSessionLostError';
+}
+
+/** Failure types no retry policy should retry: retrying cannot fix a bad config, bring back an env that gave up, or a lost session. */
+export const NON_RETRYABLE_ENV_ERRORS = [EnvConfigError.name, EnvGaveUpError.name, EnvSessionLostError.name];
+
+/** Env failures that are the env's, never the model's: an env that gave up, a session lost (on_env_loss: drop). */
+export const INFRA_ENV_ERRORS = [EnvGaveUpError.name, EnvSessionLostError.name];

@@ -1,12 +1,17 @@
 /**
  * Envs served by python-engines' env role (frozen_lake, arithmetic, …). The
  * server holds the live env; the state kept here — session id, seed and the
- * actions taken — is enough to rebuild it: if the server lost the session
- * (restart, expiry), the env is reset with the same seed and the recorded
- * actions are replayed (deterministic envs), then the new action is applied.
+ * actions taken — is enough to rebuild it. A server that no longer knows the
+ * session (it restarted, or the session expired: a 404) makes `step` throw
+ * EnvSessionLostError; under on_env_loss replay the activity then calls
+ * `rebuild` (reset with the same seed, the recorded actions replayed) and
+ * steps again. Each env declares its on_env_loss on the server (BaseEnv
+ * on_env_loss), which reports it with every reset. A server that cannot be
+ * reached at all is an EngineUnavailableError, retried until it is back.
  */
 import { EngineRejectedError, type EnvClient } from '../gpu-bridge';
 import type { Env } from './env';
+import { EnvSessionLostError } from './errors';
 
 export interface PythonEnvState {
   session: string;
@@ -33,22 +38,26 @@ export function pythonEnv(client: EnvClient, env: string): Env<PythonEnvState, P
 
     async reset(config, seed, signal) {
       const r = await open(config, seed, signal);
-      return { state: { session: r.session, seed, actions: [] }, observation: r.observation, info: r.info };
+      return { state: { session: r.session, seed, actions: [] }, observation: r.observation, info: r.info, ...(r.on_env_loss ? { onLoss: r.on_env_loss } : {}) };
     },
 
     async step(config, state, action, signal) {
-      let session = state.session;
+      const { session } = state;
       let r;
       try {
         r = await client.step({ session, action }, { signal });
       } catch (e) {
-        if (!isLostSession(e)) throw e;
-        session = (await open(config, state.seed, signal)).session;
-        for (const past of state.actions) await client.step({ session, action: past }, { signal });
-        r = await client.step({ session, action }, { signal });
+        if (isLostSession(e)) throw new EnvSessionLostError(`${env}: the env server no longer has session ${session} (it restarted, or the session expired): ${(e as Error).message}`);
+        throw e;
       }
       if (r.done) await client.close({ session }, { signal }).catch(() => undefined); // best effort: sessions also expire
-      return { state: { session, seed: state.seed, actions: [...state.actions, action] }, observation: r.observation, reward: r.reward, done: r.done, info: r.info };
+      return { state: { ...state, actions: [...state.actions, action] }, observation: r.observation, reward: r.reward, done: r.done, info: r.info };
+    },
+
+    async rebuild(config, state, signal) {
+      const { session } = await open(config, state.seed, signal);
+      for (const past of state.actions) await client.step({ session, action: past }, { signal });
+      return { ...state, session };
     },
   };
 }

@@ -49,3 +49,6 @@ export class TrainerRecoveryError extends Error {
 
 /** Failure types no retry policy should retry. */
 export const NON_RETRYABLE_ENGINE_ERRORS = [EngineRejectedError.name, TokenizationDriftError.name, TrainerHeldError.name, TrainerRecoveryError.name];
+
+/** Failure types that, once retries are spent, mean the infrastructure failed, not the model or the config (see workflows/failure.ts). */
+export const INFRA_ENGINE_ERRORS = [EngineUnavailableError.name];

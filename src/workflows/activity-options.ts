@@ -18,11 +18,16 @@ export const GENERATE: ActivityOptions = {
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: NON_RETRYABLE },
 };
 
-/** Env reset/step: seconds to minutes; a fail-stop env is cut by the timeout and retried (the env replays). */
+/**
+ * Env reset/step: seconds to minutes; a fail-stop env is cut by the timeout and retried (the env replays).
+ * An env server that is down (connection refused, 5xx) is waited out by these retries for about ten
+ * minutes (1 + 2 + 4 + 8 + 16 s, then 30 s apart: 25 attempts ≈ 600 s), long enough for an operator
+ * to bring it back; past that the trajectory fails as an infrastructure failure (never trained).
+ */
 export const ENV: ActivityOptions = {
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '60 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: NON_RETRYABLE },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 25, nonRetryableErrorTypes: NON_RETRYABLE },
 };
 
 /** Store reads and writes: quick, retried fast. */

@@ -3,6 +3,9 @@
  * activity, the engine's reply): the wrappers say where it failed, the
  * innermost cause says why. Workflows, the CLI and the bench report that one.
  */
+import { ApplicationFailure, TimeoutFailure } from '@temporalio/common';
+import { EnvSessionLostError, INFRA_ENV_ERRORS } from '../envs/errors';
+import { INFRA_ENGINE_ERRORS } from '../gpu-bridge/errors';
 
 /** The innermost error of a cause chain. */
 export function innermostCause(err: unknown): unknown {
@@ -16,3 +19,36 @@ export function causeMessage(err: unknown): string {
   const e = innermostCause(err);
   return e instanceof Error ? e.message : String(e);
 }
+
+/** The env server lost the episode's session, and its on_env_loss left the decision to the workflow (restart, drop). */
+export function isEnvSessionLost(err: unknown): boolean {
+  const e = innermostCause(err);
+  return e instanceof ApplicationFailure && e.type === EnvSessionLostError.name;
+}
+
+const INFRA_FAILURE_TYPES = new Set([...INFRA_ENGINE_ERRORS, ...INFRA_ENV_ERRORS]);
+
+/**
+ * Whether a failure is the infrastructure's rather than the model's or the
+ * config's: an engine or env server unreachable or 5xx past its retries
+ * (EngineUnavailableError), an env session lost under on_env_loss: drop or an
+ * env that gave up, or any timeout on the way (an activity's start-to-close
+ * or heartbeat timeout surfaces as a TimeoutFailure somewhere in the chain).
+ * A bad config (EnvConfigError, a 4xx), a tokenization drift or a workflow
+ * bug is not.
+ */
+export function isInfraFailure(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (e instanceof TimeoutFailure) return true;
+    if (e instanceof ApplicationFailure && e.type !== undefined && e.type !== null && INFRA_FAILURE_TYPES.has(e.type)) return true;
+  }
+  return false;
+}
+
+/** What a group keeps of a failure: the innermost message and whether the infrastructure caused it. */
+export interface FailureSummary {
+  message: string;
+  infra: boolean;
+}
+
+export const summarizeFailure = (err: unknown): FailureSummary => ({ message: causeMessage(err), infra: isInfraFailure(err) });

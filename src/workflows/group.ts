@@ -8,14 +8,14 @@
 import { ApplicationFailure, executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities, Sampling } from '../activities';
 import { GENERATE } from './activity-options';
-import { causeMessage } from './failure';
+import { summarizeFailure, type FailureSummary } from './failure';
 import { childWorkflowId, contextKey, sampleUid } from './ids';
 // The run's own message (a cycle with run.ts, used only inside functions: safe).
 import { groupDone } from './run';
 import type { GroupRef, GroupResult } from './run-state';
 import { KIND, RUN_ID } from './search-attributes';
 import { memberSamplingSeed } from './seeds';
-import { episodeCalls, finishEpisode, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
+import { episodeCalls, finishEpisode, playOut, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
 
 const { generateGroupTurn } = proxyActivities<Activities>(GENERATE);
 
@@ -49,7 +49,7 @@ export async function group(input: GroupInput): Promise<GroupResult> {
     const oneRequest = !input.replicate && input.env.maxTurns === 1;
     result = summarize(input, await (oneRequest ? runOneRequest(input) : runTrajectories(input)));
   } catch (err) {
-    result = failedGroup(input, err);
+    result = failedGroup(input, summarizeFailure(err));
   }
   if (input.reportToRun !== false) await reportToRun(input.runId, result);
   return result;
@@ -100,15 +100,18 @@ async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
   }
   const turns = await generateGroupTurn({ contextKeys: trajectories.map((t) => contextKey(t.runId, t.uid)), observation: episodes[0]!.observation, sampling: input.sampling, affinity: input.groupUid, ...(generation ? { generation } : {}) });
   const stepped = await Promise.all(trajectories.map((t, i) => stepEnv(t, episodes[i]!, turns[i]!.action, calls)));
-  return Promise.all(trajectories.map((t, i) => finishEpisode(t, stepped[i]!, calls)));
+  // An episode the env server lost and restarted (on_env_loss restart) is played out alone; the others are done.
+  const played = await Promise.all(trajectories.map((t, i) => playOut(t, stepped[i]!, calls)));
+  return Promise.all(trajectories.map((t, i) => finishEpisode(t, played[i]!, calls)));
 }
 
 /**
  * A trajectory failed for good (retries exhausted or a non-retryable error). The run must still hear
- * about this group, or its admission capacity would stay taken forever.
+ * about this group, or its admission capacity would stay taken forever. No sample of it is trained
+ * (no reward is made up for it); `infra` tells the run whose fault it was.
  */
-export function failedGroup(input: GroupInput, err: unknown): GroupResult {
-  return { ...input.ref, startVersion: input.startVersion, endVersion: input.startVersion, samples: input.groupSize, accepted: false, rewardMean: 0, tokens: 0, partialSamples: 0, maxSpan: 0, storeKeys: [], error: causeMessage(err) };
+export function failedGroup(input: GroupInput, failure: FailureSummary): GroupResult {
+  return { ...input.ref, startVersion: input.startVersion, endVersion: input.startVersion, samples: input.groupSize, accepted: false, rewardMean: 0, tokens: 0, partialSamples: 0, maxSpan: 0, storeKeys: [], error: failure.message, ...(failure.infra ? { infra: true } : {}) };
 }
 
 export async function reportToRun(runId: string, result: GroupResult): Promise<void> {
@@ -135,5 +138,7 @@ export function summarize(input: GroupInput, results: TrajectorySummary[]): Grou
     partialSamples: results.filter((r) => r.versionsSpanned > 1).length,
     maxSpan: Math.max(...results.map((r) => r.versionsSpanned)),
     storeKeys: results.map((r) => r.sampleKey),
+    envReplays: results.reduce((n, r) => n + (r.envReplays ?? 0), 0),
+    envRestarts: results.reduce((n, r) => n + (r.envRestarts ?? 0), 0),
   };
 }

@@ -11,13 +11,13 @@
  * before its history grows large (B trajectories × 2 activities per turn).
  */
 import { continueAsNew, workflowInfo } from '@temporalio/workflow';
-import { causeMessage } from './failure';
+import { summarizeFailure, type FailureSummary } from './failure';
 import { failedGroup, reportToRun, summarize, trajectoryInputs, type GroupInput } from './group';
 import type { GroupResult } from './run-state';
 import { episodeCalls, finishEpisode, generateFor, startEpisode, stepEnv, type Episode, type TrajectorySummary } from './trajectory';
 
-/** One trajectory's progress: its episode, or why it failed for good (its whole group then fails). */
-export type Slot = { ep: Episode } | { error: string };
+/** One trajectory's progress: its episode, or why it failed for good (its whole group then fails; `infra` absent in slots carried before it existed). */
+export type Slot = { ep: Episode } | { error: string; infra?: boolean };
 
 export interface LockstepInput {
   runId: string;
@@ -29,13 +29,17 @@ export interface LockstepInput {
 /** Continue-as-new past this many history events even if the server has not suggested it yet. */
 const HISTORY_EVENTS_PER_RUN = 10_000;
 
-async function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: string }> {
+type Settled<T> = { ok: true; value: T } | { ok: false; failure: FailureSummary };
+
+async function settle<T>(p: Promise<T>): Promise<Settled<T>> {
   try {
     return { ok: true, value: await p };
   } catch (err) {
-    return { ok: false, error: causeMessage(err) };
+    return { ok: false, failure: summarizeFailure(err) };
   }
 }
+
+const failedSlot = ({ message, infra }: FailureSummary): Slot => ({ error: message, infra });
 
 export async function lockstepRollout(input: LockstepInput): Promise<GroupResult[]> {
   const trajectories = input.groups.flatMap(trajectoryInputs);
@@ -43,11 +47,11 @@ export async function lockstepRollout(input: LockstepInput): Promise<GroupResult
   const calls = trajectories.map((t) => episodeCalls(t.env, 'activity'));
   const slots: Slot[] = input.slots ?? (await Promise.all(trajectories.map(async (t, i) => {
     const r = await settle(startEpisode(t, calls[i]));
-    return r.ok ? { ep: r.value } : { error: r.error };
+    return r.ok ? { ep: r.value } : failedSlot(r.failure);
   })));
   // A failed trajectory fails its group: its siblings stop too (their group will not be trained).
-  const failGroupOf = (i: number, error: string) => groupOf.forEach((g, j) => g === groupOf[i] && (slots[j] = { error }));
-  slots.forEach((s, i) => 'error' in s && failGroupOf(i, s.error));
+  const failGroupOf = (i: number, failed: Slot) => groupOf.forEach((g, j) => g === groupOf[i] && (slots[j] = failed));
+  slots.forEach((s, i) => 'error' in s && failGroupOf(i, s));
 
   const live = () => slots.flatMap((s, i) => ('ep' in s && !s.ep.done ? [i] : []));
   while (live().length > 0) {
@@ -61,8 +65,8 @@ export async function lockstepRollout(input: LockstepInput): Promise<GroupResult
     }));
     turn.forEach((i, k) => {
       const s = steps[k]!;
-      if ('ep' in slots[i]!) slots[i] = s.ok ? { ep: s.value } : { error: s.error };
-      if (!s.ok) failGroupOf(i, s.error);
+      if ('ep' in slots[i]!) slots[i] = s.ok ? { ep: s.value } : failedSlot(s.failure);
+      if (!s.ok) failGroupOf(i, failedSlot(s.failure));
     });
     const info = workflowInfo();
     if (live().length > 0 && (info.continueAsNewSuggested || info.historyLength > HISTORY_EVENTS_PER_RUN)) {
@@ -70,11 +74,11 @@ export async function lockstepRollout(input: LockstepInput): Promise<GroupResult
     }
   }
 
-  const finished = await Promise.all(slots.map((s, i) => ('ep' in s ? settle(finishEpisode(trajectories[i]!, s.ep, calls[i])) : Promise.resolve({ ok: false as const, error: s.error }))));
+  const finished = await Promise.all(slots.map((s, i): Promise<Settled<TrajectorySummary>> => ('ep' in s ? settle(finishEpisode(trajectories[i]!, s.ep, calls[i])) : Promise.resolve({ ok: false, failure: { message: s.error, infra: s.infra ?? false } }))));
   const results = input.groups.map((g, gi) => {
     const mine = finished.filter((_, i) => groupOf[i] === gi);
     const failure = mine.find((r) => !r.ok);
-    return failure && !failure.ok ? failedGroup(g, new Error(failure.error)) : summarize(g, mine.map((r) => (r as { value: TrajectorySummary }).value));
+    return failure && !failure.ok ? failedGroup(g, failure.failure) : summarize(g, mine.map((r) => (r as { value: TrajectorySummary }).value));
   });
   await Promise.all(results.map((r) => reportToRun(input.runId, r)));
   return results;

@@ -47,7 +47,22 @@ export interface GroupResult extends GroupRef {
   storeKeys: string[];
   /** Set when the group could not produce its samples (a trajectory failed for good); such a group is not trained. */
   error?: string;
+  /** With `error`: the infrastructure failed (workflows/failure.ts isInfraFailure), not the model or the config. */
+  infra?: boolean;
+  /** Env sessions its trajectories rebuilt by replay, and episodes they started over (on_env_loss); absent = 0. */
+  envReplays?: number;
+  envRestarts?: number;
 }
+
+/** What happened between two batches, reported in the later one's step record (rollout/infra_failed, rollout/env_*). */
+export interface StepEvents {
+  /** Samples of groups that failed for an infrastructure reason. */
+  infraFailedSamples: number;
+  envReplays: number;
+  envRestarts: number;
+}
+
+const noEvents = (): StepEvents => ({ infraFailedSamples: 0, envReplays: 0, envRestarts: 0 });
 
 export interface Batch {
   step: number;
@@ -63,6 +78,8 @@ export interface Batch {
    * dispatched at v may have no token of v left, so the two differ.)
    */
   staleness: { mean: number; max: number };
+  /** Group reports since the previous batch was taken. */
+  events: StepEvents;
 }
 
 /** What one batch holds, summed over its groups: the step's rollout metrics and the run totals take it. */
@@ -102,6 +119,8 @@ export interface RunSnapshot {
   trainingSamples: number;
   consumed: [epoch: number, ranges: Range[]][];
   totals: RunTotals;
+  /** Absent in snapshots taken before step events existed. */
+  events?: StepEvents;
 }
 
 /** The run's totals, all in one record: carried across continue-as-new and reported by the status query. */
@@ -116,7 +135,14 @@ export interface RunTotals {
   restartedSamples: number;
   staleAcceptedSamples: number;
   duplicateResults: number;
+  /** Groups that failed for another reason than the infrastructure (a bad config, an env or tokenization error). */
   failedGroups: number;
+  /** Groups that failed because the infrastructure did (engine or env down past retries, env lost with drop, a timeout), and their samples. */
+  infraFailedGroups: number;
+  infraFailedSamples: number;
+  /** Env sessions rebuilt by replay, and episodes started over, in the groups reported (on_env_loss). */
+  envReplays: number;
+  envRestarts: number;
   /** Dispatch staleness (Batch.staleness) summed over trained samples, and its maximum. */
   stalenessSum: number;
   stalenessMax: number;
@@ -130,8 +156,11 @@ export interface RunTotals {
 
 export const emptyTotals = (): RunTotals => ({
   dispatchedGroups: 0, consumedSamples: 0, trainedSamples: 0, filteredGroups: 0, droppedSamples: 0, restartedSamples: 0, staleAcceptedSamples: 0,
-  duplicateResults: 0, failedGroups: 0, stalenessSum: 0, stalenessMax: 0, partialSamples: 0, maxPartialSpan: 0, lastRewardMean: 0, peakSamplesInSystem: 0,
+  duplicateResults: 0, failedGroups: 0, infraFailedGroups: 0, infraFailedSamples: 0, envReplays: 0, envRestarts: 0, stalenessSum: 0, stalenessMax: 0, partialSamples: 0, maxPartialSpan: 0, lastRewardMean: 0, peakSamplesInSystem: 0,
 });
+
+/** Groups that failed, whatever the cause (the benches' failed-group counts). */
+export const allFailedGroups = (t: Pick<RunTotals, 'failedGroups' | 'infraFailedGroups'>): number => t.failedGroups + (t.infraFailedGroups ?? 0);
 
 export class RunState {
   version = 0;
@@ -145,6 +174,7 @@ export class RunState {
   /** Positions done for good (trained, filtered or dropped), per epoch: never dispatched again, even after a resume. */
   private consumed = new Map<number, IntervalSet>();
   readonly totals: RunTotals = emptyTotals();
+  private events: StepEvents = noEvents();
 
   constructor(
     readonly limits: AdmissionLimits,
@@ -233,9 +263,14 @@ export class RunState {
       return 'unknown';
     }
     this.inFlight.delete(uid);
+    this.countEnvEvents(result);
     if (result.error !== undefined) {
       this.markDone(result); // skipped for this epoch, like a filtered group; its capacity is free again
-      this.totals.failedGroups++;
+      if (result.infra) {
+        this.totals.infraFailedGroups++;
+        this.totals.infraFailedSamples += result.samples;
+        this.events.infraFailedSamples += result.samples;
+      } else this.totals.failedGroups++;
       return 'failed';
     }
     if (!result.accepted) {
@@ -246,6 +281,34 @@ export class RunState {
     this.buffer.push(result);
     this.applyStalePolicy(); // it may arrive already too stale
     return this.buffer.includes(result) ? 'buffered' : 'stale';
+  }
+
+  private countEnvEvents(result: GroupResult): void {
+    const replays = result.envReplays ?? 0;
+    const restarts = result.envRestarts ?? 0;
+    this.totals.envReplays += replays;
+    this.totals.envRestarts += restarts;
+    this.events.envReplays += replays;
+    this.events.envRestarts += restarts;
+  }
+
+  /**
+   * The failing-groups stop (max_failed_group_ratio): at least 4 groups
+   * failed and they are `ratio` of those dispatched. Infrastructure failures
+   * count too: a group fails for the infrastructure only after its calls
+   * waited out their retries (an engine or env server down for minutes) or
+   * the operator chose on_env_loss: drop, and a run that keeps losing groups
+   * to a dead server would otherwise skip prompt after prompt without
+   * training. The message keeps the two kinds apart.
+   */
+  failingBadly(ratio: number): boolean {
+    const failed = allFailedGroups(this.totals);
+    return failed >= 4 && failed >= ratio * this.totals.dispatchedGroups;
+  }
+
+  failingSummary(): string {
+    const { failedGroups, infraFailedGroups, dispatchedGroups } = this.totals;
+    return `${allFailedGroups(this.totals)} of ${dispatchedGroups} groups failed (${infraFailedGroups} for infrastructure reasons, ${failedGroups} for others)`;
   }
 
   /** A full batch is buffered and the previous one is done training: the run may take it. */
@@ -269,11 +332,14 @@ export class RunState {
     for (const g of groups) this.markDone(g);
     this.trainingSamples = groups.length * this.limits.groupSize;
     this.totals.consumedSamples += this.trainingSamples;
+    const events = this.events;
+    this.events = noEvents();
     return {
       step: this.step,
       version: this.version,
       groups,
       staleness: { mean: staleness.reduce((a, b) => a + b, 0) / staleness.length, max: Math.max(...staleness) },
+      events,
     };
   }
 
@@ -348,6 +414,7 @@ export class RunState {
       trainingSamples: this.trainingSamples,
       consumed: [...this.consumed.entries()].map(([epoch, set]) => [epoch, set.toJSON()]),
       totals: { ...this.totals },
+      events: { ...this.events },
     };
   }
 
@@ -363,6 +430,7 @@ export class RunState {
     state.trainingSamples = s.trainingSamples;
     for (const [epoch, ranges] of s.consumed) state.consumed.set(epoch, IntervalSet.fromJSON(ranges));
     Object.assign(state.totals, legacy, s.totals);
+    state.events = { ...noEvents(), ...s.events };
     return state;
   }
 

@@ -189,15 +189,12 @@ export async function run(input: RunInput): Promise<RunStatus> {
   let lastStepEnd = Date.now();
   idle.take(lastStepEnd); // idle ratios are per step: start-up and the first validation are not the first step's idle time
   // A run whose groups keep failing (a bad env config, a broken engine) stops with the cause instead of spinning.
-  const failingBadly = () => {
-    const { failedGroups, dispatchedGroups } = state.totals;
-    return failedGroups >= 4 && failedGroups >= (plan.maxFailedGroupRatio ?? 0.2) * dispatchedGroups;
-  };
+  const failingBadly = () => state.failingBadly(plan.maxFailedGroupRatio ?? 0.2);
   while (state.step < plan.maxSteps) {
     await condition(() => (!suspended && state.batchReady()) || failingBadly());
     if (failingBadly()) {
       stopDispatch = true;
-      throw ApplicationFailure.nonRetryable(`${state.totals.failedGroups} of ${state.totals.dispatchedGroups} groups failed; last error: ${lastGroupError}`, 'RunFailingError');
+      throw ApplicationFailure.nonRetryable(`${state.failingSummary()}; last error: ${lastGroupError}`, 'RunFailingError');
     }
     const batch = state.takeBatch()!;
     const batchAt = Date.now();

@@ -26,6 +26,10 @@ export const METRIC = {
   trainerIdle: 'idle/trainer',
   rolloutIdle: 'idle/rollout',
   syncAborted: 'sync/aborted_requests',
+  /** Since the previous step's batch: samples of groups failed for an infrastructure reason (never trained), env sessions rebuilt by replay, episodes started over (on_env_loss). */
+  infraFailed: 'rollout/infra_failed',
+  envReplayed: 'rollout/env_replayed',
+  envRestarted: 'rollout/env_restarted',
 } as const;
 
 /** The trainer's metrics land under this prefix (losses/…, actor/…, staleness/oldest_token_*: see the trainer's batch metrics). */
@@ -82,6 +86,9 @@ export function stepRecord(head: RecordHead, batch: Batch, t: StepTimes, trained
     [METRIC.trainerIdle]: (t.batchAt - t.lastStepEnd) / stepMs,
     [METRIC.rolloutIdle]: t.rolloutIdleMs / stepMs,
     [METRIC.syncAborted]: syncAborted,
+    [METRIC.infraFailed]: batch.events.infraFailedSamples,
+    [METRIC.envReplayed]: batch.events.envReplays,
+    [METRIC.envRestarted]: batch.events.envRestarts,
   };
   for (const [k, v] of Object.entries(trained.metrics)) record[`${TRAINER_PREFIX}${k}`] = v;
   return record;

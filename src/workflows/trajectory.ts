@@ -8,10 +8,11 @@
  * baseline (lockstep.ts) runs exactly the same calls, only with a barrier
  * across the batch between them.
  */
-import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities, Sampling, TurnSummary } from '../activities';
-import type { EpisodeGeneration } from '../envs/env';
+import type { EnvLossPolicy, EpisodeGeneration } from '../envs/env';
 import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE } from './activity-options';
+import { isEnvSessionLost } from './failure';
 import { contextKey, sampleKey } from './ids';
 
 const { generateTurn } = proxyActivities<Activities>(GENERATE);
@@ -32,6 +33,8 @@ export interface EnvSpec {
   maxTurns: number;
   /** custom_envs.<tag>.env_calls; absent = auto. */
   calls?: 'auto' | 'activity' | 'local';
+  /** custom_envs.<tag>.on_env_loss; absent = what the env declares at reset (EnvReset.onLoss). */
+  onLoss?: EnvLossPolicy;
 }
 
 export interface TrajectoryInput {
@@ -55,6 +58,9 @@ export interface TrajectorySummary {
   maxVersion: number;
   versionsSpanned: number;
   aborts: number;
+  /** Env sessions rebuilt by replay, and times the episode started over (on_env_loss); absent in summaries from before them. */
+  envReplays?: number;
+  envRestarts?: number;
 }
 
 /** Where one episode stands between calls; plain JSON (the lockstep workflow carries it across continue-as-new). */
@@ -66,13 +72,25 @@ export interface Episode {
   done: boolean;
   /** What the env asked of this episode's generations (EnvReset.generation). */
   generation?: EpisodeGeneration;
+  /** The env's declared on_env_loss (EnvReset.onLoss). */
+  onLoss?: EnvLossPolicy;
+  /** Env sessions rebuilt by replay, and times the episode started over; absent = 0. */
+  replays?: number;
+  restarts?: number;
 }
+
+/**
+ * Restarts of one episode (on_env_loss restart) before its trajectory fails
+ * as an infrastructure failure: a server that loses every session (a
+ * session_ttl_s shorter than a turn) would otherwise restart it forever.
+ */
+const MAX_ENV_RESTARTS = 3;
 
 const envInput = (input: TrajectoryInput) => ({ envType: input.env.type, envConfig: input.env.config });
 
 export async function startEpisode(input: TrajectoryInput, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
-  const { state, observation, generation } = await calls.envReset({ ...envInput(input), seed: input.envSeed, sample: input.member });
-  return { state, observation, reward: 0, turns: 0, done: false, ...(generation ? { generation } : {}) };
+  const { state, observation, generation, onLoss } = await calls.envReset({ ...envInput(input), seed: input.envSeed, sample: input.member });
+  return { state, observation, reward: 0, turns: 0, done: false, ...(generation ? { generation } : {}), ...(onLoss ? { onLoss } : {}) };
 }
 
 /** The model's answer to the episode's latest observation. */
@@ -82,14 +100,44 @@ export function generateFor(input: TrajectoryInput, ep: Episode): Promise<TurnSu
 
 /** Applies the model's action to the env; the episode is done when the env says so or the turns run out. */
 export async function stepEnv(input: TrajectoryInput, ep: Episode, action: string, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
-  const step = await calls.envStep({ ...envInput(input), state: ep.state, action });
+  const onLoss = input.env.onLoss ?? ep.onLoss;
+  let step;
+  try {
+    step = await calls.envStep({ ...envInput(input), state: ep.state, action, ...(onLoss ? { onLoss } : {}) });
+  } catch (err) {
+    // (patched: the restart is a new command sequence; no history before it can hold an EnvSessionLostError.)
+    if (onLoss === 'restart' && isEnvSessionLost(err) && (ep.restarts ?? 0) < MAX_ENV_RESTARTS && patched('env-loss-restart')) return restartEpisode(input, ep, calls);
+    throw err;
+  }
   const turns = ep.turns + 1;
-  return { ...ep, state: step.state, observation: step.observation, reward: ep.reward + step.reward, turns, done: step.done || turns >= input.env.maxTurns };
+  const replays = (ep.replays ?? 0) + (step.replayed ? 1 : 0);
+  return { ...ep, state: step.state, observation: step.observation, reward: ep.reward + step.reward, turns, done: step.done || turns >= input.env.maxTurns, ...(replays ? { replays } : {}) };
+}
+
+/**
+ * on_env_loss restart: the episode starts over from turn 0 on a fresh env
+ * session. Its generated turns are discarded: the next turn is turn 0 again,
+ * which starts the trajectory's context afresh, so nothing of the lost
+ * episode reaches the sample.
+ */
+async function restartEpisode(input: TrajectoryInput, lost: Episode, calls: EpisodeCalls): Promise<Episode> {
+  const fresh = await startEpisode(input, calls);
+  return { ...fresh, restarts: (lost.restarts ?? 0) + 1, ...(lost.replays ? { replays: lost.replays } : {}) };
+}
+
+/** Generate and step until the episode is done (an episode already done makes no call). */
+export async function playOut(input: TrajectoryInput, start: Episode, calls: EpisodeCalls): Promise<Episode> {
+  let ep = start;
+  while (!ep.done && ep.turns < input.env.maxTurns) {
+    const turn = await generateFor(input, ep);
+    ep = await stepEnv(input, ep, turn.action, calls);
+  }
+  return ep;
 }
 
 export async function finishEpisode(input: TrajectoryInput, ep: Episode, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<TrajectorySummary> {
   const done = await calls.finishTrajectory({ contextKey: contextKey(input.runId, input.uid), sampleKey: sampleKey(input.runId, input.uid), uid: input.uid, groupId: input.groupId, reward: ep.reward });
-  return { uid: input.uid, reward: ep.reward, turns: ep.turns, ...done };
+  return { uid: input.uid, reward: ep.reward, turns: ep.turns, ...done, envReplays: ep.replays ?? 0, envRestarts: ep.restarts ?? 0 };
 }
 
 /** The calls an env's settings ask for, where `auto` resolves to `whenAuto`. */
@@ -100,10 +148,5 @@ export function episodeCalls(env: EnvSpec, whenAuto: 'activity' | 'local'): Epis
 
 export async function trajectory(input: TrajectoryInput): Promise<TrajectorySummary> {
   const calls = episodeCalls(input.env, 'activity');
-  let ep = await startEpisode(input, calls);
-  while (!ep.done && ep.turns < input.env.maxTurns) {
-    const turn = await generateFor(input, ep);
-    ep = await stepEnv(input, ep, turn.action, calls);
-  }
-  return finishEpisode(input, ep, calls);
+  return finishEpisode(input, await playOut(input, await startEpisode(input, calls), calls), calls);
 }

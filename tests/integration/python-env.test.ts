@@ -1,9 +1,11 @@
 // The TypeScript env adapter against a real python-engines env server:
-// episodes, invalid actions, bad config, and a server restart mid-episode
-// that the adapter survives by replaying the recorded actions.
+// episodes, invalid actions, bad config, and a server restart mid-episode:
+// the adapter reports the lost session and rebuilds it by replaying the
+// recorded actions (the envStep activity does so under on_env_loss replay).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineRejectedError, EnvClient } from '../../src/gpu-bridge';
 import { pythonEnv, type PythonEnvState } from '../../src/envs';
+import { EnvSessionLostError } from '../../src/envs/errors';
 import { TestEngine } from './helpers/engine';
 
 let engine: TestEngine;
@@ -46,15 +48,21 @@ describe('python env adapter', () => {
     expect((err as EngineRejectedError).message).toContain('config.map_sise');
   });
 
-  it('survives a server restart mid-episode by replaying the actions', async () => {
+  it('reports a session lost to a server restart, and rebuilds it by replaying the actions', async () => {
     const env = lake();
     const c = env.parseConfig(config);
-    let state: PythonEnvState = (await env.reset(c, 1)).state;
+    const reset = await env.reset(c, 1);
+    expect(reset.onLoss).toBe('replay'); // frozen_lake's declaration, reported by the server
+    let state: PythonEnvState = reset.state;
     for (const action of ['Right', 'Right', 'Right']) state = (await env.step(c, state, action)).state;
     const before = state.session;
 
     await engine.restart(); // every session on the server is gone
 
+    const lost = await env.step(c, state, 'Down').catch((e: unknown) => e);
+    expect(lost).toBeInstanceOf(EnvSessionLostError);
+    expect((lost as Error).message).toContain(before);
+    state = await env.rebuild!(c, state);
     let last;
     for (const action of ['Down', 'Down', 'Down']) {
       last = await env.step(c, state, action);

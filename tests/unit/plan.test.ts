@@ -56,6 +56,12 @@ describe('run plan', () => {
     expect(() => plan({ custom_envs: { c: { ...envs.c, env_calls: 'remote' } } })).toThrow(/custom_envs\.c\.env_calls.*"remote".*auto.*activity.*local/s);
   });
 
+  it('carries each env\'s on_env_loss only when set (unset, the env\'s own declaration applies); a wrong value names the key and the choices', () => {
+    const p = plan({ custom_envs: { ...envs, b: { ...envs.b, on_env_loss: 'restart' } }, train_env_manager: { num_env_groups: 2, group_size: 1, tags: ['a', 'b'] } });
+    expect(p.envs.map((e) => e.spec.onLoss)).toEqual([undefined, 'restart']);
+    expect(() => plan({ custom_envs: { c: { ...envs.c, on_env_loss: 'retry' } } })).toThrow(/custom_envs\.c\.on_env_loss.*"retry".*replay.*restart.*drop/s);
+  });
+
   it('carries the rollout mode', () => {
     expect(plan({ custom_envs: { c: envs.c } }).rolloutMode).toBe('env_async');
     expect(plan({ custom_envs: { c: envs.c }, rollout_mode: 'lockstep' }).rolloutMode).toBe('lockstep');

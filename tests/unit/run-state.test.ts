@@ -193,6 +193,44 @@ describe('RunState failed groups', () => {
     s.onGroupResult(result(c, 0, 2));
     expect(s.takeBatch()!.groups.map((g) => g.position)).toEqual([1, 2]);
   });
+
+  it('counts infrastructure failures apart, with their samples, and reports them in the next batch only', () => {
+    const s = new RunState(limits(4, 2, 1), 10);
+    const [a, b, c, d] = [s.dispatch(), s.dispatch(), s.dispatch(), s.dispatch()];
+    expect(s.onGroupResult(result(a, 0, 2, { accepted: false, error: 'env server: ECONNREFUSED', infra: true }))).toBe('failed');
+    expect(s.onGroupResult(result(b, 0, 2, { accepted: false, error: 'bad config' }))).toBe('failed');
+    expect(s.totals).toMatchObject({ failedGroups: 1, infraFailedGroups: 1, infraFailedSamples: 2 });
+    s.onGroupResult(result(c, 0, 2, { envReplays: 3 }));
+    s.onGroupResult(result(d, 0, 2, { envRestarts: 1 }));
+    const first = s.takeBatch()!;
+    expect(first.groups.map((g) => g.position)).toEqual([c.position, d.position]); // neither failed group is trained
+    expect(first.events).toEqual({ infraFailedSamples: 2, envReplays: 3, envRestarts: 1 });
+    s.onStepDone(first);
+    const [e, f] = [s.dispatch(), s.dispatch()];
+    s.onGroupResult(result(e, 1, 2));
+    s.onGroupResult(result(f, 1, 2));
+    expect(s.takeBatch()!.events).toEqual({ infraFailedSamples: 0, envReplays: 0, envRestarts: 0 });
+    expect(s.totals).toMatchObject({ envReplays: 3, envRestarts: 1, infraFailedSamples: 2 });
+  });
+
+  it('the failing stop counts both kinds and its summary names each', () => {
+    const s = new RunState(limits(4, 2, 1), 10);
+    const refs = [s.dispatch(), s.dispatch(), s.dispatch(), s.dispatch()];
+    refs.slice(0, 3).forEach((r, i) => s.onGroupResult(result(r, 0, 2, { accepted: false, error: 'x', infra: i > 0 })));
+    expect(s.failingBadly(0.2)).toBe(false); // 3 failed: under the floor of 4
+    s.onGroupResult(result(refs[3]!, 0, 2, { accepted: false, error: 'x', infra: true }));
+    expect(s.failingBadly(1)).toBe(true); // 4 of 4
+    expect(s.failingSummary()).toBe('4 of 4 groups failed (3 for infrastructure reasons, 1 for others)');
+  });
+
+  it('carries the events of the next batch across continue-as-new (snapshot, restore)', () => {
+    const s = new RunState(limits(4, 2, 1), 10);
+    s.onGroupResult(result(s.dispatch(), 0, 2, { accepted: false, error: 'timeout', infra: true, envReplays: 1 }));
+    const back = RunState.restore(JSON.parse(JSON.stringify(s.snapshot())));
+    back.onGroupResult(result(back.dispatch(), 0, 2));
+    back.onGroupResult(result(back.dispatch(), 0, 2));
+    expect(back.takeBatch()!.events).toEqual({ infraFailedSamples: 2, envReplays: 1, envRestarts: 0 });
+  });
 });
 
 describe('RunState totals', () => {

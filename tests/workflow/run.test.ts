@@ -135,7 +135,8 @@ describe('run workflow (stub activities)', () => {
     // The counts are the run's own when it stopped (a query replays the closed run).
     const { totals } = await h.query(status);
     expect(totals.failedGroups).toBeGreaterThanOrEqual(4);
-    expect(failure!.message).toBe(`${totals.failedGroups} of ${totals.dispatchedGroups} groups failed; last error: stub env: no such key "x"`);
+    expect(totals.infraFailedGroups).toBe(0); // a bad env config is not the infrastructure's
+    expect(failure!.message).toBe(`${totals.failedGroups} of ${totals.dispatchedGroups} groups failed (0 for infrastructure reasons, ${totals.failedGroups} for others); last error: stub env: no such key "x"`);
     expect(callsOf(plan.runId, 'runTrainStep')).toHaveLength(0);
     // EnvConfigError is non-retryable: the trajectory failed on its first attempt.
     const trajectory = env.client.workflow.getHandle(childWorkflowId(groupWorkflowId(plan.runId, { epoch: 0, position: 0 }), 's', 0));
@@ -252,5 +253,57 @@ describe('run workflow (stub activities)', () => {
     await h.signal(resume);
     expect(await h.result()).toMatchObject({ step: 2, enginesPaused: false });
     expect(mostEngineCallsAtOnce(plan.runId)).toBe(1);
+  });
+});
+
+describe('env loss (on_env_loss) and infrastructure failures', () => {
+  /** A metric summed over the run's step records. */
+  const summed = (runId: string, key: string) => callsOf(runId, 'appendMetrics').reduce((n, c) => n + Number(c.record[key] ?? 0), 0);
+  const trained = (runId: string) => callsOf(runId, 'writeBatch').flatMap((c) => c.sampleKeys);
+  const modes: [string, Partial<RunPlan>][] = [
+    ['trajectory workflows', {}],
+    ['one-request groups', { replicate: false }],
+    ['lockstep', { rolloutMode: 'lockstep' }],
+  ];
+
+  it.each(modes)('restart (%s): a lost episode starts over from turn 0 on a fresh session, is trained once, and is counted', async (name, over) => {
+    const plan = testPlan(`restart-${name.replace(/\W/g, '')}`, { maxSteps: 2, ...over });
+    plan.envs = plan.envs.map((e) => ({ ...e, spec: { ...e.spec, onLoss: 'restart' } })); // the config's choice wins over the env's
+    scenario(plan.runId, { declares: 'replay', loseSessions: 2 });
+    const done = await (await startRun(plan)).result();
+    expect(done.step).toBe(2);
+    expect(done.totals).toMatchObject({ envRestarts: 2, envReplays: 0, infraFailedGroups: 0, failedGroups: 0 });
+    // Two more resets than trajectories, and each restart generated its turn 0 again.
+    const trajectories = done.totals.dispatchedGroups * G;
+    expect(callsOf(plan.runId, 'envReset')).toHaveLength(trajectories + 2);
+    expect(callsOf(plan.runId, 'envStep').every((c) => c.onLoss === 'restart')).toBe(true);
+    expect(callsOf(plan.runId, 'generateTurn').filter((c) => c.turn === 0)).toHaveLength((over.replicate === false ? 0 : trajectories) + 2);
+    expect(summed(plan.runId, METRIC.envRestarted)).toBe(2);
+    expect(trained(plan.runId)).toHaveLength(2 * B);
+    expect(new Set(trained(plan.runId)).size).toBe(2 * B);
+  });
+
+  it('replay, as the env declares: the activity rebuilt the session (the workflow passes the declared policy); counted, nothing started over', async () => {
+    const plan = testPlan('replay-declared', { maxSteps: 2 });
+    scenario(plan.runId, { declares: 'replay', loseSessions: 2 });
+    const done = await (await startRun(plan)).result();
+    expect(done.totals).toMatchObject({ envReplays: 2, envRestarts: 0, infraFailedGroups: 0 });
+    expect(callsOf(plan.runId, 'envStep').every((c) => c.onLoss === 'replay')).toBe(true);
+    expect(callsOf(plan.runId, 'envReset')).toHaveLength(done.totals.dispatchedGroups * G);
+    expect(summed(plan.runId, METRIC.envReplayed)).toBe(2);
+    expect(trained(plan.runId)).toHaveLength(2 * B);
+  });
+
+  it('drop, as the env declares: the trajectory fails as an infrastructure failure; its group is counted apart and never trained', async () => {
+    const plan = testPlan('drop-declared', { maxSteps: 2 });
+    scenario(plan.runId, { declares: 'drop', loseSessions: 1 });
+    const done = await (await startRun(plan)).result();
+    expect(done.step).toBe(2);
+    expect(done.totals).toMatchObject({ infraFailedGroups: 1, infraFailedSamples: G, failedGroups: 0, envRestarts: 0, envReplays: 0 });
+    expect(summed(plan.runId, METRIC.infraFailed)).toBe(G);
+    // Five groups started for the two batches' four: the one whose session was lost is in no batch.
+    expect(done.totals.dispatchedGroups).toBe(5);
+    expect(trained(plan.runId)).toHaveLength(2 * B);
+    expect(positions(trained(plan.runId))).toHaveLength(4);
   });
 });

@@ -53,6 +53,8 @@ class ArithmeticEnv(BaseEnv):
     name = "arithmetic"
     Config = ArithmeticConfig
     description = "One integer arithmetic question; reward 1 for the exact answer."
+    # The question is drawn from the seed alone: the same seed and actions rebuild the same episode.
+    on_env_loss = "replay"
 
     def reset(self, seed: int, config: ArithmeticConfig) -> str:
         self.config = config

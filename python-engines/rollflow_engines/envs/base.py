@@ -13,12 +13,20 @@ An env instance lives for one episode (one session of the env server):
   ``info["invalid_action"] = True``, and the reward its config gives for it.
 - ``close()``: release whatever the env holds; called once, when the session
   is closed or expires.
+
+Each env declares ``on_env_loss``: what a client does with an episode whose
+session this server lost (it restarted, or the session expired), unless the
+run config's ``custom_envs.<tag>.on_env_loss`` says otherwise. ``replay``
+(a fresh session at the same seed, the recorded actions applied again) is
+right only for an env whose episode is a pure function of seed, config and
+actions; an env with outside state (a sandbox, a live service) declares
+``restart`` (start the episode over) or ``drop`` (give the trajectory up).
 """
 from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,10 +44,14 @@ class EnvConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+EnvLossPolicy = Literal["replay", "restart", "drop"]
+
+
 class BaseEnv(ABC):
     name: ClassVar[str]
     Config: ClassVar[type[EnvConfig]] = EnvConfig
     description: ClassVar[str] = ""
+    on_env_loss: ClassVar[EnvLossPolicy]
 
     @abstractmethod
     def reset(self, seed: int, config: EnvConfig) -> str:

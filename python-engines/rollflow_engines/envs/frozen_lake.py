@@ -136,6 +136,8 @@ class FrozenLakeEnv(BaseEnv):
     name = "frozen_lake"
     Config = FrozenLakeConfig
     description = "Walk from S to G on a frozen lake without falling into a hole; actions Left/Down/Right/Up."
+    # The map and the slip stream are drawn from the seed alone: the same seed and actions rebuild the same episode.
+    on_env_loss = "replay"
 
     def reset(self, seed: int, config: FrozenLakeConfig) -> str:
         self.config = config

@@ -44,7 +44,8 @@ def step(client, session, action):
 
 def test_reset_returns_a_session_and_the_first_observation(client):
     body = reset(client, seed=3)
-    assert set(body) == {"session", "observation", "info"}
+    assert set(body) == {"session", "observation", "info", "on_env_loss"}
+    assert body["on_env_loss"] == "replay"  # frozen_lake's declaration
     assert body["observation"].splitlines()[1] == "P F F F"
     assert body["info"]["map"] == ["SFFF", "FFFH", "FHFF", "FFFG"]
     assert body["info"]["turn"] == 0 and body["info"]["legal_actions"] == ["Left", "Down", "Right", "Up"]

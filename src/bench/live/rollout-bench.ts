@@ -10,6 +10,7 @@ import { w1Cells, w1DesOptions, w1RunConfig, w7DesOptions, w7RunConfig, type W1C
 import { workersFor, type W1LiveOptions, type W7LiveOptions } from './options';
 import { activitiesPerTrajectory, overhead, rolloutMakespan, versus } from './report';
 import type { BenchStack, RunOutcome } from './runner';
+import { allFailedGroups } from '../../workflows/run-state';
 
 export interface BenchContext {
   stack: BenchStack;
@@ -29,7 +30,7 @@ export function runRecord(r: RunOutcome) {
     load1_before: r.load1_before,
     load1_after: r.load1_after,
     cpu_s: r.cpu_s,
-    failed_groups: r.status?.totals.failedGroups ?? null,
+    failed_groups: r.status ? allFailedGroups(r.status.totals) : null,
     logged: r.logged,
   };
 }
@@ -98,7 +99,7 @@ export async function benchW7(o: W7LiveOptions, ctx: BenchContext): Promise<obje
 export function w7Report(o: Pick<W7LiveOptions, 'turns' | 'time_scale' | 'mean_s' | 'std_s' | 'llm_s' | 'group_size' | 'max_overhead'>, n: number, desS: number, run: RunOutcome) {
   const measured = makespanOf(run);
   const ov = measured !== undefined ? overhead(measured, desS) : null;
-  const failedGroups = run.status?.totals.failedGroups ?? 0;
+  const failedGroups = run.status ? allFailedGroups(run.status.totals) : 0;
   return {
     workload: 'w7',
     in_flight: n,

@@ -18,6 +18,7 @@ import { w2DesOptions, workersFor, type W2LiveOptions, type W2Mode } from './opt
 import { modeMakespan, versus } from './report';
 import { runRecord, type BenchContext } from './rollout-bench';
 import type { RunOutcome } from './runner';
+import { allFailedGroups } from '../../workflows/run-state';
 
 export async function benchW2(o: W2LiveOptions, ctx: BenchContext): Promise<object[]> {
   const runs: Partial<Record<W2Mode, RunOutcome>> = {};
@@ -44,7 +45,7 @@ function modeReport(run: RunOutcome | undefined, des: DesModeResult) {
     ...modeMakespan(run, des.makespan_s),
     groups_started: totals?.dispatchedGroups ?? null,
     des_groups_started: des.groups_started,
-    groups_failed: totals?.failedGroups ?? null,
+    groups_failed: totals ? allFailedGroups(totals) : null,
     des_groups_failed: des.groups_failed,
     des_groups_needed: des.groups_needed,
     run: run ? runRecord(run) : null,

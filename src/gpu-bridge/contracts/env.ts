@@ -10,6 +10,7 @@
  * session, 409 step after done, 429 max_sessions open.
  */
 import { z } from 'zod';
+import { ENV_LOSS_POLICIES } from '../../envs/env';
 
 /** Largest seed: TypeScript numbers carry integers exactly up to here. */
 const MAX_SEED = Number.MAX_SAFE_INTEGER;
@@ -28,6 +29,7 @@ export const ResetResponseSchema = z.strictObject({
   session: z.string().describe('Id to pass to /step and /close.'),
   observation: z.string(),
   info: Info.describe('frozen_lake: turn, max_turns, success, position, map, legal_actions; arithmetic: turn, max_turns, success, question.'),
+  on_env_loss: z.enum(ENV_LOSS_POLICIES).optional().describe("The env's declared on_env_loss (BaseEnv.on_env_loss): what a client does when the server loses the session. Absent from servers older than it."),
 });
 
 export const StepRequestSchema = z.strictObject({

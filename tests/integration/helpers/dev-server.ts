@@ -3,10 +3,11 @@
  * temporal/dev-server.sh on free ports with a throw-away state dir.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 
 export const ROOT = path.join(__dirname, '../../..');
 const script = path.join(ROOT, 'temporal/dev-server.sh');
@@ -75,6 +76,21 @@ export class TestDevServer {
 
   stop(): ScriptResult {
     return this.run('stop');
+  }
+
+  /** Writes `yaml` as the state dir's run.yaml, brings its stack up (`rollflow dev up`: engines, one worker) and connects a client. */
+  async upStack(yaml: string): Promise<{ config: string; client: Client }> {
+    const config = path.join(this.stateDir, 'run.yaml');
+    writeFileSync(config, yaml);
+    const up = this.rollflow(['dev', 'up', config], 600_000);
+    if (up.status !== 0) throw new Error(`rollflow dev up failed: ${up.stderr}`);
+    return { config, client: new Client({ connection: await Connection.connect({ address: this.address }) }) };
+  }
+
+  /** Closes the client and takes the stack of upStack down. */
+  async downStack(config: string | undefined, client: Client | undefined): Promise<void> {
+    await client?.connection.close();
+    if (config) this.rollflow(['dev', 'down', config], 600_000);
   }
 
   /** bin/rollflow against this server's state dir, with JSON logs. */

@@ -9,7 +9,8 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Activities } from '../../../src/activities';
-import { EnvConfigError } from '../../../src/envs/errors';
+import type { EnvLossPolicy } from '../../../src/envs/env';
+import { EnvConfigError, EnvSessionLostError } from '../../../src/envs/errors';
 import { groupUid, parseSampleUid } from '../../../src/workflows/ids';
 import { DATASET_ROWS } from './plan';
 
@@ -54,6 +55,13 @@ export interface Scenario {
   sync: Gate;
   /** Env resets from this workflow id throw EnvConfigError (non-retryable). */
   failReset?: (workflowId: string) => boolean;
+  /** What the stub env declares at reset (EnvReset.onLoss). */
+  declares?: EnvLossPolicy;
+  /**
+   * The next this-many env steps of the run find their session lost; the stub then does what envStep
+   * does: under replay (or no policy) it rebuilds and steps (`replayed`), else throws EnvSessionLostError.
+   */
+  loseSessions?: number;
 }
 
 const scenarios = new Map<string, Scenario>();
@@ -148,12 +156,18 @@ export const stubs: StubActivities = {
   async envReset(input) {
     const { runId, workflowId } = record('envReset', input);
     if (scenario(runId).failReset?.(workflowId)) throw new EnvConfigError('stub env: no such key "x"');
-    return { state: { member: input.sample ?? 0 }, observation: `prompt ${input.seed}`, info: {} };
+    const { declares } = scenario(runId);
+    return { state: { member: input.sample ?? 0 }, observation: `prompt ${input.seed}`, info: {}, ...(declares ? { onLoss: declares } : {}) };
   },
   async envStep(input) {
-    record('envStep', input);
+    const s = scenario(record('envStep', input).runId);
+    const lost = (s.loseSessions ?? 0) > 0;
+    if (lost) {
+      s.loseSessions!--;
+      if ((input.onLoss ?? 'replay') !== 'replay') throw new EnvSessionLostError('stub env: the env server no longer has the session');
+    }
     // Member i scores i: rewards always vary within a group, so the std filter keeps every group.
-    return { state: input.state, observation: '', reward: (input.state as { member: number }).member, done: true, info: {} };
+    return { state: input.state, observation: '', reward: (input.state as { member: number }).member, done: true, info: {}, ...(lost ? { replayed: true as const } : {}) };
   },
   async generateTurn(input) {
     await scenario(record('generateTurn', input).runId).generate.wait(input.affinity);

@@ -75,7 +75,7 @@ class EnvRole:
             raise
         self.metrics.sessions_open.labels(req.env).inc()
         self.metrics.resets.labels(req.env).inc()
-        return ResetResponse(session=session.id, observation=observation, info=info)
+        return ResetResponse(session=session.id, observation=observation, info=info, on_env_loss=cls.on_env_loss)
 
     def step(self, req: StepRequest) -> StepResponse:
         session = self.sessions.get(req.session)

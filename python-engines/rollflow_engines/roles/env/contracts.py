@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...envs.base import EnvLossPolicy
+
 MAX_SAFE_INTEGER = 2**53 - 1
 MAX_TEXT = 1_000_000  # characters of one action, response or reference
 
@@ -33,6 +35,7 @@ class ResetResponse(_Response):
     session: str = Field(description="Id to pass to /step and /close.")
     observation: str
     info: dict[str, Any] = Field(default_factory=dict)
+    on_env_loss: EnvLossPolicy = Field(description="The env's declared on_env_loss (BaseEnv.on_env_loss): what a client does when this server loses the session.")
 
 
 class StepRequest(_Request):

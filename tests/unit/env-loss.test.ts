@@ -1,0 +1,99 @@
+// The envStep activity under each on_env_loss, over a python env whose server (an in-memory fake of the env role's
+// session semantics: 404 for a session it does not hold) loses every session, as a restarted server does.
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { describe, expect, it } from 'vitest';
+import type { ActivityDeps } from '../../src/activities/deps';
+import { rolloutActivities } from '../../src/activities/rollout';
+import type { EnvLossPolicy } from '../../src/envs/env';
+import { EnvSessionLostError } from '../../src/envs/errors';
+import { EngineRejectedError, EngineUnavailableError, type EnvClient } from '../../src/gpu-bridge';
+
+/** Sessions are counters of the actions applied; the observation names the seed and the actions so far. */
+class FakeEnvServer {
+  calls: string[] = [];
+  down = false;
+  private sessions = new Map<string, { seed: number; actions: string[] }>();
+  private next = 0;
+
+  lose(): void {
+    this.sessions.clear();
+  }
+
+  client(): EnvClient {
+    const up = () => {
+      if (this.down) throw new EngineUnavailableError('http://127.0.0.1:1/step: ECONNREFUSED');
+    };
+    return {
+      reset: async ({ seed }: { seed: number }) => {
+        up();
+        const session = `s${this.next++}`;
+        this.sessions.set(session, { seed, actions: [] });
+        this.calls.push(`reset ${seed}`);
+        return { session, observation: `seed ${seed}:`, info: {}, on_env_loss: 'replay' as const };
+      },
+      step: async ({ session, action }: { session: string; action: string }) => {
+        up();
+        const s = this.sessions.get(session);
+        if (!s) throw new EngineRejectedError(`/step: HTTP 404 unknown session ${session}`, 404);
+        s.actions.push(action);
+        this.calls.push(`step ${session} ${action}`);
+        return { observation: `seed ${s.seed}: ${s.actions.join(' ')}`, reward: 0, done: false, info: {} };
+      },
+      close: async () => ({ closed: true as const }),
+    } as unknown as EnvClient;
+  }
+}
+
+function setup() {
+  const server = new FakeEnvServer();
+  const { envReset, envStep } = rolloutActivities({ env: server.client() } as ActivityDeps);
+  const mock = new MockActivityEnvironment();
+  // (run's type cannot infer an activity's result from its function: said here once.)
+  const activity = { run: <P extends unknown[], R>(fn: (...args: P) => Promise<R>, ...args: P) => mock.run(fn, ...args) as Promise<R> };
+  const input = { envType: 'frozen_lake', envConfig: {} };
+  const start = async () => {
+    let { state } = await activity.run(envReset, { ...input, seed: 5 });
+    for (const action of ['Left', 'Down']) state = (await activity.run(envStep, { ...input, state, action })).state;
+    return state;
+  };
+  const step = (state: unknown, onLoss?: EnvLossPolicy) => activity.run(envStep, { ...input, state, action: 'Right', ...(onLoss ? { onLoss } : {}) });
+  return { server, start, step };
+}
+
+describe('envStep on a lost env session', () => {
+  it.each([['replay' as const], [undefined]])('on_env_loss %s (replay is also the default): rebuilds the session at the same seed, replays the recorded actions, then steps', async (onLoss) => {
+    const { server, start, step } = setup();
+    const state = await start();
+    server.lose();
+    server.calls = [];
+    const r = await step(state, onLoss);
+    expect(r).toMatchObject({ replayed: true, observation: 'seed 5: Left Down Right' });
+    expect(server.calls).toEqual(['reset 5', 'step s1 Left', 'step s1 Down', 'step s1 Right']);
+    expect(r.state).toMatchObject({ session: 's1', actions: ['Left', 'Down', 'Right'] });
+  });
+
+  it.each([['restart' as const], ['drop' as const]])('on_env_loss %s: the lost session goes to the workflow as EnvSessionLostError, untouched', async (onLoss) => {
+    const { server, start, step } = setup();
+    const state = await start();
+    server.lose();
+    server.calls = [];
+    const err = await step(state, onLoss).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EnvSessionLostError);
+    expect((err as Error).message).toMatch(/frozen_lake: the env server no longer has session s0/);
+    expect(server.calls).toEqual([]);
+  });
+
+  it('a server that cannot be reached is not a lost session: the call fails retryably (Temporal retries it) and no policy applies', async () => {
+    const { server, start, step } = setup();
+    const state = await start();
+    server.down = true;
+    await expect(step(state, 'drop')).rejects.toBeInstanceOf(EngineUnavailableError);
+    server.down = false;
+    expect(await step(state, 'drop')).toMatchObject({ observation: 'seed 5: Left Down Right' }); // back with its sessions: no loss
+  });
+
+  it('the env\'s declaration reaches the episode with its reset', async () => {
+    const { envReset } = rolloutActivities({ env: new FakeEnvServer().client() } as ActivityDeps);
+    expect(await new MockActivityEnvironment().run(envReset, { envType: 'frozen_lake', envConfig: {}, seed: 1 })).toMatchObject({ onLoss: 'replay' });
+  });
+});
