@@ -131,6 +131,8 @@ export function summarize(input: GroupInput, results: TrajectorySummary[]): Grou
     ...input.ref,
     startVersion: input.startVersion,
     endVersion: Math.max(input.startVersion, ...results.map((r) => r.maxVersion)),
+    // minVersion is -1 for a sample without generated tokens.
+    oldestVersion: Math.min(input.startVersion, ...results.flatMap((r) => (r.minVersion >= 0 ? [r.minVersion] : []))),
     samples: results.length,
     accepted,
     rewardMean: mean,

@@ -35,6 +35,12 @@ export interface GroupResult extends GroupRef {
   startVersion: number;
   /** Highest weight version that produced any of its tokens. */
   endVersion: number;
+  /**
+   * Lowest weight version that produced any of its tokens. Never below startVersion when every server serves
+   * the run's weights; below it when one served older weights (a restarted server before its catch-up), and
+   * then the staleness counts from it. Absent in results recorded before it existed: startVersion.
+   */
+  oldestVersion?: number;
   samples: number;
   /** False when the group filter rejected it (e.g. zero reward variance). */
   accepted: boolean;
@@ -62,6 +68,9 @@ export interface StepEvents {
   envRestarts: number;
 }
 
+/** The version a group's staleness counts from: its dispatch, or its oldest token if a server served it older weights. */
+export const baseVersion = (g: GroupResult): number => Math.min(g.startVersion, g.oldestVersion ?? g.startVersion);
+
 const noEvents = (): StepEvents => ({ infraFailedSamples: 0, envReplays: 0, envRestarts: 0 });
 
 export interface Batch {
@@ -71,7 +80,8 @@ export interface Batch {
   groups: GroupResult[];
   /**
    * Dispatch staleness of the batch's samples: the version trained minus the
-   * version that was served when the sample's group was dispatched. The
+   * version that was served when the sample's group was dispatched, or minus
+   * the oldest version of its tokens if that is older (baseVersion). The
    * staleness bound ⌈α⌉ applies to this one. (The trainer reports another:
    * the version trained minus the oldest version that generated a token of
    * the sample, train/staleness/oldest_token_*; with partial rollout a sample
@@ -327,8 +337,8 @@ export class RunState {
     const groupsNeeded = this.limits.samplesPerStep / this.limits.groupSize;
     if (this.buffer.length < groupsNeeded) return undefined;
     const groups = this.buffer.splice(0, groupsNeeded);
-    const staleness = groups.map((g) => this.version - g.startVersion);
-    this.totals.staleAcceptedSamples += groups.filter((g) => this.version - g.startVersion > this.limits.maxStaleness).length * this.limits.groupSize;
+    const staleness = groups.map((g) => this.version - baseVersion(g));
+    this.totals.staleAcceptedSamples += staleness.filter((s) => s > this.limits.maxStaleness).length * this.limits.groupSize;
     for (const g of groups) this.markDone(g);
     this.trainingSamples = groups.length * this.limits.groupSize;
     this.totals.consumedSamples += this.trainingSamples;
@@ -345,7 +355,7 @@ export class RunState {
 
   /**
    * The staleness bound: a buffered group dispatched at version v has
-   * staleness n − v at the current version n; above ⌈α⌉ the stale policy
+   * staleness n − v at the current version n (v: its baseVersion); above ⌈α⌉ the stale policy
    * decides: accept (keep it, train it, count it), drop (discard it, its
    * prompt done for this epoch) or restart (regenerate the prompt with the
    * current weights).
@@ -354,7 +364,7 @@ export class RunState {
     const { maxStaleness, stalePolicy } = this.limits;
     const keep: GroupResult[] = [];
     for (const g of this.buffer) {
-      if (this.version - g.startVersion <= maxStaleness || stalePolicy === 'accept') keep.push(g); else if (stalePolicy === 'drop') {
+      if (this.version - baseVersion(g) <= maxStaleness || stalePolicy === 'accept') keep.push(g); else if (stalePolicy === 'drop') {
         this.markDone(g);
         this.totals.droppedSamples += g.samples;
       } else {

@@ -13,7 +13,7 @@ export const METRIC = {
   samples: 'rollout/samples',
   tokens: 'rollout/tokens',
   rewardMean: 'rollout/reward_mean',
-  /** Dispatch staleness (Batch.staleness): versions between a group's dispatch and the step that trains it. */
+  /** Dispatch staleness (Batch.staleness): versions between a group's dispatch (or its oldest token, if older) and the step that trains it. */
   stalenessMean: 'staleness/dispatch_mean',
   stalenessMax: 'staleness/dispatch_max',
   partialRatio: 'partial/ratio',

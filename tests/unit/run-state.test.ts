@@ -117,6 +117,24 @@ describe('RunState results and policies', () => {
     expect(s.dispatch()).toEqual({ epoch: 1, position: 0 }); // next epoch starts over
   });
 
+  it('counts staleness from a group\'s oldest token when a server served it older weights than its dispatch version', () => {
+    // B = 2 (1 group of 2), α = 1: bound 1. At version 2, a group dispatched now whose tokens came partly from version 0.
+    const run = (policy: StalePolicy) => {
+      const s = new RunState(limits(2, 2, 1, policy), 100);
+      for (let step = 0; step < 2; step++) {
+        s.onGroupResult(result(s.dispatch(), s.version, 2));
+        s.onStepDone(s.takeBatch()!);
+      }
+      return { s, outcome: s.onGroupResult(result(s.dispatch(), 2, 2, { oldestVersion: 0 })) };
+    };
+    const dropped = run('drop');
+    expect([dropped.outcome, dropped.s.totals.droppedSamples]).toEqual(['stale', 2]);
+    const accepted = run('accept');
+    expect(accepted.outcome).toBe('buffered');
+    expect(accepted.s.takeBatch()!.staleness).toEqual({ mean: 2, max: 2 }); // not 0, as the dispatch version alone says
+    expect(accepted.s.totals.staleAcceptedSamples).toBe(2);
+  });
+
   it('drops a group that arrives too stale at once, freeing its capacity without a batch being taken', () => {
     // B = 2 (1 group of 2), α = 1: cap 4, bound 1. A long-tailed group started at version 0 finishes at version 2.
     const s = new RunState(limits(2, 2, 1, 'drop'), 100);
