@@ -6,6 +6,7 @@ import { connectClient, workflowUrl } from '../client/connect';
 import { readCheckpoint } from '../client/checkpoint';
 import { buildPlan } from '../client/plan';
 import type { LoadedConfig, RunConfig } from '../configs';
+import { describeIndex } from '../envs/dataset-rows';
 import { up } from '../stack';
 import { causeMessage } from '../workflows/failure';
 import { batchDir } from '../workflows/ids';
@@ -65,8 +66,7 @@ async function follow(client: Client, runId: string, out: (line: string) => void
     const s = done ? ((await handle.result()) as RunStatus) : await handle.query(status).catch(() => undefined);
     if (s?.dataset && !datasetReported) {
       datasetReported = true;
-      const { size, malformed, problems } = s.dataset;
-      out(`dataset: ${size} rows${malformed ? `, ${malformed} malformed rows skipped (${problems.join('; ')})` : ''}`);
+      out(`dataset: ${describeIndex(s.dataset)}`);
     }
     if (s && s.step !== lastStep) {
       lastStep = s.step;

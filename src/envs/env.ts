@@ -4,6 +4,7 @@
  * it in its history — so an env can be re-created on any worker after a crash
  * instead of living pinned to one process.
  */
+import type { DatasetIndex } from './dataset-rows';
 
 export interface EnvReset<S> {
   state: S;
@@ -41,5 +42,5 @@ export interface Env<S = unknown, C = unknown> {
   /** `attempt` counts retries of this step (0 first), for envs that model failures. */
   step(config: C, state: S, action: string, signal?: AbortSignal, attempt?: number): Promise<EnvStep<S>>;
   /** Envs backed by a file of prompts: how many valid rows it has, and the malformed ones (reported, skipped). */
-  index?(config: C): Promise<{ size: number; malformed: number; problems: string[] }>;
+  index?(config: C): Promise<DatasetIndex>;
 }

@@ -1,7 +1,7 @@
 /** What a `run` execution starts from, what its status query returns, and how the one becomes its RunState. */
 import { ApplicationFailure, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities, CheckpointManifest } from '../activities';
-import type { DatasetIndex } from '../envs/dataset';
+import type { DatasetIndex } from '../envs/dataset-rows';
 import { ENV } from './activity-options';
 import type { RunPlan } from './run-plan';
 import { RunState, type RunSnapshot, type RunTotals } from './run-state';

@@ -400,7 +400,7 @@ describe('training runs', () => {
     const r = rollflow('run', config, '--wait', '--run-id', 'dataset', '--set', 'max_steps=2', '--set', 'async_generation_ratio=0', '--set', 'train_env_manager.tags=[ds]',
       '--set', `custom_envs.ds={env_type: dataset, max_steps: 1, max_tokens_per_step: 8, env_config: {path: "${file}", verifier: exact_match}}`);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout).toContain('dataset: 3 rows, 2 malformed rows skipped (line 3: not JSON');
+    expect(r.stdout).toContain('dataset: 3 rows, 2 malformed rows skipped (1 not_json, 1 missing_field; line 3: not JSON');
     expect(r.stdout).toContain('line 4: needs string fields "prompt" and "answer"');
     const final = (await client.workflow.getHandle('dataset').result()) as { datasetSize: number; step: number };
     expect([final.datasetSize, final.step]).toEqual([3, 2]);
