@@ -11,6 +11,7 @@ import { resolveEnv } from '../envs';
 import type { EpisodeGeneration } from '../envs/env';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
+import { guardResult } from './payload';
 
 /** A trajectory's token-level record, kept in the store under its context key. */
 export interface TrajectoryContext {
@@ -77,12 +78,12 @@ export function rolloutActivities(deps: ActivityDeps) {
 
     async envReset(input: EnvInput & { seed: number; sample?: number }) {
       const env = envFor(input.envType);
-      return withHeartbeat((signal) => env.reset(env.parseConfig(input.envConfig), input.seed, signal, input.sample));
+      return guardResult('envReset', await withHeartbeat((signal) => env.reset(env.parseConfig(input.envConfig), input.seed, signal, input.sample)), deps.maxResultBytes);
     },
 
     async envStep(input: EnvInput & { state: unknown; action: string }) {
       const env = envFor(input.envType);
-      return withHeartbeat((signal) => env.step(env.parseConfig(input.envConfig), input.state, input.action, signal, Context.current().info.attempt - 1));
+      return guardResult('envStep', await withHeartbeat((signal) => env.step(env.parseConfig(input.envConfig), input.state, input.action, signal, Context.current().info.attempt - 1)), deps.maxResultBytes);
     },
 
     /**
@@ -119,7 +120,7 @@ export function rolloutActivities(deps: ActivityDeps) {
           lease.release();
         }
         return storeTurn(deps, input.contextKey, ctx, prompt, generation, input.turn, more.text);
-      });
+      }).then((summary) => guardResult('generateTurn', summary, deps.maxResultBytes));
     },
 
     /**
@@ -149,7 +150,7 @@ export function rolloutActivities(deps: ActivityDeps) {
         } finally {
           lease.release();
         }
-      });
+      }).then((summaries) => guardResult('generateGroupTurn', summaries, deps.maxResultBytes));
     },
 
     /** Writes the finished trajectory as one training sample; returns its key and the summary the group needs. */
