@@ -5,6 +5,7 @@ import type { Client } from '@temporalio/client';
 import { connectClient, workflowUrl } from '../client/connect';
 import { readCheckpoint } from '../client/checkpoint';
 import { buildPlan } from '../client/plan';
+import { checkNewRunId } from '../client/run-id';
 import type { LoadedConfig, RunConfig } from '../configs';
 import { describeIndex } from '../envs/dataset-rows';
 import { up } from '../stack';
@@ -27,6 +28,7 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
   const runId = opts.runId ?? `${config.exp_name}-${stamp()}`;
   const plan = buildPlan(loaded, runId); // a config that cannot run fails before anything starts
   const resumeFrom = opts.resumeFrom ? readCheckpoint(opts.resumeFrom, loaded, err) : undefined;
+  checkNewRunId(loaded, runId);
   if (config.temporal.embedded && loaded.derived.temporal.loopback) await up(loaded, configArgs, err);
   const started = Date.now();
   const client = await connectClient(config);

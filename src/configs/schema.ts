@@ -242,7 +242,7 @@ export const RunConfigSchema = z
       })
       .prefault({})
       .describe('(rollflow) Where token ids, logprobs and observations live; workflows carry only keys.'),
-    run_dir: z.string().min(1).optional().describe('(rollflow) Directory for metrics, checkpoints and samples; defaults to runs/<exp_name> under the working directory.'),
+    run_dir: z.string().min(1).optional().describe('(rollflow) Directory of the runs of this config, each in its own <run_dir>/<run id> (metrics, validation records, checkpoints), and of the default sample store; defaults to runs/<exp_name> under the working directory.'),
   })
   .superRefine(checkCrossReferences);
 

@@ -18,6 +18,7 @@ export interface PlanEnv {
 
 export interface RunPlan {
   runId: string;
+  /** This run's own directory, <run_dir>/<run id> (ids.runDataDir): metrics, validation records, checkpoints. */
   runDir: string;
   limits: AdmissionLimits;
   datasetSize: number;

@@ -8,7 +8,7 @@
 import { summarizeBatch, type Batch } from './run-state';
 import type { ValidationResult } from './validate';
 
-/** Keys of a step's record in <run_dir>/metrics.jsonl, beside run_id, step, version and wall_s. */
+/** Keys of a step's record in <run_dir>/<run id>/metrics.jsonl, beside run_id, step, version and wall_s. */
 export const METRIC = {
   samples: 'rollout/samples',
   tokens: 'rollout/tokens',
@@ -31,7 +31,7 @@ export const METRIC = {
 /** The trainer's metrics land under this prefix (losses/…, actor/…, staleness/oldest_token_*: see the trainer's batch metrics). */
 export const TRAINER_PREFIX = 'train/';
 
-/** Keys of a record in <run_dir>/validation.jsonl. */
+/** Keys of a record in <run_dir>/<run id>/validation.jsonl. */
 export const VAL_METRIC = {
   rewardMean: 'val/reward_mean',
   samples: 'val/samples',
