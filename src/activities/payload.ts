@@ -3,7 +3,9 @@
  * observations, generated text): the workflow would record them in its
  * history and pass them on as the next activity's input, and the server
  * rejects a payload above 2 MB, so a too-large result fails its group with a
- * named error instead.
+ * named error instead. Not a claim check (passing such text by store key):
+ * at the default 1 MiB an observation is some 250k tokens, beyond the context
+ * the servers would generate from, so failing names the real problem.
  */
 import { PayloadTooLargeError } from './errors';
 
