@@ -4,8 +4,9 @@
 
 reads bench/results/learning-runs.jsonl (one line per `bench/learning/run.sh`
 run: its --json summary, command, date and load) and, for each run, the
-per-step records of runs/<exp>/metrics.jsonl and validation.jsonl (matched by
-run id); writes bench/results/learning.png (one panel per task) and
+per-step records of runs/<exp>/<run id>/metrics.jsonl and validation.jsonl
+(runs made before each run had its own directory: runs/<exp>/metrics.jsonl,
+matched by run id); writes bench/results/learning.png (one panel per task) and
 bench/results/learning.md: the table and the plot, then the hand-written
 bench/results/learning.notes.md appended as is.
 
@@ -47,13 +48,16 @@ def records(path: Path, run_id: str) -> list[dict]:
     return [out[k] for k in sorted(out)]
 
 
-def run_dir(entry: dict) -> Path:
+def run_dir(entry: dict, run_id: str) -> Path:
+    """The run's own directory, runs/<exp>/<run id>; runs/<exp> for runs that shared it."""
     cmd = entry["command"].split()
     exp = next((a.split("=", 1)[1] for a in cmd if a.startswith("exp_name=")), None)
     if exp is None:
         config = (ROOT / entry["config"]).read_text()
         exp = next(line.split(":", 1)[1].strip() for line in config.splitlines() if line.startswith("exp_name:"))
-    return ROOT / "runs" / exp
+    shared = ROOT / "runs" / exp
+    own = shared / run_id
+    return own if own.is_dir() else shared
 
 
 # staleness/mean: runs recorded before the run named it staleness/dispatch_mean.
@@ -69,7 +73,7 @@ def load_runs() -> list[dict]:
         run_id = entry["summary"].get("run_id")
         if run_id is None or "metrics" in entry:
             continue  # a failed run (its error is in the line), or a curve already kept
-        d = run_dir(entry)
+        d = run_dir(entry, run_id)
         entry["metrics"] = [{k: m[k] for k in KEEP if k in m} for m in records(d / "metrics.jsonl", run_id)]
         entry["validation"] = [{k: v[k] for k in KEEP if k in v} for v in records(d / "validation.jsonl", run_id)]
     path.write_text("".join(json.dumps(e) + "\n" for e in entries))

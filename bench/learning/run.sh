@@ -3,7 +3,7 @@
 # alone on the machine, through the whole system (embedded Temporal, torch
 # engines, `rollflow run`). Appends one JSON line per run to
 # bench/results/learning-runs.jsonl (the run's --json summary plus command,
-# load and date); the curves are read from runs/<exp>/{metrics,validation}.jsonl
+# load and date); the curves are read from runs/<exp>/<run id>/{metrics,validation}.jsonl
 # by bench/learning/report.py. RUNS picks a subset, e.g. RUNS="arith-sync lake".
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -12,6 +12,8 @@ export interface ActivityDeps {
   inference: Map<string, InferenceClient>;
   env: EnvClient;
   trainer: TrainerClient;
+  /** temporal.worker.max_result_bytes: the guard on results that can grow (payload.ts). */
+  maxResultBytes: number;
 }
 
 export function createDeps({ config, derived }: LoadedConfig): ActivityDeps {
@@ -22,5 +24,6 @@ export function createDeps({ config, derived }: LoadedConfig): ActivityDeps {
     inference: new Map(urls.map((u) => [u, new InferenceClient(u)])),
     env: new EnvClient(config.engines.env.url),
     trainer: new TrainerClient(config.engines.trainer.url),
+    maxResultBytes: config.temporal.worker.max_result_bytes,
   };
 }

@@ -12,6 +12,7 @@ import type { EnvLossPolicy, EnvStep, EpisodeGeneration } from '../envs/env';
 import { EnvSessionLostError } from '../envs/errors';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
+import { guardResult } from './payload';
 
 /** A trajectory's token-level record, kept in the store under its context key. */
 export interface TrajectoryContext {
@@ -78,7 +79,7 @@ export function rolloutActivities(deps: ActivityDeps) {
 
     async envReset(input: EnvInput & { seed: number; sample?: number }) {
       const env = envFor(input.envType);
-      return withHeartbeat((signal) => env.reset(env.parseConfig(input.envConfig), input.seed, signal, input.sample));
+      return guardResult('envReset', await withHeartbeat((signal) => env.reset(env.parseConfig(input.envConfig), input.seed, signal, input.sample)), deps.maxResultBytes);
     },
 
     /**
@@ -91,7 +92,7 @@ export function rolloutActivities(deps: ActivityDeps) {
       const env = envFor(input.envType);
       const config = env.parseConfig(input.envConfig);
       const attempt = Context.current().info.attempt - 1;
-      return withHeartbeat(async (signal) => {
+      const step = await withHeartbeat(async (signal): Promise<EnvStep<unknown> & { replayed?: true }> => {
         try {
           return await env.step(config, input.state, input.action, signal, attempt);
         } catch (e) {
@@ -100,6 +101,7 @@ export function rolloutActivities(deps: ActivityDeps) {
           return { ...(await env.step(config, state, input.action, signal, attempt)), replayed: true };
         }
       });
+      return guardResult('envStep', step, deps.maxResultBytes);
     },
 
     /**
@@ -136,7 +138,7 @@ export function rolloutActivities(deps: ActivityDeps) {
           lease.release();
         }
         return storeTurn(deps, input.contextKey, ctx, prompt, generation, input.turn, more.text);
-      });
+      }).then((summary) => guardResult('generateTurn', summary, deps.maxResultBytes));
     },
 
     /**
@@ -166,7 +168,7 @@ export function rolloutActivities(deps: ActivityDeps) {
         } finally {
           lease.release();
         }
-      });
+      }).then((summaries) => guardResult('generateGroupTurn', summaries, deps.maxResultBytes));
     },
 
     /** Writes the finished trajectory as one training sample; returns its key and the summary the group needs. */

@@ -19,7 +19,7 @@ import type { TrainOptions } from './training';
 /** What ties a trainer to a run, and what rebuilds it. */
 export interface TrainerBinding {
   runId: string;
-  /** <run_dir>/trainer-state/<run id> (ids.trainerStateDir): one v<version> directory per saved state. */
+  /** <run_dir>/<run id>/trainer-state (ids.trainerStateDir): one v<version> directory per saved state. */
   stateDir: string;
   /** Save the trainer's state after every step whose version is a multiple of this (trainer_state_save_steps). */
   saveEverySteps: number;

@@ -140,7 +140,7 @@ export function trainingActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Appends one metrics record to <run_dir>/metrics.jsonl (the run's step
+     * Appends one metrics record to the run's directory's metrics.jsonl (its step
      * log) or validation.jsonl (one record per validation). Idempotent: a retry after the write (the worker died before
      * reporting it) finds the record of this run and step and adds nothing.
      */

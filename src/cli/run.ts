@@ -5,7 +5,9 @@ import type { Client } from '@temporalio/client';
 import { connectClient, workflowUrl } from '../client/connect';
 import { readCheckpoint } from '../client/checkpoint';
 import { buildPlan } from '../client/plan';
+import { checkNewRunId } from '../client/run-id';
 import type { LoadedConfig, RunConfig } from '../configs';
+import { describeIndex } from '../envs/dataset-rows';
 import { up } from '../stack';
 import { causeMessage } from '../workflows/failure';
 import { batchDir } from '../workflows/ids';
@@ -26,6 +28,7 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
   const runId = opts.runId ?? `${config.exp_name}-${stamp()}`;
   const plan = buildPlan(loaded, runId); // a config that cannot run fails before anything starts
   const resumeFrom = opts.resumeFrom ? readCheckpoint(opts.resumeFrom, loaded, err) : undefined;
+  checkNewRunId(loaded, runId);
   if (config.temporal.embedded && loaded.derived.temporal.loopback) await up(loaded, configArgs, err);
   const started = Date.now();
   const client = await connectClient(config);
@@ -65,8 +68,7 @@ async function follow(client: Client, runId: string, out: (line: string) => void
     const s = done ? ((await handle.result()) as RunStatus) : await handle.query(status).catch(() => undefined);
     if (s?.dataset && !datasetReported) {
       datasetReported = true;
-      const { size, malformed, problems } = s.dataset;
-      out(`dataset: ${size} rows${malformed ? `, ${malformed} malformed rows skipped (${problems.join('; ')})` : ''}`);
+      out(`dataset: ${describeIndex(s.dataset)}`);
     }
     if (s && s.step !== lastStep) {
       lastStep = s.step;

@@ -2,6 +2,7 @@
 import type { LoadedConfig } from '../configs';
 import { ConfigError } from '../configs';
 import { AlgorithmSettings } from '../configs/schema';
+import { runDataDir } from '../workflows/ids';
 import type { RunPlan } from '../workflows/run';
 
 type EnvManager = NonNullable<LoadedConfig['config']['train_env_manager']>;
@@ -42,7 +43,7 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
   const gen = config.actor_infer.generating_args;
   return {
     runId,
-    runDir: derived.run_dir,
+    runDir: runDataDir(derived.run_dir, runId),
     limits: {
       samplesPerStep: derived.samples_per_step,
       groupSize: derived.group_size,

@@ -61,6 +61,9 @@ export const TemporalSchema = z
         max_concurrent_local_activities: count(1).default(WORKER_SLOTS).describe('Local activities one worker runs at once (env calls with env_calls local or auto); the SDK\'s default of 100 would queue the env steps of a large batch.'),
         max_concurrent_workflow_tasks: count(2).optional().describe('Workflow tasks one worker runs at once (SDK default when unset).'),
         max_cached_workflows: count(0).optional().describe('Workflows kept in a worker\'s cache between tasks (SDK default when unset).'),
+        max_result_bytes: count(1024)
+          .default(1024 * 1024)
+          .describe('Largest env reset/step or generation result (its JSON: observation, generated text) a worker hands to Temporal; a larger one fails its group with PayloadTooLargeError instead of a payload the server rejects (above 2 MB) and a retry without end.'),
       })
       .prefault({})
       .describe('Worker capacity.'),
@@ -195,7 +198,7 @@ export const RunConfigSchema = z
     seed: z.number().int().min(0).default(42).describe('Seed for prompt order, sampling and envs.'),
     max_steps: count(1).default(10).describe('Training steps to run.'),
     save_steps: count(0).default(0).describe('Checkpoint every N steps; 0 saves only at the end.'),
-    trainer_state_save_steps: count(0).default(5).describe('(rollflow) Save the trainer\'s state every N steps (and at the start) under <run_dir>/trainer-state/<run id>, so a trainer that restarts is brought back to the run\'s version by itself: the newest saved state is loaded and the stored batches since it are replayed. 0 saves it at the start only (a recovery then replays every step).'),
+    trainer_state_save_steps: count(0).default(5).describe('(rollflow) Save the trainer\'s state every N steps (and at the start) under <run_dir>/<run id>/trainer-state, so a trainer that restarts is brought back to the run\'s version by itself: the newest saved state is loaded and the stored batches since it are replayed. 0 saves it at the start only (a recovery then replays every step).'),
     eval_steps: count(0).default(0).describe('Validate every N steps; 0 never validates.'),
 
     rollout_batch_size: count(1).default(8).describe('Prompts per training step (single-turn tasks).'),
@@ -245,7 +248,7 @@ export const RunConfigSchema = z
       })
       .prefault({})
       .describe('(rollflow) Where token ids, logprobs and observations live; workflows carry only keys.'),
-    run_dir: z.string().min(1).optional().describe('(rollflow) Directory for metrics, checkpoints and samples; defaults to runs/<exp_name> under the working directory.'),
+    run_dir: z.string().min(1).optional().describe('(rollflow) Directory of the runs of this config, each in its own <run_dir>/<run id> (metrics, validation records, checkpoints), and of the default sample store; defaults to runs/<exp_name> under the working directory.'),
   })
   .superRefine(checkCrossReferences);
 

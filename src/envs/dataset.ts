@@ -5,10 +5,12 @@
  * scored by the env server's verifier for the row's domain (math_verify,
  * exact_match, isolated there), or by `verifier` when set.
  *
- * A malformed row (bad JSON, a missing or non-string field) never stops a
- * run: `index` reports and counts it, and it is skipped, so the dataset is
- * the valid rows in file order. The run loads this index through an activity
- * at its start and takes its size as the dataset size.
+ * A row that cannot be served (bad JSON or UTF-8, a missing field, a repeated
+ * id, a line above max_row_bytes) never stops a run: `index` reports and
+ * counts it, and it is skipped (dataset-rows.ts), so the dataset is the valid
+ * rows in file order. The run loads this index through an activity at its
+ * start and takes its size as the dataset size. A file that cannot be read or
+ * has no valid row is an EnvConfigError, which fails the run at its start.
  */
 import { readFile, stat } from 'node:fs/promises';
 import { z } from 'zod';
@@ -16,6 +18,7 @@ import { explainIssues } from '../configs/explain';
 import { formatProblem } from '../configs/errors';
 import type { EnvClient } from '../gpu-bridge';
 import type { Env } from './env';
+import { parseRows, type DatasetIndex, type DatasetRow } from './dataset-rows';
 import { EnvConfigError } from './errors';
 
 const Config = z.strictObject({
@@ -25,78 +28,42 @@ const Config = z.strictObject({
   domain_key: z.string().min(1).default('domain').describe('Row field naming the domain that picks the verifier.'),
   default_domain: z.string().min(1).default('math').describe('Domain of rows without a domain field.'),
   verifier: z.string().min(1).optional().describe('Score every row with this verifier (exact_match | math_verify) instead of its domain\'s.'),
+  id_key: z.string().min(1).default('id').describe('Row field holding a row\'s id, where rows have one: a repeated id is reported and its later rows skipped.'),
+  max_row_bytes: z
+    .number()
+    .int()
+    .min(1)
+    .default(256 * 1024)
+    .describe('Longest row (its line, in bytes) the index keeps; a longer one is reported and skipped. Its prompt travels in activity payloads, which Temporal warns about at 512 KiB and rejects at 2 MB.'),
 });
 export type DatasetConfig = z.output<typeof Config>;
 
-export interface DatasetRow {
-  prompt: string;
-  answer: string;
-  domain: string;
-}
-
-export interface DatasetIndex {
-  /** Valid rows: the dataset size. */
-  size: number;
-  malformed: number;
-  /** The first few problems, `line N: why`. */
-  problems: string[];
-}
-
 export interface DatasetState {
   row: number;
-}
-
-const REPORTED_PROBLEMS = 10;
-
-/** Parses the file's rows; pure, so it is tested without a file. */
-export function parseRows(text: string, config: DatasetConfig): { rows: DatasetRow[]; index: DatasetIndex } {
-  const rows: DatasetRow[] = [];
-  const problems: string[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (line.trim() === '') return;
-    const where = `line ${i + 1}`;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (e) {
-      problems.push(`${where}: not JSON (${(e as Error).message})`);
-      return;
-    }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      problems.push(`${where}: expected a JSON object`);
-      return;
-    }
-    const row = value as Record<string, unknown>;
-    const field = (key: string) => (typeof row[key] === 'string' || typeof row[key] === 'number' ? String(row[key]) : undefined);
-    const prompt = field(config.prompt_key);
-    const answer = field(config.answer_key);
-    if (prompt === undefined || answer === undefined) {
-      problems.push(`${where}: needs string fields "${config.prompt_key}" and "${config.answer_key}"`);
-      return;
-    }
-    rows.push({ prompt, answer, domain: field(config.domain_key) ?? config.default_domain });
-  });
-  return { rows, index: { size: rows.length, malformed: problems.length, problems: problems.slice(0, REPORTED_PROBLEMS) } };
 }
 
 // One parse per file version and worker process: every episode reads from it.
 const loaded = new Map<string, { mtimeMs: number; rows: DatasetRow[]; index: DatasetIndex }>();
 
 async function load(config: DatasetConfig) {
-  const key = JSON.stringify([config.path, config.prompt_key, config.answer_key, config.domain_key, config.default_domain]);
-  let mtimeMs: number;
-  try {
-    mtimeMs = (await stat(config.path)).mtimeMs;
-  } catch (e) {
-    throw new EnvConfigError(`dataset: config.path: cannot read ${config.path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-  }
+  const key = JSON.stringify([config.path, config.prompt_key, config.answer_key, config.domain_key, config.default_domain, config.id_key, config.max_row_bytes]);
+  const file = await stat(config.path).catch(unreadable(config.path));
+  if (!file.isFile()) throw pathError(config.path, 'a JSON-lines file, not a directory or other non-file');
   const cached = loaded.get(key);
-  if (cached?.mtimeMs === mtimeMs) return cached;
-  const parsed = { mtimeMs, ...parseRows(await readFile(config.path, 'utf8'), config) };
-  if (parsed.index.size === 0) throw new EnvConfigError(`dataset: ${config.path} has no valid rows (${parsed.index.malformed} malformed; ${parsed.index.problems.join('; ')})`);
+  if (cached?.mtimeMs === file.mtimeMs) return cached;
+  const parsed = { mtimeMs: file.mtimeMs, ...parseRows(await readFile(config.path).catch(unreadable(config.path)), config) };
+  if (parsed.index.size === 0) {
+    const { malformed, problems } = parsed.index;
+    throw pathError(config.path, malformed ? `a file with at least one valid row; all ${malformed} rows were skipped (${problems.join('; ')})` : 'a file with at least one row; it is empty');
+  }
   loaded.set(key, parsed);
   return parsed;
 }
+
+const pathError = (given: string, expected: string) => new EnvConfigError(`dataset:\n${formatProblem({ path: 'config.path', given, expected })}`);
+const unreadable = (given: string) => (e: NodeJS.ErrnoException): never => {
+  throw pathError(given, `a readable JSON-lines file (${e.code === 'ENOENT' ? 'it does not exist' : (e.code ?? e.message)})`);
+};
 
 export function dataset(client: EnvClient): Env<DatasetState, DatasetConfig> & { index(config: DatasetConfig): Promise<DatasetIndex> } {
   return {

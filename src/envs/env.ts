@@ -4,6 +4,7 @@
  * it in its history — so an env can be re-created on any worker after a crash
  * instead of living pinned to one process.
  */
+import type { DatasetIndex } from './dataset-rows';
 
 /**
  * What happens to an episode whose env server lost its env (the server
@@ -57,5 +58,5 @@ export interface Env<S = unknown, C = unknown> {
   /** Envs whose server can lose them: the same episode on a fresh session (on_env_loss replay); `step` throws EnvSessionLostError when it is needed. */
   rebuild?(config: C, state: S, signal?: AbortSignal): Promise<S>;
   /** Envs backed by a file of prompts: how many valid rows it has, and the malformed ones (reported, skipped). */
-  index?(config: C): Promise<{ size: number; malformed: number; problems: string[] }>;
+  index?(config: C): Promise<DatasetIndex>;
 }

@@ -21,5 +21,5 @@ export function resolveEnv(envType: string, client: EnvClient): Env<unknown, unk
 export type { Env, EnvReset, EnvStep } from './env';
 export { EnvConfigError } from './errors';
 export { latencySim } from './latency-sim';
-export { dataset, parseRows, type DatasetIndex } from './dataset';
+export { dataset } from './dataset';
 export { pythonEnv, type PythonEnvState } from './python-env';

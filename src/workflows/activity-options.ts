@@ -4,12 +4,13 @@
  * Failure types that retrying cannot fix are named here, not matched by text.
  */
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
+import { NON_RETRYABLE_ACTIVITY_ERRORS } from '../activities/errors';
 import { NON_RETRYABLE_ENV_ERRORS } from '../envs/errors';
 import { NON_RETRYABLE_ENGINE_ERRORS } from '../gpu-bridge/errors';
 import { NON_RETRYABLE_STORE_ERRORS } from '../store/errors';
 
 /** Every boundary's errors that no retry can fix, by their class names (the failure types activities raise). */
-const NON_RETRYABLE = [...NON_RETRYABLE_ENGINE_ERRORS, ...NON_RETRYABLE_STORE_ERRORS, ...NON_RETRYABLE_ENV_ERRORS];
+const NON_RETRYABLE = [...NON_RETRYABLE_ENGINE_ERRORS, ...NON_RETRYABLE_STORE_ERRORS, ...NON_RETRYABLE_ENV_ERRORS, ...NON_RETRYABLE_ACTIVITY_ERRORS];
 
 /** Generation: may wait out weight syncs and long tails. */
 export const GENERATE: ActivityOptions = {

@@ -53,7 +53,13 @@ export const sampleKey = (runId: string, uid: string): string => `${runId}/sampl
 /** The batch file step `step` trained on: one sample per line. */
 export const batchKey = (runId: string, step: number): string => `${batchDir(runId)}/step-${pad6(step)}.jsonl`;
 export const batchDir = (runId: string): string => `${runId}/batches`;
-/** The checkpoint taken after `step` steps, under the run directory. */
+/**
+ * A run's own directory under run_dir: its metrics.jsonl, validation.jsonl and
+ * checkpoints. Keyed by the run id, like the store keys, so no run writes
+ * into another's (runs started before this layout wrote to run_dir itself).
+ */
+export const runDataDir = (runDir: string, runId: string): string => `${runDir}/${runId}`;
+/** The checkpoint taken after `step` steps, under the run's own directory (RunPlan.runDir). */
 export const checkpointDir = (runDir: string, step: number): string => `${runDir}/checkpoints/step-${pad6(step)}`;
-/** The trainer's state saved every few steps for recovery without an operator (src/activities/trainer-recovery.ts): v<version> directories. */
-export const trainerStateDir = (runDir: string, runId: string): string => `${runDir}/trainer-state/${runId}`;
+/** The trainer's state saved every few steps for recovery without an operator (src/activities/trainer-recovery.ts): v<version> directories, under the run's own directory. */
+export const trainerStateDir = (runDir: string): string => `${runDir}/trainer-state`;

@@ -1,7 +1,7 @@
 /** What a `run` execution starts from, what its status query returns, and how the one becomes its RunState. */
 import { ApplicationFailure, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities, CheckpointManifest } from '../activities';
-import type { DatasetIndex } from '../envs/dataset';
+import type { DatasetIndex } from '../envs/dataset-rows';
 import { ENV } from './activity-options';
 import type { RunPlan } from './run-plan';
 import { RunState, type RunSnapshot, type RunTotals } from './run-state';
@@ -53,7 +53,7 @@ const { datasetIndex } = proxyActivities<Activities>(ENV);
 export async function indexDataset(plan: RunPlan): Promise<DatasetIndex | undefined> {
   const indexes = await Promise.all(plan.envs.map((e) => datasetIndex({ envType: e.spec.type, envConfig: e.spec.config })));
   const index = indexes.find((i) => i !== null) ?? undefined;
-  if (index && index.malformed > 0) log.warn('malformed dataset rows skipped', { malformed: index.malformed, problems: index.problems });
+  if (index && index.malformed > 0) log.warn('malformed dataset rows skipped', { malformed: index.malformed, skipped: index.skipped, problems: index.problems });
   return index;
 }
 

@@ -19,6 +19,7 @@ export interface PlanEnv {
 
 export interface RunPlan {
   runId: string;
+  /** This run's own directory, <run_dir>/<run id> (ids.runDataDir): metrics, validation records, checkpoints. */
   runDir: string;
   limits: AdmissionLimits;
   datasetSize: number;
@@ -61,5 +62,5 @@ export interface RunPlan {
  */
 export function trainerBinding(plan: RunPlan): { binding?: TrainerBinding } {
   if (plan.trainerStateSaveSteps === undefined) return {};
-  return { binding: { runId: plan.runId, stateDir: trainerStateDir(plan.runDir, plan.runId), saveEverySteps: plan.trainerStateSaveSteps, options: plan.train } };
+  return { binding: { runId: plan.runId, stateDir: trainerStateDir(plan.runDir), saveEverySteps: plan.trainerStateSaveSteps, options: plan.train } };
 }

@@ -8,7 +8,7 @@
 import { summarizeBatch, type Batch } from './run-state';
 import type { ValidationResult } from './validate';
 
-/** Keys of a step's record in <run_dir>/metrics.jsonl, beside run_id, step, version and wall_s. */
+/** Keys of a step's record in <run_dir>/<run id>/metrics.jsonl, beside run_id, step, version and wall_s. */
 export const METRIC = {
   samples: 'rollout/samples',
   tokens: 'rollout/tokens',
@@ -37,7 +37,7 @@ export const TRAINER_PREFIX = 'train/';
 /** Added to the trainer's metrics by the bridge: stored batches replayed to recover a restarted trainer (activities/trainer-recovery.ts). */
 export const REPLAYED_STEPS = 'recovery/replayed_steps';
 
-/** Keys of a record in <run_dir>/validation.jsonl. */
+/** Keys of a record in <run_dir>/<run id>/validation.jsonl. */
 export const VAL_METRIC = {
   rewardMean: 'val/reward_mean',
   samples: 'val/samples',

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchDir, batchKey, checkpointDir, childWorkflowId, groupWorkflowId, lockstepWorkflowId } from '../../src/workflows/ids';
+import { batchDir, batchKey, checkpointDir, childWorkflowId, groupWorkflowId, lockstepWorkflowId, runDataDir } from '../../src/workflows/ids';
 import { status as statusQuery } from '../../src/workflows/run';
 import { epochOrder } from '../../src/workflows/seeds';
 import { METRIC } from '../../src/workflows/step-metrics';
@@ -53,6 +53,9 @@ interface BatchSample {
   reward: number;
   version_spans: { version: number; start: number; end: number }[];
 }
+
+/** A run's own directory: its metrics, validation records and checkpoints. */
+const runFiles = (runId: string) => runDataDir(path.join(server.stateDir, 'run'), runId);
 
 function batches(runId: string): BatchSample[][] {
   const dir = path.join(server.stateDir, 'run', 'samples', batchDir(runId));
@@ -117,8 +120,8 @@ describe('training runs', () => {
       for (const sample of batch) expect(sample.version_spans.map((v) => v.version)).toEqual([step]);
     });
     // synchronous: nothing generates while a batch trains and syncs, so rollout is idle part of every step
-    const metrics = readJsonl<Record<string, number | string>>(path.join(server.stateDir, 'run', 'metrics.jsonl'));
-    const mine = metrics.filter((m) => m.run_id === 'sync');
+    const mine = readJsonl<Record<string, number | string>>(path.join(runFiles('sync'), 'metrics.jsonl'));
+    expect(new Set(mine.map((m) => m.run_id))).toEqual(new Set(['sync']));
     expect(mine.map((m) => m.step)).toEqual([0, 1, 2, 3, 4]);
     for (const m of mine) {
       expect(m[METRIC.rolloutIdle]).toBeGreaterThan(0);
@@ -236,8 +239,8 @@ describe('training runs', () => {
     for await (const e of client.workflow.list({ query: `WorkflowId = 'exactly-once'` })) executions.push(e.status.name);
     expect(executions.filter((x) => x === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(3);
     // wall_s counts from the run's start across executions: it never falls back at a continue-as-new
-    const metrics = readJsonl<{ run_id: string; step: number; wall_s: number }>(path.join(server.stateDir, 'run', 'metrics.jsonl'));
-    const walls = metrics.filter((m) => m.run_id === 'exactly-once').sort((a, b) => a.step - b.step).map((m) => m.wall_s);
+    const metrics = readJsonl<{ run_id: string; step: number; wall_s: number }>(path.join(runFiles('exactly-once'), 'metrics.jsonl'));
+    const walls = metrics.sort((a, b) => a.step - b.step).map((m) => m.wall_s);
     expect(walls).toHaveLength(10);
     walls.slice(1).forEach((w, i) => expect(w).toBeGreaterThanOrEqual(walls[i]!));
   });
@@ -287,7 +290,7 @@ describe('training runs', () => {
 
   it('resumes from a checkpoint: consumed prompts are skipped, the step count continues without a jump or repeat', () => {
     runJson('ckpt-a', 'async_generation_ratio=1', 'max_steps=4', 'save_steps=2');
-    const checkpoint = checkpointDir(path.join(server.stateDir, 'run'), 2);
+    const checkpoint = checkpointDir(runFiles('ckpt-a'), 2);
     const manifest = JSON.parse(readFileSync(path.join(checkpoint, 'manifest.json'), 'utf8')) as { step: number; version: number; run_id: string };
     expect(manifest).toMatchObject({ step: 2, version: 2, run_id: 'ckpt-a' });
 
@@ -386,7 +389,7 @@ describe('training runs', () => {
 
   it('validates before training, every eval_steps and at the end, on prompts it never trains on', () => {
     runJson('validated', 'max_steps=3', 'eval_steps=2', 'val_env_manager={num_env_groups: 2, group_size: 2, tags: [arith]}');
-    const records = readJsonl<Record<string, number | string>>(path.join(server.stateDir, 'run', 'validation.jsonl')).filter((r) => r.run_id === 'validated');
+    const records = readJsonl<Record<string, number | string>>(path.join(runFiles('validated'), 'validation.jsonl'));
     expect(records.map((r) => [r.step, r.version, r['val/samples']])).toEqual([[0, 0, 4], [2, 2, 4], [3, 3, 4]]);
     expect(batches('validated').flat().filter((x) => x.uid.startsWith('val'))).toEqual([]);
   });
@@ -397,7 +400,7 @@ describe('training runs', () => {
     const r = rollflow('run', config, '--wait', '--run-id', 'dataset', '--set', 'max_steps=2', '--set', 'async_generation_ratio=0', '--set', 'train_env_manager.tags=[ds]',
       '--set', `custom_envs.ds={env_type: dataset, max_steps: 1, max_tokens_per_step: 8, env_config: {path: "${file}", verifier: exact_match}}`);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout).toContain('dataset: 3 rows, 2 malformed rows skipped (line 3: not JSON');
+    expect(r.stdout).toContain('dataset: 3 rows, 2 malformed rows skipped (1 not_json, 1 missing_field; line 3: not JSON');
     expect(r.stdout).toContain('line 4: needs string fields "prompt" and "answer"');
     const final = (await client.workflow.getHandle('dataset').result()) as { datasetSize: number; step: number };
     expect([final.datasetSize, final.step]).toEqual([3, 2]);

@@ -6,6 +6,7 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, readJsonl, ROOT, TestDevServer } from './helpers/dev-server';
+import { runDataDir } from '../../src/workflows/ids';
 
 let server: TestDevServer;
 let config: string;
@@ -73,7 +74,7 @@ describe('a run on the torch engines', () => {
     }
 
     // Every step took an optimizer step with a real gradient, and the inference server serves the last version.
-    const metrics = readJsonl(path.join(server.stateDir, 'run', 'metrics.jsonl')).filter((m) => m.run_id === 'torch');
+    const metrics = readJsonl(path.join(runDataDir(path.join(server.stateDir, 'run'), 'torch'), 'metrics.jsonl'));
     expect(metrics.map((m) => m.step)).toEqual([0, 1, 2]);
     for (const m of metrics) {
       expect(m['train/actor/optimizer_steps']).toBe(1);
@@ -83,7 +84,7 @@ describe('a run on the torch engines', () => {
     expect(state).toMatchObject({ backend: 'torch', model: 'tiny:default', version: 3 });
 
     // Validation scored the served weights before training and at the end.
-    const val = readJsonl(path.join(server.stateDir, 'run', 'validation.jsonl'));
+    const val = readJsonl(path.join(runDataDir(path.join(server.stateDir, 'run'), 'torch'), 'validation.jsonl'));
     expect(val.map((v) => [v.step, v['val/samples']])).toEqual([[0, 4], [3, 4]]);
   });
 });

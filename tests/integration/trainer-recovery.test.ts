@@ -8,7 +8,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure, Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchDir, trainerStateDir } from '../../src/workflows/ids';
+import { batchDir, runDataDir, trainerStateDir } from '../../src/workflows/ids';
 import { status as statusQuery } from '../../src/workflows/run';
 import { innermostCause } from '../../src/workflows/failure';
 import { REPLAYED_STEPS, TRAINER_PREFIX } from '../../src/workflows/step-metrics';
@@ -89,7 +89,7 @@ describe('trainer recovery', () => {
 
     const final = (await client.workflow.getHandle('trainer-killed').result()) as { step: number; version: number };
     expect([final.step, final.version]).toEqual([8, 8]);
-    const records = readJsonl<Record<string, number>>(path.join(runDir(), 'metrics.jsonl')).filter((r) => (r.run_id as unknown) === 'trainer-killed');
+    const records = readJsonl<Record<string, number>>(path.join(runDataDir(runDir(), 'trainer-killed'), 'metrics.jsonl')).filter((r) => (r.run_id as unknown) === 'trainer-killed');
     expect(records.map((r) => [r.step, r.version])).toEqual(Array.from({ length: 8 }, (_, s) => [s, s + 1])); // one record a step, none skipped
     const recovered = records.filter((r) => r[REPLAYED] !== undefined);
     expect(recovered).toHaveLength(1); // one kill, one recovery
@@ -97,7 +97,7 @@ describe('trainer recovery', () => {
     const uids = readdirSync(path.join(runDir(), 'samples', batchDir('trainer-killed'))).flatMap((f) => readJsonl<{ uid: string }>(path.join(runDir(), 'samples', batchDir('trainer-killed'), f)).map((s) => s.uid));
     expect(new Set(uids).size).toBe(8 * B);
     // The saved states are pruned to the newest two (state at the start, then every 3 versions, and the end's 6).
-    expect(readdirSync(trainerStateDir(runDir(), 'trainer-killed')).sort()).toEqual(['v3', 'v6']);
+    expect(readdirSync(trainerStateDir(runDataDir(runDir(), 'trainer-killed'))).sort()).toEqual(['v3', 'v6']);
   });
 
   it('a second run on a trainer a live run holds is refused, naming the holder, and the holder is not harmed', async () => {

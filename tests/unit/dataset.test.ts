@@ -1,37 +1,83 @@
 // The dataset env's file parsing: valid rows in file order, malformed rows
 // reported by line and counted, never fatal.
 import { describe, expect, it } from 'vitest';
-import { dataset, parseRows } from '../../src/envs/dataset';
+import { dataset } from '../../src/envs/dataset';
+import { describeIndex, parseRows } from '../../src/envs/dataset-rows';
 import type { EnvClient } from '../../src/gpu-bridge';
 
 const config = dataset({} as EnvClient).parseConfig({ path: '/data.jsonl' });
+const parse = (text: string | Buffer, keys = config) => parseRows(typeof text === 'string' ? Buffer.from(text) : text, keys);
 
 describe('dataset rows', () => {
   it('keeps valid rows in order, with the default domain where a row has none', () => {
-    const { rows, index } = parseRows('{"prompt": "a", "answer": "1"}\n\n{"prompt": "b", "answer": 2, "domain": "code"}\n', config);
+    const { rows, index } = parse('{"prompt": "a", "answer": "1"}\n\n{"prompt": "b", "answer": 2, "domain": "code"}\n');
     expect(rows).toEqual([
       { prompt: 'a', answer: '1', domain: 'math' },
       { prompt: 'b', answer: '2', domain: 'code' },
     ]);
-    expect(index).toEqual({ size: 2, malformed: 0, problems: [] });
+    expect(index).toEqual({ size: 2, malformed: 0, skipped: {}, problems: [] });
   });
 
-  it('reports and counts malformed rows by line, and skips them', () => {
+  it('reports and counts malformed rows by line and reason, and skips them', () => {
     const text = ['{"prompt": "a", "answer": "1"}', '{oops', '[1, 2]', '{"prompt": "c"}', '{"prompt": {"x": 1}, "answer": "1"}'].join('\n');
-    const { rows, index } = parseRows(text, config);
+    const { rows, index } = parse(text);
     expect(rows.map((r) => r.prompt)).toEqual(['a']);
     expect(index.size).toBe(1);
     expect(index.malformed).toBe(4);
+    expect(index.skipped).toEqual({ not_json: 1, not_object: 1, missing_field: 2 });
     expect(index.problems.map((p) => p.split(':')[0])).toEqual(['line 2', 'line 3', 'line 4', 'line 5']);
     expect(index.problems[2]).toBe('line 4: needs string fields "prompt" and "answer"');
   });
 
-  it('reads the configured keys', () => {
-    const custom = dataset({} as EnvClient).parseConfig({ path: '/d', prompt_key: 'question', answer_key: 'solution' });
-    expect(parseRows('{"question": "q", "solution": "s"}', custom).rows).toEqual([{ prompt: 'q', answer: 's', domain: 'math' }]);
+  it('reports the first ten problems and counts every one', () => {
+    const { index } = parse(Array.from({ length: 25 }, (_, i) => (i % 2 ? '{"prompt": "p", "answer": "a"}' : 'x')).join('\n'));
+    expect([index.size, index.malformed, index.skipped.not_json, index.problems.length]).toEqual([12, 13, 13, 10]);
+    expect(index.problems[9]).toMatch(/^line 19: not JSON/);
   });
 
-  it('names a bad config key', () => {
+  it('a row with bytes that are not UTF-8 is reported by line and skipped, never served with replacement characters', () => {
+    const bytes = Buffer.concat([Buffer.from('{"prompt": "ok", "answer": "1"}\n{"prompt": "caf'), Buffer.from([0xe9]), Buffer.from('", "answer": "2"}\n{"prompt": "naïve", "answer": "3"}\n')]);
+    const { rows, index } = parse(bytes);
+    expect(rows.map((r) => r.prompt)).toEqual(['ok', 'naïve']);
+    expect([index.malformed, index.skipped]).toEqual([1, { not_utf8: 1 }]);
+    expect(index.problems).toEqual(['line 2: not valid UTF-8']);
+  });
+
+  it('a line above max_row_bytes is reported with its size and skipped, without being parsed', () => {
+    const big = `{"prompt": "${'x'.repeat(300 * 1024)}", "answer": "1"}`;
+    const { rows, index } = parse(['{"prompt": "a", "answer": "1"}', big, 'not json either, and long'.repeat(20_000)].join('\n'));
+    expect(rows.map((r) => r.prompt)).toEqual(['a']);
+    expect(index.skipped).toEqual({ too_large: 2 });
+    expect(index.problems[0]).toBe(`line 2: ${Buffer.byteLength(big)} bytes, above max_row_bytes ${256 * 1024}`);
+    // max_row_bytes is the key that decides it
+    const roomy = dataset({} as EnvClient).parseConfig({ path: '/d', max_row_bytes: 1024 * 1024 });
+    expect(parse(big, roomy).index).toMatchObject({ size: 1, malformed: 0 });
+  });
+
+  it('a repeated id is reported with the line that had it first; the first row is kept', () => {
+    const text = ['{"id": 7, "prompt": "a", "answer": "1"}', '{"id": "8", "prompt": "b", "answer": "2"}', '{"id": "7", "prompt": "c", "answer": "3"}', '{"prompt": "no id", "answer": "4"}', '{"prompt": "no id", "answer": "4"}'].join('\n');
+    const { rows, index } = parse(text);
+    expect(rows.map((r) => r.prompt)).toEqual(['a', 'b', 'no id', 'no id']); // rows without an id are not compared
+    expect(index.problems).toEqual(['line 3: duplicate id "7" (first on line 1); the first row is kept']);
+    // id_key names the field
+    const keyed = dataset({} as EnvClient).parseConfig({ path: '/d', id_key: 'uid' });
+    expect(parse(text, keyed).index.malformed).toBe(0);
+    expect(parse('{"uid": 1, "prompt": "a", "answer": "1"}\n{"uid": 1, "prompt": "b", "answer": "1"}', keyed).index.skipped).toEqual({ duplicate_id: 1 });
+  });
+
+  it('reads the configured keys', () => {
+    const custom = dataset({} as EnvClient).parseConfig({ path: '/d', prompt_key: 'question', answer_key: 'solution' });
+    expect(parse('{"question": "q", "solution": "s"}', custom).rows).toEqual([{ prompt: 'q', answer: 's', domain: 'math' }]);
+  });
+
+  it('names a bad config key or value', () => {
     expect(() => dataset({} as EnvClient).parseConfig({ path: '/d', promt_key: 'x' })).toThrow(/promt_key/);
+    expect(() => dataset({} as EnvClient).parseConfig({ path: '/d', max_row_bytes: 0 })).toThrow(/config\.max_row_bytes: got 0/);
+  });
+
+  it('describes an index in one line: counts by reason, then the first problems', () => {
+    const { index } = parse('{"prompt": "a", "answer": "1"}\n{oops\n{oops');
+    expect(describeIndex(index)).toMatch(/^1 rows, 2 malformed rows skipped \(2 not_json; line 2: not JSON .*; line 3: not JSON .*\)$/);
+    expect(describeIndex({ size: 4, malformed: 0, skipped: {}, problems: [] })).toBe('4 rows');
   });
 });

@@ -18,6 +18,7 @@ import { cliEntry, logsDir, pidsDir, ROOT, stateDir } from '../../paths';
 import { down, up } from '../../stack';
 import { ensureStarted, startDetached, stopProcess, waitUntil, type ManagedProcess } from '../../stack/processes';
 import { pollers } from '../../stack/worker';
+import { runDataDir } from '../../workflows/ids';
 import { status as statusQuery, type RunStatus } from '../../workflows/run';
 import type { Metrics } from './report';
 
@@ -28,7 +29,7 @@ export interface RunOutcome {
   error?: string;
   /** The `rollflow run --json` summary line. */
   summary?: Record<string, unknown>;
-  /** One record per train step, from <run_dir>/metrics.jsonl. */
+  /** One record per train step, from <run_dir>/<run id>/metrics.jsonl. */
   metrics: Metrics[];
   /** The run's final status (totals of dispatched, failed, dropped groups). */
   status?: RunStatus;
@@ -217,8 +218,8 @@ export class BenchStack {
     const cpu1 = stackCpu();
     const status = await this.finalStatus(loaded, runId);
     if (error) await this.terminate(loaded, runId).catch((e: Error) => this.say(`rollflow bench: could not terminate ${runId}: ${e.message}`));
-    const metricsFile = path.join(loaded.derived.run_dir, 'metrics.jsonl');
-    const metrics = existsSync(metricsFile) ? readFileSync(metricsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Metrics).filter((m) => m.run_id === runId) : [];
+    const metricsFile = path.join(runDataDir(loaded.derived.run_dir, runId), 'metrics.jsonl');
+    const metrics = existsSync(metricsFile) ? readFileSync(metricsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Metrics) : [];
     const last = lines[lines.length - 1];
     return {
       run_id: runId,

@@ -106,7 +106,7 @@ export const groupOf = (key: string) => (/-s\d+$/.test(key) ? groupUid(parseSamp
 export const stubs: StubActivities = {
   async datasetIndex(input) {
     record('datasetIndex', input);
-    return { size: DATASET_ROWS, malformed: 0, problems: [] };
+    return { size: DATASET_ROWS, malformed: 0, skipped: {}, problems: [] };
   },
   async initTrainer() {
     record('initTrainer', undefined);
