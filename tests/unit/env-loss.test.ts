@@ -46,7 +46,7 @@ class FakeEnvServer {
 
 function setup() {
   const server = new FakeEnvServer();
-  const { envReset, envStep } = rolloutActivities({ env: server.client() } as ActivityDeps);
+  const { envReset, envStep } = rolloutActivities({ env: server.client(), maxResultBytes: 1 << 20 } as ActivityDeps);
   const mock = new MockActivityEnvironment();
   // (run's type cannot infer an activity's result from its function: said here once.)
   const activity = { run: <P extends unknown[], R>(fn: (...args: P) => Promise<R>, ...args: P) => mock.run(fn, ...args) as Promise<R> };
@@ -93,7 +93,7 @@ describe('envStep on a lost env session', () => {
   });
 
   it('the env\'s declaration reaches the episode with its reset', async () => {
-    const { envReset } = rolloutActivities({ env: new FakeEnvServer().client() } as ActivityDeps);
+    const { envReset } = rolloutActivities({ env: new FakeEnvServer().client(), maxResultBytes: 1 << 20 } as ActivityDeps);
     expect(await new MockActivityEnvironment().run(envReset, { envType: 'frozen_lake', envConfig: {}, seed: 1 })).toMatchObject({ onLoss: 'replay' });
   });
 });
