@@ -6,7 +6,7 @@ import { connectClient, workflowUrl } from '../client/connect';
 import { readCheckpoint } from '../client/checkpoint';
 import { buildPlan } from '../client/plan';
 import type { LoadedConfig, RunConfig } from '../configs';
-import { up } from '../stack';
+import { checkConfig, up } from '../stack';
 import { causeMessage } from '../workflows/failure';
 import { batchDir } from '../workflows/ids';
 import { resume, run, status, suspend, syncWeightsUpdate, type RunStatus } from '../workflows/run';
@@ -26,7 +26,8 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
   const runId = opts.runId ?? `${config.exp_name}-${stamp()}`;
   const plan = buildPlan(loaded, runId); // a config that cannot run fails before anything starts
   const resumeFrom = opts.resumeFrom ? readCheckpoint(opts.resumeFrom, loaded, err) : undefined;
-  if (config.temporal.embedded && loaded.derived.temporal.loopback) await up(loaded, configArgs, err);
+  if (config.temporal.embedded && loaded.derived.temporal.loopback) await up(loaded, configArgs, err); // checks the config first
+  else checkConfig(loaded, { run: false }); // buildPlan checked the rest
   const started = Date.now();
   const client = await connectClient(config);
   try {

@@ -12,10 +12,9 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { z } from 'zod';
-import { explainIssues } from '../configs/explain';
-import { formatProblem } from '../configs/errors';
 import type { EnvClient } from '../gpu-bridge';
 import type { Env } from './env';
+import { parseEnvConfig } from './env-config';
 import { EnvConfigError } from './errors';
 
 const Config = z.strictObject({
@@ -102,14 +101,7 @@ export function dataset(client: EnvClient): Env<DatasetState, DatasetConfig> & {
   return {
     name: 'dataset',
 
-    parseConfig(raw) {
-      const r = Config.safeParse(raw ?? {});
-      if (!r.success) {
-        const problems = explainIssues(r.error.issues, raw, Config).map((p) => ({ ...p, path: `config.${p.path}` }));
-        throw new EnvConfigError(`dataset:\n${problems.map(formatProblem).join('\n')}`);
-      }
-      return r.data;
-    },
+    parseConfig: (raw) => parseEnvConfig('dataset', Config, raw),
 
     async index(config) {
       return (await load(config)).index;
