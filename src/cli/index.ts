@@ -9,7 +9,8 @@ import { checkConfig, down, status, up } from '../stack';
 import { runWorker } from '../worker';
 import { benchCommand } from './bench';
 import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
-import { runStatus, startRun, steer, syncRunWeights, type RunOptions } from './run';
+import { runStatus, steer, syncRunWeights } from './operate';
+import { startRun, type RunOptions } from './run';
 import { runSmoke } from './smoke';
 
 const out = (line: string): void => {
@@ -86,7 +87,7 @@ function buildProgram(): Command {
       .action(async (runId: string, opts: { config?: string }) => {
         const { loaded } = loadFromArgs(opts.config, {});
         if (name === 'status') await runStatus(loaded.config, runId, out);
-        else await steer(loaded.config, runId, name);
+        else await steer(loaded.config, runId, name, out);
       });
   }
 
