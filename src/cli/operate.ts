@@ -10,6 +10,9 @@ import { resume, status, suspend, syncWeightsUpdate } from '../workflows/run';
 /** A query normally answers in milliseconds; past this the listed pollers are workers that stopped. */
 const QUERY_DEADLINE_MS = 10_000;
 
+/** gRPC's DEADLINE_EXCEEDED (4), on the error or (as the client's ServiceError wraps it) its cause. */
+const deadlineExceeded = (e: unknown): boolean => e instanceof Error && ((e as { code?: unknown }).code === 4 || deadlineExceeded(e.cause));
+
 async function withClient<T>(config: RunConfig, fn: (client: Client) => Promise<T>): Promise<T> {
   const client = await connectClient(config);
   try {
@@ -31,7 +34,7 @@ export async function runStatus(config: RunConfig, runId: string, out: (line: st
     try {
       out(JSON.stringify(await client.connection.withDeadline(Date.now() + QUERY_DEADLINE_MS, () => handle.query(status)), null, 2));
     } catch (e) {
-      if ((e as { code?: number }).code !== 4 /* gRPC DEADLINE_EXCEEDED */) throw e;
+      if (!deadlineExceeded(e)) throw e;
       throw new NoWorkerError(`run "${runId}" did not answer within ${QUERY_DEADLINE_MS / 1000} s: no live worker on task queue "${description.taskQueue}" (a stopped one stays listed for a few minutes); ${startWorkerHint}`);
     }
   });

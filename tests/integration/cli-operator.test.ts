@@ -3,10 +3,14 @@
 // worker polls, a run that ended, an unreachable server, and a `dev up` with
 // options the new server would refuse. Each is one line on stderr and a
 // non-zero exit; no stack trace; nothing working is stopped.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { taskQueuePollers } from '../../src/client/run-handle';
 import { freePort, readPid, ROOT, TestDevServer } from './helpers/dev-server';
 
 let server: TestDevServer;
@@ -84,6 +88,20 @@ describe('operator commands on runs that cannot answer', () => {
     expectOneLineError(rollflow('sync-weights', 'unserved', '/tmp/weights', '--config', opsConfig), /no worker is polling|is terminated/);
   });
 
+  it('status on a run whose only worker stopped (Temporal still lists it for minutes) gives up within the query deadline', async () => {
+    // A worker of our own on op-test runs a smoke workflow to completion, then stops.
+    const worker = spawn(path.join(ROOT, 'bin/rollflow'), ['worker', opsConfig], { env: { ...server.env, ROLLFLOW_LOG_FORMAT: 'json' }, stdio: 'ignore' });
+    try {
+      await until(async () => ((await taskQueuePollers(client, 'default', 'op-test')).length > 0 ? true : undefined));
+      await client.workflow.execute('smoke', { taskQueue: 'op-test', workflowId: 'served-once', args: [{ engines: [] }] });
+    } finally {
+      worker.kill('SIGTERM');
+      await once(worker, 'exit');
+    }
+    expect(await taskQueuePollers(client, 'default', 'op-test')).not.toEqual([]); // the stopped worker, still listed
+    expectOneLineError(rollflowSlow('status', 'served-once', '--config', opsConfig), /^rollflow: run "served-once" did not answer within 10 s: no live worker on task queue "op-test" \(a stopped one stays listed for a few minutes\); start one with `rollflow dev up`/m);
+  });
+
   it('an unreachable Temporal server is one line too', async () => {
     const nowhere = path.join(server.stateDir, 'nowhere.yaml');
     writeFileSync(nowhere, `temporal: { address: "127.0.0.1:${await freePort()}" }\n`);
@@ -110,6 +128,17 @@ describe('dev up with options a server would refuse', () => {
     expect(status.stdout).toMatch(new RegExp(`engine-inference-\\d+: running pid=${pid} `));
   });
 });
+
+/** Polls `probe` until it returns a value; the deadline only guards against a hang. */
+async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error('condition not reached before the hang guard');
+    await sleep(200);
+  }
+}
 
 function enginePidFile(prefix: string): string {
   const dir = path.join(server.stateDir, 'pids');
