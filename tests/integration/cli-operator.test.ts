@@ -75,6 +75,10 @@ describe('operator commands on runs that cannot answer', () => {
     expectOneLineError(r, 'rollflow: no worker is polling task queue "op-test", so run "unserved" cannot answer; start one with `rollflow dev up`');
   });
 
+  it('smoke with no worker says the same', () => {
+    expectOneLineError(rollflow('smoke', opsConfig), /^rollflow: no worker is polling task queue "op-test" at 127\.0\.0\.1:\d+; start one with `rollflow dev up`/m);
+  });
+
   it('sync-weights needs a worker too; a suspend is kept for when one comes', () => {
     expectOneLineError(rollflow('sync-weights', 'unserved', '/tmp/weights', '--config', opsConfig), /no worker is polling task queue "op-test"/);
     const r = rollflow('suspend', 'unserved', '--config', opsConfig);
