@@ -45,4 +45,17 @@ describe('the CLI on invalid configs', () => {
   it.each(sample.slice(0, 4).map((b, i) => [b.what, b, i] as const))('run: %s', (_what, b, i) => {
     expectRejected(rollflow('run', b, i), b);
   });
+
+  it('validate: what only python-engines\' own models know, each at its config path', () => {
+    const example = path.join(ROOT, 'examples/learn-lake.yaml');
+    const sets = ['custom_envs.lake.env_config.map_size=99', 'engines.inference[0].options.max_bach=2', 'custom_envs.math.env_type=arithmetc'];
+    const r = spawnSync(process.execPath, [cli, 'validate', example, ...sets.flatMap((s) => ['--set', s])], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr.trimEnd().split('\n')).toEqual([
+      `rollflow: invalid config ${example}:`,
+      expect.stringMatching(/^ {2}engines\.inference\[0\]\.options\.max_bach: got 2; unknown key; did you mean "max_batch"\?/),
+      '  custom_envs.lake.env_config.map_size: got 99; Input should be less than or equal to 16',
+      '  custom_envs.math.env_type: got "arithmetc"; a registered env: one of arithmetic, dataset, frozen_lake, latency_sim; did you mean "arithmetic"?',
+    ]);
+  });
 });
