@@ -1,4 +1,8 @@
-"""Entry point: python -m rollflow_engines serve --role ROLE [--backend B] [--port P] [--config FILE]."""
+"""Entry points:
+
+    python -m rollflow_engines serve --role ROLE [--backend B] [--port P] [--config FILE]
+    python -m rollflow_engines check [FILE]     (offline config checks; see check.py)
+"""
 from __future__ import annotations
 
 import argparse
@@ -19,6 +23,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     serve.add_argument("--log-level", dest="log_level")
     serve.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                        help="a role/backend setting (dotted keys, YAML values); repeatable")
+    check = sub.add_parser("check", help="check engine options and env configs offline; JSON request in, JSON problems out")
+    check.add_argument("file", nargs="?", help="the JSON request (default: stdin)")
     return parser.parse_args(argv)
 
 
@@ -27,6 +33,10 @@ KEEP_ALIVE_S = 75
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.command == "check":
+        from .check import main as check
+
+        return check(args.file)
     overrides = {k: getattr(args, k) for k in ("role", "backend", "host", "port", "log_level")}
     try:
         config = load_config(args.config, overrides, args.option)

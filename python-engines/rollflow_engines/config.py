@@ -6,6 +6,7 @@ and the process exits with status 2 before anything binds a port.
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
 
 import yaml
@@ -72,13 +73,18 @@ def parse_option_flags(flags: list[str]) -> dict[str, Any]:
     return options
 
 
+def role_options_input(role: ModuleType, backend: str | None, options: dict[str, Any]) -> dict[str, Any]:
+    """What a role's Options model validates: the options, plus the backend when the model has that field."""
+    return {"backend": backend, **options} if "backend" in role.Options.model_fields else options
+
+
 def validate_role_options(config: ServeConfig) -> BaseModel:
     """The role's own Options model, built from config.options; ConfigError names each bad key."""
     from .roles import load_role
 
     role = load_role(config.role)
     try:
-        return role.Options.model_validate({"backend": config.backend, **config.options} if "backend" in role.Options.model_fields else config.options)
+        return role.Options.model_validate(role_options_input(role, config.backend, config.options))
     except ValidationError as e:
         raise ConfigError(describe_errors(e, prefix="options.")) from e
 

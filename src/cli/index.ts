@@ -5,11 +5,12 @@
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../configs';
-import { down, status, up } from '../stack';
+import { checkConfig, down, status, up } from '../stack';
 import { runWorker } from '../worker';
 import { benchCommand } from './bench';
 import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
-import { runStatus, startRun, steer, syncRunWeights, type RunOptions } from './run';
+import { runStatus, steer, syncRunWeights } from './operate';
+import { startRun, type RunOptions } from './run';
 import { runSmoke } from './smoke';
 
 const out = (line: string): void => {
@@ -24,12 +25,14 @@ function buildProgram(): Command {
     .option('--json', 'print the validated config and derived values as JSON')
     .action((file: string | undefined, opts: ConfigOptions & { json?: boolean }) => {
       const { loaded } = loadFromArgs(file, opts);
-      if (opts.json) return out(JSON.stringify({ config: loaded.config, derived: loaded.derived, hash: loaded.hash }));
+      const { notes } = checkConfig(loaded, { run: true });
+      if (opts.json) return out(JSON.stringify({ config: loaded.config, derived: loaded.derived, hash: loaded.hash, notes }));
       const d = loaded.derived;
       out(`${loaded.source}: valid (hash ${loaded.hash.slice(0, 12)})`);
       out(`  samples per step B = ${d.samples_per_step} (${d.groups_per_step} groups × ${d.group_size})`);
       out(`  async ratio α = ${loaded.config.async_generation_ratio}: at most ${d.max_samples_in_system} samples buffered or running, staleness bound ${d.max_staleness}`);
       out(`  temporal ${loaded.config.temporal.address} (${loaded.config.temporal.embedded && d.temporal.loopback ? 'embedded' : 'external'}), run dir ${d.run_dir}`);
+      for (const note of notes) out(`  note: ${note}`);
     });
 
   const dev = program.command('dev').description('the local stack: Temporal dev server, engine servers, one worker');
@@ -84,7 +87,7 @@ function buildProgram(): Command {
       .action(async (runId: string, opts: { config?: string }) => {
         const { loaded } = loadFromArgs(opts.config, {});
         if (name === 'status') await runStatus(loaded.config, runId, out);
-        else await steer(loaded.config, runId, name);
+        else await steer(loaded.config, runId, name, out);
       });
   }
 

@@ -1,4 +1,4 @@
-/** `rollflow run | status | suspend | resume`: start a training run and follow or steer it. */
+/** `rollflow run`: start a training run and follow it. */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -8,10 +8,10 @@ import { buildPlan } from '../client/plan';
 import { checkNewRunId } from '../client/run-id';
 import type { LoadedConfig, RunConfig } from '../configs';
 import { describeIndex } from '../envs/dataset-rows';
-import { up } from '../stack';
+import { checkConfig, up } from '../stack';
 import { causeMessage } from '../workflows/failure';
 import { batchDir } from '../workflows/ids';
-import { resume, run, status, suspend, syncWeightsUpdate, type RunStatus } from '../workflows/run';
+import { run, status, type RunStatus } from '../workflows/run';
 import { KIND, RUN_ID } from '../workflows/search-attributes';
 
 export interface RunOptions {
@@ -29,7 +29,8 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
   const plan = buildPlan(loaded, runId); // a config that cannot run fails before anything starts
   const resumeFrom = opts.resumeFrom ? readCheckpoint(opts.resumeFrom, loaded, err) : undefined;
   checkNewRunId(loaded, runId);
-  if (config.temporal.embedded && loaded.derived.temporal.loopback) await up(loaded, configArgs, err);
+  if (config.temporal.embedded && loaded.derived.temporal.loopback) await up(loaded, configArgs, err); // checks the config first
+  else checkConfig(loaded, { run: false }); // buildPlan checked the rest
   const started = Date.now();
   const client = await connectClient(config);
   try {
@@ -114,34 +115,4 @@ async function summary(config: RunConfig, storeDir: string, s: RunStatus, wall_s
     peak_samples_in_system: s.totals.peakSamplesInSystem,
     async_generation_ratio: config.async_generation_ratio,
   };
-}
-
-export async function runStatus(config: RunConfig, runId: string, out: (line: string) => void): Promise<void> {
-  const client = await connectClient(config);
-  try {
-    out(JSON.stringify(await client.workflow.getHandle(runId).query(status), null, 2));
-  } finally {
-    await client.connection.close();
-  }
-}
-
-export async function steer(config: RunConfig, runId: string, action: 'suspend' | 'resume'): Promise<void> {
-  const client = await connectClient(config);
-  try {
-    await client.workflow.getHandle(runId).signal(action === 'suspend' ? suspend : resume);
-  } finally {
-    await client.connection.close();
-  }
-}
-
-/** Loads external weights on every inference server of a run (between train steps); prints what the update returned. */
-export async function syncRunWeights(config: RunConfig, runId: string, weightsPath: string, out: (line: string) => void): Promise<void> {
-  const client = await connectClient(config);
-  try {
-    out(JSON.stringify(await client.workflow.getHandle(runId).executeUpdate(syncWeightsUpdate, { args: [{ path: weightsPath }] })));
-  } catch (err) {
-    throw new Error(`syncWeights failed: ${causeMessage(err)}`);
-  } finally {
-    await client.connection.close();
-  }
 }

@@ -1,6 +1,8 @@
 /** `rollflow smoke`: runs the smoke workflow against the configured engines and prints its report. */
 import type { LoadedConfig } from '../configs';
 import { connectClient, workflowUrl } from '../client/connect';
+import { NoWorkerError } from '../client/errors';
+import { startWorkerHint } from '../client/run-handle';
 import { pollers } from '../stack/worker';
 import { smoke } from '../workflows/smoke';
 import { KIND } from '../workflows/search-attributes';
@@ -16,7 +18,7 @@ export async function runSmoke(loaded: LoadedConfig, out: (line: string) => void
   const client = await connectClient(config);
   try {
     if ((await pollers(client, loaded)).length === 0) {
-      throw new Error(`no worker polls task queue "${config.temporal.task_queue}" at ${config.temporal.address}; start one with \`rollflow dev up\``);
+      throw new NoWorkerError(`no worker is polling task queue "${config.temporal.task_queue}" at ${config.temporal.address}; ${startWorkerHint}`);
     }
     const workflowId = `smoke-${new Date().toISOString().replace(/[:.]/g, '-')}`;
     const handle = await client.workflow.start(smoke, {

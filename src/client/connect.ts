@@ -1,10 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import type { RunConfig } from '../configs';
-
-/** Thrown when the Temporal frontend does not answer at the configured address. */
-export class TemporalUnreachableError extends Error {
-  override readonly name = 'TemporalUnreachableError';
-}
+import { TemporalUnreachableError } from './errors';
 
 export async function connectClient(config: RunConfig): Promise<Client> {
   const { address, namespace } = config.temporal;

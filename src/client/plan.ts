@@ -12,11 +12,11 @@ type EnvManager = NonNullable<LoadedConfig['config']['train_env_manager']>;
  * its tags split by num_groups_partition (evenly when it is absent, as ROLL
  * does), or, with no manager, the only custom_envs entry of a single-turn task.
  */
-function pickEnvs({ config }: LoadedConfig, manager: EnvManager | undefined, groups: number): RunPlan['envs'] {
+function pickEnvs({ config, source }: LoadedConfig, manager: EnvManager | undefined, groups: number): RunPlan['envs'] {
   const gen = config.actor_infer.generating_args;
   const tags = manager?.tags ?? Object.keys(config.custom_envs);
   if (tags.length === 0 || (!manager && tags.length !== 1)) {
-    throw new ConfigError('(run)', [
+    throw new ConfigError(source, [
       { path: 'custom_envs', given: Object.keys(config.custom_envs), expected: 'exactly one env for a single-turn run, or train_env_manager.tags naming the envs to train on' },
     ]);
   }
@@ -33,7 +33,7 @@ function validation(loaded: LoadedConfig): Pick<RunPlan, 'validation'> {
   const manager = config.val_env_manager;
   if (config.eval_steps === 0) return {};
   if (!manager) {
-    throw new ConfigError('(run)', [{ path: 'val_env_manager', given: undefined, expected: `the validation envs (num_env_groups, group_size, tags), since eval_steps is ${config.eval_steps}` }]);
+    throw new ConfigError(loaded.source, [{ path: 'val_env_manager', given: undefined, expected: `the validation envs (num_env_groups, group_size, tags), since eval_steps is ${config.eval_steps}` }]);
   }
   return { validation: { envs: pickEnvs(loaded, manager, manager.num_env_groups), groupSize: manager.group_size, everySteps: config.eval_steps } };
 }

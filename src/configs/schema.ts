@@ -28,7 +28,7 @@ function endpoint<B extends readonly [string, ...string[]]>(backends: B, default
       options: z.record(z.string(), z.unknown()).default({}).describe('Role/backend settings passed to a launched server as --option key=value (see python-engines).'),
     })
     .superRefine((e, ctx) => {
-      if (e.launch && !isLoopbackHost(new URL(e.url).hostname)) {
+      if (e.launch && URL.canParse(e.url) && !isLoopbackHost(new URL(e.url).hostname)) { // a bad url is reported by url's own check
         ctx.addIssue({ code: 'custom', path: ['url'], message: 'launch: true needs a loopback URL (127.0.0.1, localhost, ::1); set launch: false for a remote server' });
       }
     })

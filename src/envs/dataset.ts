@@ -14,11 +14,11 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { z } from 'zod';
-import { explainIssues } from '../configs/explain';
-import { formatProblem } from '../configs/errors';
 import type { EnvClient } from '../gpu-bridge';
 import type { Env } from './env';
 import { parseRows, type DatasetIndex, type DatasetRow } from './dataset-rows';
+import { formatProblem } from '../configs/errors';
+import { parseEnvConfig } from './env-config';
 import { EnvConfigError } from './errors';
 
 const Config = z.strictObject({
@@ -60,7 +60,7 @@ async function load(config: DatasetConfig) {
   return parsed;
 }
 
-const pathError = (given: string, expected: string) => new EnvConfigError(`dataset:\n${formatProblem({ path: 'config.path', given, expected })}`);
+const pathError = (given: string, expected: string) => new EnvConfigError(`dataset:\n${formatProblem({ path: 'config.path', given, expected })}`, [{ path: 'path', given, expected }]);
 const unreadable = (given: string) => (e: NodeJS.ErrnoException): never => {
   throw pathError(given, `a readable JSON-lines file (${e.code === 'ENOENT' ? 'it does not exist' : (e.code ?? e.message)})`);
 };
@@ -69,14 +69,7 @@ export function dataset(client: EnvClient): Env<DatasetState, DatasetConfig> & {
   return {
     name: 'dataset',
 
-    parseConfig(raw) {
-      const r = Config.safeParse(raw ?? {});
-      if (!r.success) {
-        const problems = explainIssues(r.error.issues, raw, Config).map((p) => ({ ...p, path: `config.${p.path}` }));
-        throw new EnvConfigError(`dataset:\n${problems.map(formatProblem).join('\n')}`);
-      }
-      return r.data;
-    },
+    parseConfig: (raw) => parseEnvConfig('dataset', Config, raw),
 
     async index(config) {
       return (await load(config)).index;

@@ -14,6 +14,14 @@ const TS_ENVS: Record<string, (client: EnvClient) => Env<never, never>> = {
   dataset: (client) => dataset(client) as unknown as Env<never, never>,
 };
 
+/** The env types served in the worker process rather than by the env server. */
+export const TS_ENV_TYPES = Object.keys(TS_ENVS);
+
+/** Checks a TypeScript env's env_config (throws EnvConfigError); parseConfig reads no server, so no client is given. */
+export function parseTsEnvConfig(envType: string, raw: unknown): void {
+  TS_ENVS[envType]?.(undefined as never).parseConfig(raw);
+}
+
 export function resolveEnv(envType: string, client: EnvClient): Env<unknown, unknown> {
   return (TS_ENVS[envType]?.(client) as Env<unknown, unknown> | undefined) ?? (pythonEnv(client, envType) as Env<unknown, unknown>);
 }

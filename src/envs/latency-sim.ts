@@ -13,11 +13,10 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { explainIssues } from '../configs/explain';
-import { formatProblem } from '../configs/errors';
 import { responseLength, responseSolved } from './draws';
 import type { Env } from './env';
-import { EnvConfigError, EnvGaveUpError } from './errors';
+import { parseEnvConfig } from './env-config';
+import { EnvGaveUpError } from './errors';
 import { episodeSeed, stepLatency } from './latency';
 
 const Config = z.strictObject({
@@ -68,14 +67,7 @@ export interface LatencySimState {
 export const latencySim: Env<LatencySimState, LatencySimConfig> = {
   name: 'latency_sim',
 
-  parseConfig(raw) {
-    const r = Config.safeParse(raw ?? {});
-    if (!r.success) {
-      const problems = explainIssues(r.error.issues, raw, Config).map((p) => ({ ...p, path: `config.${p.path}` }));
-      throw new EnvConfigError(`latency_sim:\n${problems.map(formatProblem).join('\n')}`);
-    }
-    return r.data;
-  },
+  parseConfig: (raw) => parseEnvConfig('latency_sim', Config, raw),
 
   async reset(config, seed, _signal, sample = 0) {
     const r = config.response;

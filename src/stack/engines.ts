@@ -7,46 +7,69 @@ import { ensureStarted, livePid, startDetached, stopProcess, waitUntil, type Man
 
 export interface LaunchedEngine {
   role: EngineRole;
+  /** Where the engine is in the run config, e.g. engines.inference[0]. */
+  configPath: string;
   url: string;
   backend: string;
   options: Record<string, unknown>;
+  /** The run-config path each option comes from (actor_train.training_args.learning_rate, or <configPath>.options.<key>). */
+  optionPaths: Record<string, string>;
   process: ManagedProcess;
 }
 
+type FromConfig = Record<string, { value: unknown; from: string }>;
+
 /**
  * Settings a model-backed server takes from the run config (actor_infer /
- * actor_train, as ROLL names them); an engine's own `options` override them.
- * The sim backends load no model and take none.
+ * actor_train, as ROLL names them), with the key each comes from; an
+ * engine's own `options` override them. The sim backends load no model and take none.
  */
-function optionsFromConfig(config: RunConfig, role: EngineRole, backend: string): Record<string, unknown> {
+function optionsFromConfig(config: RunConfig, role: EngineRole, backend: string): FromConfig {
   if (backend === 'sim' || role === 'env') return {};
   const train = config.actor_train;
-  if (role === 'inference') return { model: (config.actor_infer.model_args ?? train.model_args).model_name_or_path };
+  if (role === 'inference') {
+    const from = config.actor_infer.model_args ? 'actor_infer' : 'actor_train';
+    return { model: { value: (config.actor_infer.model_args ?? train.model_args).model_name_or_path, from: `${from}.model_args.model_name_or_path` } };
+  }
   const t = train.training_args;
+  const arg = (key: keyof typeof t) => ({ value: t[key], from: `actor_train.training_args.${key}` });
   return {
-    model: train.model_args.model_name_or_path,
-    learning_rate: t.learning_rate,
-    weight_decay: t.weight_decay,
-    max_grad_norm: t.max_grad_norm,
-    micro_batch_size: t.per_device_train_batch_size,
-    ...(t.gradient_accumulation_steps === undefined ? {} : { gradient_accumulation_steps: t.gradient_accumulation_steps }),
+    model: { value: train.model_args.model_name_or_path, from: 'actor_train.model_args.model_name_or_path' },
+    learning_rate: arg('learning_rate'),
+    weight_decay: arg('weight_decay'),
+    max_grad_norm: arg('max_grad_norm'),
+    micro_batch_size: arg('per_device_train_batch_size'),
+    ...(t.gradient_accumulation_steps === undefined ? {} : { gradient_accumulation_steps: arg('gradient_accumulation_steps') }),
   };
 }
 
 export function launchedEngines(config: RunConfig): LaunchedEngine[] {
   const all = [
-    ...config.engines.inference.map((e) => ({ role: 'inference' as const, ...e })),
-    { role: 'trainer' as const, ...config.engines.trainer },
-    { role: 'env' as const, ...config.engines.env },
-  ].map((e) => ({ ...e, options: { ...optionsFromConfig(config, e.role, e.backend), ...e.options } }));
+    ...config.engines.inference.map((e, i) => ({ role: 'inference' as const, configPath: `engines.inference[${i}]`, ...e })),
+    { role: 'trainer' as const, configPath: 'engines.trainer', ...config.engines.trainer },
+    { role: 'env' as const, configPath: 'engines.env', ...config.engines.env },
+  ];
   return all
     .filter((e) => e.launch)
     .map((e) => {
+      const fromConfig = optionsFromConfig(config, e.role, e.backend);
+      const own = Object.keys(e.options);
       const port = new URL(e.url).port;
       const name = `engine-${e.role}-${port}`;
-      return { role: e.role, url: e.url, backend: e.backend, options: e.options, process: { name, pidFile: path.join(pidsDir(), `${name}.pid`), logFile: path.join(logsDir(), `${name}.log`), marker: 'rollflow_engines serve' } };
+      return {
+        role: e.role,
+        configPath: e.configPath,
+        url: e.url,
+        backend: e.backend,
+        options: { ...Object.fromEntries(Object.entries(fromConfig).map(([k, v]) => [k, v.value])), ...e.options },
+        optionPaths: { ...Object.fromEntries(Object.entries(fromConfig).map(([k, v]) => [k, v.from])), ...Object.fromEntries(own.map((k) => [k, `${e.configPath}.options.${k}`])) },
+        process: { name, pidFile: path.join(pidsDir(), `${name}.pid`), logFile: path.join(logsDir(), `${name}.log`), marker: 'rollflow_engines serve' },
+      };
     });
 }
+
+/** The environment python-engines runs in: its package on the path. */
+export const pythonEnginesEnv = (): NodeJS.ProcessEnv => ({ ...process.env, PYTHONPATH: path.join(ROOT, 'python-engines') });
 
 export async function startEngine(e: LaunchedEngine): Promise<string> {
   const { hostname, port } = new URL(e.url);
@@ -54,8 +77,7 @@ export async function startEngine(e: LaunchedEngine): Promise<string> {
   const options = e.role === 'trainer' ? { export_dir: path.join(stateDir(), 'weights', e.process.name), ...e.options } : e.options;
   const args = ['-m', 'rollflow_engines', 'serve', '--role', e.role, '--backend', e.backend, '--host', hostname.replace(/^\[|\]$/g, ''), '--port', port];
   for (const [k, v] of Object.entries(options)) args.push('--option', `${k}=${JSON.stringify(v)}`);
-  const env = { ...process.env, PYTHONPATH: path.join(ROOT, 'python-engines') };
-  const { pid, action } = await ensureStarted(e.process, JSON.stringify(args), () => startDetached(e.process, pythonBin(), args, env, JSON.stringify(args)));
+  const { pid, action } = await ensureStarted(e.process, JSON.stringify(args), () => startDetached(e.process, pythonBin(), args, pythonEnginesEnv(), JSON.stringify(args)));
   if (action === 'already running') return `${e.process.name}: already running (pid ${pid})`;
   // A model-backed server may first build its model (a tiny model's warm-start takes minutes on 2
   // loaded cores); it is watched all along, so a crash still fails fast with its log.

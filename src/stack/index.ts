@@ -7,13 +7,21 @@ import type { Client } from '@temporalio/client';
 import { connectClient } from '../client/connect';
 import type { LoadedConfig } from '../configs';
 import { engineStatus, launchedEngines, startEngine, stopEngine } from './engines';
+import { checkConfig } from './preflight';
 import { startTemporal, stopTemporal, temporalStatus } from './temporal';
 import { startWorker, stopWorker, workerStatus } from './worker';
 
 const embedded = ({ config, derived }: LoadedConfig) => config.temporal.embedded && derived.temporal.loopback;
 
-/** Brings everything up; parts already running are left alone. `configArgs` re-create the config for the worker process. */
+export { checkConfig } from './preflight';
+
+/**
+ * Brings everything up; parts already running are left alone. The config is checked first, so a
+ * running server is never stopped for a replacement that would refuse its settings.
+ * `configArgs` re-create the config for the worker process.
+ */
 export async function up(loaded: LoadedConfig, configArgs: string[], say: (line: string) => void): Promise<void> {
+  checkConfig(loaded, { run: false });
   if (embedded(loaded)) startTemporal(loaded.derived.temporal);
   // Engines start in parallel: each is a Python process that takes a moment to import.
   for (const line of await Promise.all(launchedEngines(loaded.config).map(startEngine))) say(line);

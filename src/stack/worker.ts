@@ -4,8 +4,8 @@
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import { temporal } from '@temporalio/proto';
 import type { Client } from '@temporalio/client';
+import { taskQueuePollers } from '../client/run-handle';
 import type { LoadedConfig } from '../configs';
 import { cliEntry, logsDir, pidsDir } from '../paths';
 import { ensureStarted, livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
@@ -15,15 +15,8 @@ export function workerProcess({ config }: LoadedConfig): ManagedProcess {
   return { name, pidFile: path.join(pidsDir(), `${name}.pid`), logFile: path.join(logsDir(), `${name}.log`), marker: 'cli/index.js worker' };
 }
 
-/** Identities of the processes polling the workflow task queue right now. */
-export async function pollers(client: Client, { config }: LoadedConfig): Promise<string[]> {
-  const res = await client.workflowService.describeTaskQueue({
-    namespace: config.temporal.namespace,
-    taskQueue: { name: config.temporal.task_queue },
-    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-  });
-  return (res.pollers ?? []).map((p) => p.identity ?? '');
-}
+/** Identities of the processes polling the config's workflow task queue. */
+export const pollers = (client: Client, { config }: LoadedConfig) => taskQueuePollers(client, config.temporal.namespace, config.temporal.task_queue);
 
 export async function startWorker(client: Client, loaded: LoadedConfig, configArgs: string[]): Promise<string> {
   const proc = workerProcess(loaded);

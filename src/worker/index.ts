@@ -3,19 +3,23 @@
  * deterministic sandbox and activities in this process. Stops cleanly on
  * SIGINT/SIGTERM (Temporal's runtime handles both), finishing what it can.
  */
-import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogEntry, type LogLevel } from '@temporalio/worker';
 import { createActivities, createDeps } from '../activities';
 import type { LoadedConfig } from '../configs';
 import { createLogger, type Logger } from '../logging';
 
 let runtimeInstalled = false;
 
+const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
+
+/** An SDK log entry as a pino line; the SDK's `error` field (a failed activity's error) is serialized by the logger with its cause chain. */
+export const forwardSdkLog = (log: Logger) => (e: LogEntry) => log[levels[e.level]]({ ...e.meta }, e.message);
+
 /** Routes the Temporal SDK's own logs through pino. Once per process. */
 function installRuntimeLogger(log: Logger): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
-  Runtime.install({ logger: new DefaultLogger('INFO', (e) => log[levels[e.level]]({ ...e.meta }, e.message)) });
+  Runtime.install({ logger: new DefaultLogger('INFO', forwardSdkLog(log)) });
 }
 
 export interface WorkerOptions {

@@ -1,0 +1,16 @@
+/** Errors of the client side (CLI, bench): what an operator command could not reach, said in one line. */
+
+/** Thrown when the Temporal frontend does not answer at the configured address. */
+export class TemporalUnreachableError extends Error {
+  override readonly name = 'TemporalUnreachableError';
+}
+
+/** Thrown when an operator command names a run that does not exist in the namespace. */
+export class RunNotFoundError extends Error {
+  override readonly name = 'RunNotFoundError';
+}
+
+/** Thrown when a query or update needs a worker and none polls the run's task queue (or none answers). */
+export class NoWorkerError extends Error {
+  override readonly name = 'NoWorkerError';
+}

@@ -1,0 +1,152 @@
+// Operator commands and `dev up` against a real dev server, as a user meets
+// them when something is wrong: a run id that does not exist, a run no
+// worker polls, a run that ended, an unreachable server, and a `dev up` with
+// options the new server would refuse. Each is one line on stderr and a
+// non-zero exit; no stack trace; nothing working is stopped.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { taskQueuePollers } from '../../src/client/run-handle';
+import { freePort, readPid, ROOT, TestDevServer } from './helpers/dev-server';
+
+let server: TestDevServer;
+let client: Client;
+let opsConfig: string;
+let stackConfig: string;
+/** How long `rollflow status` took on a run no worker polls; printed for the record, not asserted. */
+let noWorkerStatusMs = 0;
+
+// A hang guard well below the 30 s Temporal holds a query nobody answers.
+const rollflow = (...args: string[]) => server.rollflow(args, 25_000);
+const rollflowSlow = (...args: string[]) => server.rollflow(args, 300_000);
+
+function expectOneLineError(r: { status: number | null; stderr: string }, text: string | RegExp): void {
+  expect(r.status, r.stderr).toBe(1);
+  expect(r.stderr.trimEnd().split('\n'), r.stderr).toHaveLength(1);
+  expect(r.stderr).not.toMatch(/^\s+at /m);
+  expect(r.stderr).toMatch(text);
+}
+
+beforeAll(async () => {
+  expect(existsSync(path.join(ROOT, 'dist/cli/index.js')), 'run `make build` first').toBe(true);
+  server = await TestDevServer.create();
+  server.start();
+  client = new Client({ connection: await Connection.connect({ address: server.address }) });
+  opsConfig = path.join(server.stateDir, 'ops.yaml');
+  writeFileSync(opsConfig, `temporal: { address: "${server.address}", task_queue: op-test }\n`);
+  const [inference, trainer, env] = [await freePort(), await freePort(), await freePort()];
+  stackConfig = path.join(server.stateDir, 'stack.yaml');
+  writeFileSync(
+    stackConfig,
+    [
+      `run_dir: ${server.stateDir}/run`,
+      `temporal: { address: "${server.address}", ui_url: "http://127.0.0.1:${server.uiPort}", task_queue: op-stack }`,
+      'engines:',
+      `  inference: [{ url: "http://127.0.0.1:${inference}", backend: sim, options: { max_batch: 8 } }]`,
+      `  trainer: { url: "http://127.0.0.1:${trainer}" }`,
+      `  env: { url: "http://127.0.0.1:${env}" }`,
+      '',
+    ].join('\n'),
+  );
+  // A run nobody serves: op-test has no worker.
+  await client.workflow.start('run', { taskQueue: 'op-test', workflowId: 'unserved', args: [{}] });
+});
+
+afterAll(async () => {
+  rollflowSlow('dev', 'down', stackConfig);
+  await client?.connection.close();
+  server?.stop();
+  if (noWorkerStatusMs) process.stdout.write(`rollflow status on a run no worker polls answered in ${noWorkerStatusMs} ms\n`);
+});
+
+describe('operator commands on runs that cannot answer', () => {
+  it.each([['status'], ['suspend'], ['resume'], ['sync-weights', '/tmp/weights']])('%s on a run that does not exist: one line, exit 1', (command, ...rest) => {
+    expectOneLineError(rollflow(command, 'no-such-run', ...rest, '--config', opsConfig), /^rollflow: no run "no-such-run" in namespace default$/m);
+  });
+
+  it('status on a run no worker polls says so and how to start one, without waiting for the query to time out', () => {
+    const started = Date.now();
+    const r = rollflow('status', 'unserved', '--config', opsConfig);
+    noWorkerStatusMs = Date.now() - started;
+    expectOneLineError(r, 'rollflow: no worker is polling task queue "op-test", so run "unserved" cannot answer; start one with `rollflow dev up`');
+  });
+
+  it('smoke with no worker says the same', () => {
+    expectOneLineError(rollflow('smoke', opsConfig), /^rollflow: no worker is polling task queue "op-test" at 127\.0\.0\.1:\d+; start one with `rollflow dev up`/m);
+  });
+
+  it('sync-weights needs a worker too; a suspend is kept for when one comes', () => {
+    expectOneLineError(rollflow('sync-weights', 'unserved', '/tmp/weights', '--config', opsConfig), /no worker is polling task queue "op-test"/);
+    const r = rollflow('suspend', 'unserved', '--config', opsConfig);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain('run unserved: suspend sent; no worker polls task queue "op-test" yet, so it takes effect when one does');
+  });
+
+  it('signals to a run that ended name its state', async () => {
+    await client.workflow.getHandle('unserved').terminate('test');
+    expectOneLineError(rollflow('resume', 'unserved', '--config', opsConfig), /^rollflow: run "unserved" is terminated; only a running run can be resumed$/m);
+    expectOneLineError(rollflow('sync-weights', 'unserved', '/tmp/weights', '--config', opsConfig), /no worker is polling|is terminated/);
+  });
+
+  it('status on a run whose only worker stopped (Temporal still lists it for minutes) gives up within the query deadline', async () => {
+    // A worker of our own on op-test runs a smoke workflow to completion, then stops.
+    const worker = spawn(path.join(ROOT, 'bin/rollflow'), ['worker', opsConfig], { env: { ...server.env, ROLLFLOW_LOG_FORMAT: 'json' }, stdio: 'ignore' });
+    try {
+      await until(async () => ((await taskQueuePollers(client, 'default', 'op-test')).length > 0 ? true : undefined));
+      await client.workflow.execute('smoke', { taskQueue: 'op-test', workflowId: 'served-once', args: [{ engines: [] }] });
+    } finally {
+      worker.kill('SIGTERM');
+      await once(worker, 'exit');
+    }
+    expect(await taskQueuePollers(client, 'default', 'op-test')).not.toEqual([]); // the stopped worker, still listed
+    expectOneLineError(rollflowSlow('status', 'served-once', '--config', opsConfig), /^rollflow: run "served-once" did not answer within 10 s: no live worker on task queue "op-test" \(a stopped one stays listed for a few minutes\); start one with `rollflow dev up`/m);
+  });
+
+  it('an unreachable Temporal server is one line too', async () => {
+    const nowhere = path.join(server.stateDir, 'nowhere.yaml');
+    writeFileSync(nowhere, `temporal: { address: "127.0.0.1:${await freePort()}" }\n`);
+    expectOneLineError(rollflow('status', 'x', '--config', nowhere), /^rollflow: no Temporal server at 127\.0\.0\.1:\d+ \(.*\); start one with `rollflow dev up`$/m);
+  });
+});
+
+describe('dev up with options a server would refuse', () => {
+  it('stops nothing: the running server keeps serving and every bad key is named', () => {
+    const up = rollflowSlow('dev', 'up', stackConfig);
+    expect(up.status, up.stderr).toBe(0);
+    const pidFile = enginePidFile('engine-inference-');
+    const pid = readPid(pidFile);
+
+    const bad = rollflowSlow('dev', 'up', stackConfig, '--set', 'engines.inference[0].options.max_batch=0', '--set', 'custom_envs.lake.env_type=frozen_lak');
+    expect(bad.status, bad.stderr).toBe(2);
+    expect(bad.stderr).toContain('engines.inference[0].options.max_batch: got 0; Input should be greater than or equal to 1');
+    expect(bad.stderr).toContain('custom_envs.lake.env_type: got "frozen_lak"; a registered env: ');
+    expect(bad.stderr).not.toMatch(/^\s+at /m);
+
+    expect(readPid(pidFile)).toBe(pid);
+    const status = rollflowSlow('dev', 'status', stackConfig);
+    expect(status.status, status.stdout).toBe(0);
+    expect(status.stdout).toMatch(new RegExp(`engine-inference-\\d+: running pid=${pid} `));
+  });
+});
+
+/** Polls `probe` until it returns a value; the deadline only guards against a hang. */
+async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error('condition not reached before the hang guard');
+    await sleep(200);
+  }
+}
+
+function enginePidFile(prefix: string): string {
+  const dir = path.join(server.stateDir, 'pids');
+  const name = readdirSync(dir).find((f) => f.startsWith(prefix));
+  if (!name) throw new Error(`no pid file ${prefix}* in ${dir}`);
+  return path.join(dir, name);
+}
