@@ -4,15 +4,18 @@
  * store; workflows pass keys and get small summaries back.
  */
 import { Context } from '@temporalio/activity';
-import { generateToCompletion, TokenizationDriftError, type ChatMessage, type Completion, type CompletionCall, type Generation, type InferenceClient, type VersionSpan } from '../gpu-bridge';
+import { TokenizationDriftError, type ChatMessage, type Generation, type VersionSpan } from '../gpu-bridge';
 import { choiceSeed, turnSeed } from '../workflows/seeds';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
 import { resolveEnv } from '../envs';
 import type { EnvLossPolicy, EnvStep, EpisodeGeneration } from '../envs/env';
 import { EnvSessionLostError } from '../envs/errors';
 import type { ActivityDeps } from './deps';
-import { withHeartbeat } from './heartbeat';
+import { completeChoice, newProgress, onAnyServer, simLengthFor, streamChat, type GenerationProgress, type GenerationRequest, type Sampling } from './generation';
+import { withHeartbeat, withProgress } from './heartbeat';
 import { guardResult } from './payload';
+
+export type { Sampling };
 
 /** A trajectory's token-level record, kept in the store under its context key. */
 export interface TrajectoryContext {
@@ -24,13 +27,8 @@ export interface TrajectoryContext {
   loss_mask: (0 | 1)[];
   version_spans: VersionSpan[];
   aborts: number;
-}
-
-export interface Sampling {
-  max_tokens: number;
-  temperature: number;
-  top_p: number;
-  seed: number;
+  /** The last turn stored and what it returned: a retry of that turn returns it again instead of appending it twice. */
+  last_turn?: { turn: number; summary: TurnSummary };
 }
 
 export interface GenerateTurnInput {
@@ -42,6 +40,8 @@ export interface GenerateTurnInput {
   affinity: string;
   /** What the env asked of this episode's generations (EnvReset.generation). */
   generation?: EpisodeGeneration;
+  /** Whose latest weights every request asks for at least (absent in activities scheduled before it existed: no minimum). */
+  runId?: string;
 }
 
 /** One request for a whole group (no prompt replication): the G samples of a single-turn prompt. */
@@ -52,6 +52,7 @@ export interface GenerateGroupInput {
   affinity: string;
   /** Shared by every choice of the request. */
   generation?: EpisodeGeneration;
+  runId?: string;
 }
 
 export interface TurnSummary {
@@ -59,6 +60,8 @@ export interface TurnSummary {
   tokens: number;
   finish_reason: 'stop' | 'length';
   aborts: number;
+  /** Calls continued on another server after theirs was lost. */
+  failovers: number;
   versions: number[];
 }
 
@@ -107,67 +110,51 @@ export function rolloutActivities(deps: ActivityDeps) {
     /**
      * One turn: the server applies the chat template to the conversation so
      * far (we never tokenize), generation runs to completion across weight
-     * updates (abort -> continue from partial tokens), and the context grows
-     * by the env's tokens (masked) and the generated ones.
+     * updates, lost servers and retries (continuing from the tokens so far),
+     * and the context grows by the env's tokens (masked) and the generated ones.
      */
     async generateTurn(input: GenerateTurnInput): Promise<TurnSummary> {
       const ctx = input.turn === 0 ? emptyContext() : await deps.store.get<TrajectoryContext>(input.contextKey);
+      // This turn was stored but its attempt never reported (the worker died): appending it again would corrupt the context.
+      if (ctx.last_turn?.turn === input.turn) return ctx.last_turn.summary;
       ctx.messages.push({ role: 'user', content: input.observation });
-      const { max_tokens, temperature, top_p, seed } = input.sampling;
-      const simLength = simLengthFor(input.generation, max_tokens);
-
-      return withHeartbeat(async (signal) => {
-        const lease = deps.pool.acquire(input.affinity);
-        const client = deps.inference.get(lease.url)!;
-        const more = continuations(client, input.sampling, (attempt) => turnSeed(seed, input.turn, attempt), simLength, signal);
-        let prompt: number[];
-        let generation: Generation;
-        try {
-          if (input.turn === 0) {
-            // The server applies the chat template; we never tokenize.
-            const chat = await client.chat({ messages: ctx.messages, max_tokens, temperature, top_p, seed: turnSeed(seed, input.turn), n: 1, ...simLength() }, { signal });
-            prompt = chat.prompt_token_ids;
-            generation = await finishFirstTurn(more, prompt, max_tokens, chat.choices[0]!);
-          } else {
-            // Later turns: the exact ids held so far, plus only the new turn's ids (earlier turns are never re-tokenized).
-            const next = await client.continuation({ history: ctx.messages.slice(0, -1), messages: ctx.messages.slice(-1) }, { signal });
-            prompt = [...ctx.prompt_ids, ...ctx.response_ids, ...next.token_ids];
-            generation = await generateToCompletion(more.complete, prompt, max_tokens);
-          }
-        } finally {
-          lease.release();
+      const seed = input.sampling.seed;
+      return withProgress<TurnSummary, GenerationProgress>(async (signal, report, resumed) => {
+        const r = await generationRequest(deps, input, signal, report);
+        const progress = resumed ?? newProgress(1);
+        if (!progress.prompt && input.turn === 0) await streamChat(r, progress, ctx.messages, turnSeed(seed, input.turn));
+        if (!progress.prompt) {
+          // Later turns: the exact ids held so far, plus only the new turn's ids (earlier turns are never re-tokenized).
+          const next = await onAnyServer(r, (client) => client.continuation({ history: ctx.messages.slice(0, -1), messages: ctx.messages.slice(-1) }, { signal }));
+          progress.prompt = [...ctx.prompt_ids, ...ctx.response_ids, ...next.token_ids];
+          report(progress);
         }
-        return storeTurn(deps, input.contextKey, ctx, prompt, generation, input.turn, more.text);
+        const generation = await completeChoice(r, progress, 0, (call) => turnSeed(seed, input.turn, call));
+        return storeTurn(deps, input.contextKey, ctx, progress.prompt, generation, input.turn);
       }).then((summary) => guardResult('generateTurn', summary, deps.maxResultBytes));
     },
 
     /**
      * The group's first (only) turn as one request with n = G choices on one
      * server (prompt replication off, as ROLL's is_num_return_sequences_expand
-     * = false). A choice cut by a weight sync continues on its own from its
-     * partial tokens. Each choice becomes its own trajectory context.
+     * = false). A choice cut short (a weight sync, a lost server) continues on
+     * its own from its partial tokens. Each choice becomes its own trajectory context.
      */
     async generateGroupTurn(input: GenerateGroupInput): Promise<TurnSummary[]> {
-      const { max_tokens, temperature, top_p, seed } = input.sampling;
-      const simLength = simLengthFor(input.generation, max_tokens);
       const messages: ChatMessage[] = [{ role: 'user', content: input.observation }];
-      return withHeartbeat(async (signal) => {
-        const lease = deps.pool.acquire(input.affinity);
-        const client = deps.inference.get(lease.url)!;
-        try {
-          const chat = await client.chat({ messages, max_tokens, temperature, top_p, seed, n: input.contextKeys.length, ...simLength() }, { signal });
-          return await Promise.all(
-            chat.choices.map(async (choice, i) => {
-              const more = continuations(client, input.sampling, (attempt) => choiceSeed(seed, i, attempt), simLength, signal);
-              const generation = await finishFirstTurn(more, chat.prompt_token_ids, max_tokens, choice);
-              const ctx = emptyContext();
-              ctx.messages.push(...messages);
-              return storeTurn(deps, input.contextKeys[i]!, ctx, chat.prompt_token_ids, generation, 0, more.text);
-            }),
-          );
-        } finally {
-          lease.release();
-        }
+      const seed = input.sampling.seed;
+      return withProgress<TurnSummary[], GenerationProgress>(async (signal, report, resumed) => {
+        const r = await generationRequest(deps, input, signal, report);
+        const progress = resumed ?? newProgress(input.contextKeys.length);
+        if (!progress.prompt) await streamChat(r, progress, messages, seed);
+        const generations = await Promise.all(progress.choices.map((_, i) => completeChoice(r, progress, i, (call) => choiceSeed(seed, i, call))));
+        return Promise.all(
+          generations.map((generation, i) => {
+            const ctx = emptyContext();
+            ctx.messages.push(...messages);
+            return storeTurn(deps, input.contextKeys[i]!, ctx, progress.prompt!, generation, 0);
+          }),
+        );
       }).then((summaries) => guardResult('generateGroupTurn', summaries, deps.maxResultBytes));
     },
 
@@ -200,52 +187,20 @@ export function rolloutActivities(deps: ActivityDeps) {
 
 const emptyContext = (): TrajectoryContext => ({ messages: [], prompt_ids: [], response_ids: [], old_logprobs: [], loss_mask: [], version_spans: [], aborts: 0 });
 
-/**
- * The calls that continue a generation after an abort (from its partial
- * tokens, under the new weights), gathering the text they add. `text` starts
- * empty; finishFirstTurn seeds it with the first request's text.
- */
-function continuations(client: InferenceClient, s: Sampling, seedOf: (attempt: number) => number, simLength: SimLength, signal: AbortSignal) {
-  const more = {
-    text: '',
-    async complete(call: CompletionCall): Promise<Completion> {
-      const r = await client.complete({ prompt: call.prompt, max_tokens: call.max_tokens, temperature: s.temperature, top_p: s.top_p, seed: seedOf(call.attempt), ...simLength(call) }, { signal });
-      more.text += r.choices[0]!.text ?? '';
-      return r.choices[0]!;
-    },
-  };
-  return more;
+/** The settings of one generate attempt; the run's latest weights are read once per attempt. */
+async function generationRequest(deps: ActivityDeps, input: GenerateTurnInput | GenerateGroupInput, signal: AbortSignal, report: (p: GenerationProgress) => void): Promise<GenerationRequest> {
+  const latest = input.runId === undefined ? undefined : await deps.weights.read(input.runId);
+  return { deps, affinity: input.affinity, sampling: input.sampling, minVersion: latest?.version, simLength: simLengthFor(input.generation, input.sampling.max_tokens), signal, report };
 }
 
 /** The generated turn joins the context (tokens, then the assistant's message), the context is stored, and the workflow gets a summary. */
-async function storeTurn(deps: ActivityDeps, key: string, ctx: TrajectoryContext, prompt: number[], g: Generation, turn: number, text: string): Promise<TurnSummary> {
+async function storeTurn(deps: ActivityDeps, key: string, ctx: TrajectoryContext, prompt: number[], g: Generation, turn: number): Promise<TurnSummary> {
   appendTurn(ctx, prompt, g, turn);
-  ctx.messages.push({ role: 'assistant', content: text });
+  ctx.messages.push({ role: 'assistant', content: g.text });
+  const summary: TurnSummary = { action: g.text, tokens: g.token_ids.length, finish_reason: g.finish_reason, aborts: g.aborts, failovers: g.failovers, versions: [...new Set(g.version_spans.map((s) => s.version))] };
+  ctx.last_turn = { turn, summary };
   await deps.store.put(key, ctx);
-  return { action: text, tokens: g.token_ids.length, finish_reason: g.finish_reason, aborts: g.aborts, versions: [...new Set(g.version_spans.map((s) => s.version))] };
-}
-
-/**
- * The request field for an env-set natural length: the whole length on the
- * first request, what is left of it on a continuation (a call after an
- * abort asks for the remaining max_tokens, so the tokens already held are
- * max_tokens − call.max_tokens).
- */
-type SimLength = (call?: CompletionCall) => { sim_response_length?: number };
-
-function simLengthFor(generation: EpisodeGeneration | undefined, maxTokens: number): SimLength {
-  const length = generation?.sim_response_length;
-  return (call) =>
-    length === undefined ? {} : { sim_response_length: Math.max(1, length - (call ? maxTokens - call.max_tokens : 0)) };
-}
-
-type ChatChoice = Awaited<ReturnType<InferenceClient['chat']>>['choices'][number];
-
-/** A chat choice as a complete generation: one cut by a weight sync (abort) continues from its partial tokens. */
-function finishFirstTurn(more: ReturnType<typeof continuations>, prompt: number[], maxTokens: number, choice: ChatChoice): Promise<Generation> {
-  more.text = choice.message.content ?? '';
-  const partial: Generation = { token_ids: choice.token_ids, logprobs: choice.logprobs, finish_reason: 'length', version_spans: choice.version_spans, aborts: 1 };
-  return choice.finish_reason === 'abort' ? generateToCompletion(more.complete, prompt, maxTokens, { partial }) : Promise.resolve({ ...partial, aborts: 0, finish_reason: choice.finish_reason });
+  return summary;
 }
 
 /** Adds one turn to the context, keeping token ids end to end across turns. */

@@ -5,6 +5,7 @@
  */
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { isServerLost, type InferenceClient } from '../gpu-bridge';
 import type { Sample, TrainStepRequest } from '../gpu-bridge/contracts/trainer';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
@@ -33,6 +34,26 @@ const runOf = (b: TrainerBinding | undefined) => (b ? { run_id: b.runId } : {});
 /** `call` with recovery when the run is bound; as is otherwise. */
 const atVersion = <T>(deps: ActivityDeps, b: TrainerBinding | undefined, version: number, signal: AbortSignal, call: () => Promise<T>) =>
   b ? withTrainerAt(deps, b, version, signal, call) : call().then((result) => ({ result, replayedSteps: 0 }));
+
+type Server = [url: string, client: InferenceClient];
+
+/**
+ * Runs `call` on every server at once. A server whose connection fails is
+ * marked down and left out (catch-up brings it back); other failures are
+ * returned for the caller to raise once every server was handled.
+ */
+async function onEachReachable<T>(deps: ActivityDeps, servers: Server[], call: (c: InferenceClient) => Promise<T>) {
+  const settled = await Promise.allSettled(servers.map(([, c]) => call(c)));
+  const done: [Server, T][] = [];
+  const failures: unknown[] = [];
+  settled.forEach((s, i) => {
+    const server = servers[i]!;
+    if (s.status === 'fulfilled') done.push([server, s.value]);
+    else if (isServerLost(s.reason)) deps.pool.markDown(server[0]);
+    else failures.push(s.reason);
+  });
+  return { done, failures };
+}
 
 export function trainingActivities(deps: ActivityDeps) {
   return {
@@ -111,19 +132,30 @@ export function trainingActivities(deps: ActivityDeps) {
      * continues them from their partial tokens under the new weights);
      * without it, the pause drains them first. Every step is safe to repeat,
      * so a retry after a crash midway converges.
+     *
+     * A dead server does not stall the sync: a server marked down is skipped,
+     * one whose connection fails now is marked down, and the rest are synced.
+     * The new weights are then recorded for the run (weightsKey): every
+     * generate request asks for that version at least, and a server that
+     * comes back is brought to it before it serves (the prober, or the router
+     * on a 409 version_behind).
      */
-    async syncWeights(input: { path: string; version: number; partialRollout: boolean }) {
+    async syncWeights(input: { path: string; version: number; partialRollout: boolean; runId?: string }) {
       return withHeartbeat(async (signal) => {
-        const clients = [...deps.inference.values()];
         const started = Date.now();
-        const paused = await Promise.all(clients.map((c) => c.pause({ mode: input.partialRollout ? 'abort' : 'wait' }, { signal })));
+        const live = [...deps.inference].filter(([url]) => !deps.pool.isDown(url));
+        const paused = await onEachReachable(deps, live, (c) => c.pause({ mode: input.partialRollout ? 'abort' : 'wait' }, { signal }));
+        const reached = paused.done.map(([server]) => server);
+        let failures = paused.failures;
         try {
-          await Promise.all(clients.map((c) => c.updateWeights({ path: input.path, version: input.version }, { signal })));
+          failures = [...failures, ...(await onEachReachable(deps, failures.length ? [] : reached, (c) => c.updateWeights({ path: input.path, version: input.version }, { signal }))).failures];
         } finally {
           // Never leave the servers paused: a rejected update (a bad path) keeps serving the weights they had.
-          await Promise.all(clients.map((c) => c.resume({ signal })));
+          failures = [...failures, ...(await onEachReachable(deps, reached, (c) => c.resume({ signal }))).failures];
         }
-        return { aborted: paused.reduce((n, p) => n + p.aborted, 0), seconds: (Date.now() - started) / 1000 };
+        if (failures.length) throw failures[0];
+        if (input.runId !== undefined) await deps.weights.write(input.runId, { version: input.version, path: input.path });
+        return { aborted: paused.done.reduce((n, [, p]) => n + p.aborted, 0), seconds: (Date.now() - started) / 1000 };
       });
     },
 

@@ -12,9 +12,16 @@
  *   url is not an engine), a reply over maxResponseBytes, and (callChecked) a
  *   reply that does not match the contract.
  *
- * The bridge itself never retries: retries belong to the activities' policies.
+ * - EngineBusyError (retry later): a 409 whose code says the engine is busy
+ *   with the same work; EngineVersionBehindError: an inference server behind
+ *   the min_version asked (the caller catches it up).
+ *
+ * An `unreachable` EngineUnavailableError (the connection itself failed) is
+ * the sign of a dead server the inference pool routes around. The bridge
+ * itself never retries: retries belong to the activities' policies.
  */
-import { EngineBusyError, EngineRejectedError, EngineUnavailableError } from './errors';
+import { VersionBehindSchema } from './contracts/inference';
+import { EngineBusyError, EngineRejectedError, EngineUnavailableError, EngineVersionBehindError } from './errors';
 import { errorCode, errorOf, excerpt, readBounded } from './reply';
 
 /** Error codes (python-engines' errors.py `code`) that mean "busy with the same work": retryable. */
@@ -37,39 +44,69 @@ const failureCode = (e: unknown, otherwise = String(e)) => (e as { cause?: { cod
 
 const isJsonType = (contentType: string | null) => contentType === null || /[/+]json\b/i.test(contentType);
 
-export async function requestJson<T>(url: string, opts: RequestOptions = {}): Promise<T> {
+/** A request under way: its response, and how a broken connection is reported (the caller's cancellation passes through). */
+interface Sent {
+  res: Response;
+  lost: (e: unknown) => unknown;
+}
+
+/** Sends the request; a failed connection (refused, reset, timed out) is an unreachable EngineUnavailableError. */
+async function send(url: string, opts: RequestOptions): Promise<Sent> {
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
-  // Whichever way the call breaks: the caller's cancellation passes through, anything else may pass with a retry.
-  const unavailable = (e: unknown) => {
+  const lost = (e: unknown) => {
     if (opts.signal?.aborted) return opts.signal.reason ?? e;
-    return new EngineUnavailableError(`${url}: ${timeout.aborted ? `no whole answer within ${timeoutMs} ms` : failureCode(e)}`);
+    return new EngineUnavailableError(`${url}: ${timeout.aborted ? `no whole answer within ${timeoutMs} ms` : failureCode(e)}`, true);
   };
-  let res: Response;
   try {
-    res = await fetch(url, {
+    const res = await fetch(url, {
       method: opts.method ?? (opts.body === undefined ? 'GET' : 'POST'),
       headers: opts.body === undefined ? undefined : { 'content-type': 'application/json' },
       body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
       signal,
     });
+    return { res, lost };
   } catch (e) {
-    throw unavailable(e);
+    throw lost(e);
   }
-  let text: string;
+}
+
+/** Reads the whole body, at most maxResponseBytes; the connection breaking mid-body is the same failure as no answer. */
+async function readText(url: string, { res, lost }: Sent, opts: RequestOptions): Promise<string> {
   try {
-    text = await readBounded(res, opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, url);
+    return await readBounded(res, opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, url);
   } catch (e) {
     if (e instanceof EngineRejectedError) throw e;
-    throw unavailable(e); // the connection broke mid-body: the same retryable failure as no answer
+    throw lost(e);
   }
-  if (res.status >= 500) throw new EngineUnavailableError(`${url}: HTTP ${res.status} ${errorOf(text)}`);
-  if (res.status >= 400) {
-    const code = errorCode(text);
-    if (code !== undefined && BUSY_CODES.has(code)) throw new EngineBusyError(`${url}: HTTP ${res.status} ${errorOf(text)}`);
-    throw new EngineRejectedError(`${url}: HTTP ${res.status} ${errorOf(text)}`, res.status, code);
+}
+
+/** The named error of an HTTP error status (>= 400). */
+function statusError(url: string, status: number, text: string): Error {
+  if (status >= 500) return new EngineUnavailableError(`${url}: HTTP ${status} ${errorOf(text)}`);
+  if (status === 409) {
+    const behind = VersionBehindSchema.safeParse(safeJson(text));
+    if (behind.success) return new EngineVersionBehindError(`${url}: ${behind.data.error}`, behind.data.version, behind.data.min_version);
   }
+  const code = errorCode(text);
+  if (code !== undefined && BUSY_CODES.has(code)) return new EngineBusyError(`${url}: HTTP ${status} ${errorOf(text)}`);
+  return new EngineRejectedError(`${url}: HTTP ${status} ${errorOf(text)}`, status, code);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+export async function requestJson<T>(url: string, opts: RequestOptions = {}): Promise<T> {
+  const sent = await send(url, opts);
+  const { res } = sent;
+  const text = await readText(url, sent, opts);
+  if (res.status >= 400) throw statusError(url, res.status, text);
   const contentType = res.headers.get('content-type');
   if (!isJsonType(contentType)) throw new EngineRejectedError(`${url}: answered ${contentType}, not JSON (is this an engine's url?): ${excerpt(text)}`, 502);
   try {
@@ -80,13 +117,57 @@ export async function requestJson<T>(url: string, opts: RequestOptions = {}): Pr
   }
 }
 
-/**
- * A call whose response is checked against the shared contract schema, so
- * drift between TypeScript and python-engines fails at the first call.
- */
-export async function callChecked<T>(baseUrl: string, path: string, schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Error } }, opts: RequestOptions = {}): Promise<T> {
-  const url = new URL(path, baseUrl).toString();
-  const parsed = schema.safeParse(await requestJson<unknown>(url, opts));
+/** A response checked against the shared contract schema, so drift between TypeScript and python-engines fails at the first call. */
+type Schema<T> = { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Error } };
+
+function checked<T>(url: string, schema: Schema<T>, value: unknown): T {
+  const parsed = schema.safeParse(value);
   if (!parsed.success) throw new EngineRejectedError(`${url}: response does not match the contract: ${excerpt(parsed.error.message)}`, 502);
   return parsed.data;
+}
+
+export async function callChecked<T>(baseUrl: string, path: string, schema: Schema<T>, opts: RequestOptions = {}): Promise<T> {
+  const url = new URL(path, baseUrl).toString();
+  return checked(url, schema, await requestJson<unknown>(url, opts));
+}
+
+/**
+ * A POST answered with server-sent events: each `data:` event is checked
+ * against `schema` and handed to `onEvent` as it arrives, until `data: [DONE]`.
+ * A stream that ends without [DONE] was cut (the server died): an unreachable
+ * EngineUnavailableError, raised after every complete event was delivered.
+ */
+export async function streamChecked<T>(baseUrl: string, path: string, schema: Schema<T>, onEvent: (event: T) => void, opts: RequestOptions = {}): Promise<void> {
+  const url = new URL(path, baseUrl).toString();
+  const sent = await send(url, opts);
+  const { res } = sent;
+  if (res.status >= 400) throw statusError(url, res.status, await readText(url, sent, opts));
+  if (!res.body) throw new EngineRejectedError(`${url}: a streamed answer has no body`, res.status);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = '';
+  try {
+    for (;;) {
+      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        chunk = await reader.read();
+      } catch (e) {
+        throw sent.lost(e);
+      }
+      if (chunk.done) throw new EngineUnavailableError(`${url}: the stream ended before [DONE]`, true);
+      buffered += decoder.decode(chunk.value, { stream: true });
+      let end: number;
+      while ((end = buffered.indexOf('\n\n')) >= 0) {
+        const lines = buffered.slice(0, end).split('\n');
+        buffered = buffered.slice(end + 2);
+        const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+        if (lines.includes('event: error')) throw new EngineUnavailableError(`${url}: the stream failed: ${excerpt(data)}`);
+        if (data === '[DONE]') return;
+        onEvent(checked(url, schema, safeJson(data)));
+      }
+    }
+  } finally {
+    // Ends the request if we stop reading early (the server drops the generation); a no-op after [DONE].
+    reader.cancel().catch(() => undefined);
+  }
 }

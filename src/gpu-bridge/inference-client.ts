@@ -1,15 +1,19 @@
 /** Typed calls to one inference server (python-engines --role inference, or any server speaking the same protocol). */
 import {
+  ChatCompletionChunkSchema,
   ChatCompletionResponseSchema,
+  CompletionChunkSchema,
   ChatContinuationResponseSchema,
   CompletionResponseSchema,
   EngineStateSchema,
   PauseResponseSchema,
   UpdateWeightsResponseSchema,
+  type ChatCompletionChunk,
   type ChatCompletionRequest,
   type ChatCompletionResponse,
   type ChatContinuationRequest,
   type ChatContinuationResponse,
+  type CompletionChunk,
   type CompletionRequest,
   type CompletionResponse,
   type EngineState,
@@ -18,7 +22,7 @@ import {
   type UpdateWeightsRequest,
   type UpdateWeightsResponse,
 } from './contracts/inference';
-import { callChecked, type RequestOptions } from './http';
+import { callChecked, streamChecked, type RequestOptions } from './http';
 
 // Generation may legitimately wait a long time: a paused server holds requests until it resumes.
 const GENERATE_TIMEOUT_MS = 60 * 60_000;
@@ -32,6 +36,16 @@ export class InferenceClient {
 
   chat(req: ChatCompletionRequest, opts: RequestOptions = {}): Promise<ChatCompletionResponse> {
     return callChecked(this.baseUrl, '/v1/chat/completions', ChatCompletionResponseSchema, { timeoutMs: GENERATE_TIMEOUT_MS, ...opts, body: req });
+  }
+
+  /** A streamed completion: each chunk (new tokens per choice) reaches `onChunk` while the generation runs. */
+  streamComplete(req: CompletionRequest, onChunk: (c: CompletionChunk) => void, opts: RequestOptions = {}): Promise<void> {
+    return streamChecked(this.baseUrl, '/v1/completions', CompletionChunkSchema, onChunk, { timeoutMs: GENERATE_TIMEOUT_MS, ...opts, body: { ...req, stream: true } });
+  }
+
+  /** A streamed chat completion; the first chunk carries the templated prompt's token ids. */
+  streamChat(req: ChatCompletionRequest, onChunk: (c: ChatCompletionChunk) => void, opts: RequestOptions = {}): Promise<void> {
+    return streamChecked(this.baseUrl, '/v1/chat/completions', ChatCompletionChunkSchema, onChunk, { timeoutMs: GENERATE_TIMEOUT_MS, ...opts, body: { ...req, stream: true } });
   }
 
   /** Token ids that follow a generated assistant turn: its end, the new turns, the next assistant header. */

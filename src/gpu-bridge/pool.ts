@@ -4,7 +4,16 @@
  * except that the turns of one trajectory stay on the server that served its
  * earlier turns (affinity: its prompt prefix is likely still cached there),
  * unless that server is marked down.
+ *
+ * A server is marked down when a connection to it fails (the router and the
+ * weight sync do it) and up again by the HealthProber, once it answers and
+ * holds the run's latest weights. With every server down, acquire throws a
+ * retryable EngineUnavailableError: the generate activity fails this attempt
+ * and Temporal retries it (with backoff, without limit) until one is back,
+ * resuming from the partial tokens it heartbeated. Nothing is scored.
  */
+import { EngineUnavailableError } from './errors';
+
 export interface Lease {
   url: string;
   release(): void;
@@ -24,6 +33,7 @@ export class InferencePool {
     this.outstanding = new Map(urls.map((u) => [u, 0]));
   }
 
+  /** Throws EngineUnavailableError (retryable, not unreachable) when every server is marked down. */
   acquire(affinityKey?: string): Lease {
     const pinned = affinityKey === undefined ? undefined : this.affinity.get(affinityKey);
     const url = pinned && !this.down.has(pinned) ? pinned : this.leastLoaded();
@@ -40,9 +50,9 @@ export class InferencePool {
     };
   }
 
-  /** A server failed a call: route around it until it is marked up again. */
+  /** A connection to the server failed: route around it until it is marked up again. */
   markDown(url: string): void {
-    if (this.down.size + 1 < this.urls.length) this.down.add(url); // never mark the last server down
+    if (this.outstanding.has(url)) this.down.add(url);
   }
 
   markUp(url: string): void {
@@ -58,8 +68,18 @@ export class InferencePool {
     return this.outstanding.get(url) ?? 0;
   }
 
+  isDown(url: string): boolean {
+    return this.down.has(url);
+  }
+
+  /** The servers marked down, for the prober. */
+  downUrls(): string[] {
+    return [...this.down];
+  }
+
   private leastLoaded(): string {
     const up = this.urls.filter((u) => !this.down.has(u));
+    if (up.length === 0) throw new EngineUnavailableError(`every inference server is marked down (${this.urls.join(', ')}); waiting for the health prober to bring one back`);
     const min = Math.min(...up.map((u) => this.load(u)));
     const tied = up.filter((u) => this.load(u) === min);
     return tied[this.nextTie++ % tied.length] as string; // rotate among ties so idle servers share work

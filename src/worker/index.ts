@@ -4,7 +4,7 @@
  * SIGINT/SIGTERM (Temporal's runtime handles both), finishing what it can.
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogEntry, type LogLevel } from '@temporalio/worker';
-import { createActivities, createDeps } from '../activities';
+import { createActivities, createDeps, type ActivityDeps } from '../activities';
 import type { LoadedConfig } from '../configs';
 import { createLogger, type Logger } from '../logging';
 
@@ -28,10 +28,11 @@ export interface WorkerOptions {
   identity?: string;
 }
 
-export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {}): Promise<{ worker: Worker; connection: NativeConnection }> {
+export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {}): Promise<{ worker: Worker; connection: NativeConnection; deps: ActivityDeps }> {
   const { config } = loaded;
   const log = createLogger('worker');
   installRuntimeLogger(log);
+  const deps = createDeps(loaded, log);
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   let worker: Worker;
   try {
@@ -40,7 +41,7 @@ export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.task_queue,
       workflowsPath: opts.workflowsPath ?? require.resolve('../workflows'),
-      activities: createActivities(createDeps(loaded)),
+      activities: createActivities(deps),
       maxConcurrentActivityTaskExecutions: config.temporal.worker.max_concurrent_activities,
       maxConcurrentLocalActivityExecutions: config.temporal.worker.max_concurrent_local_activities,
       ...(config.temporal.worker.max_concurrent_workflow_tasks ? { maxConcurrentWorkflowTaskExecutions: config.temporal.worker.max_concurrent_workflow_tasks } : {}),
@@ -52,14 +53,17 @@ export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {
     throw e;
   }
   log.info({ address: config.temporal.address, taskQueue: config.temporal.task_queue }, 'worker ready');
-  return { worker, connection };
+  return { worker, connection, deps };
 }
 
 export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}): Promise<void> {
-  const { worker, connection } = await createWorker(loaded, opts);
+  const { worker, connection, deps } = await createWorker(loaded, opts);
+  // The health prober lives as long as the worker: it brings inference servers marked down back.
+  deps.prober.start();
   try {
     await worker.run();
   } finally {
+    await deps.prober.stop();
     await connection.close();
   }
 }

@@ -50,6 +50,8 @@ export const childWorkflowId = (parentId: string, kind: 's' | 'g', i: number): s
 export const contextKey = (runId: string, uid: string): string => `${runId}/trajectories/${uid}.json`;
 /** A finished trajectory as one training sample. */
 export const sampleKey = (runId: string, uid: string): string => `${runId}/samples/${uid}.json`;
+/** The run's latest weights (version and path), rewritten by every completed weight sync; servers that come back catch up to it. */
+export const weightsKey = (runId: string): string => `${runId}/weights.json`;
 /** The batch file step `step` trained on: one sample per line. */
 export const batchKey = (runId: string, step: number): string => `${batchDir(runId)}/step-${pad6(step)}.jsonl`;
 export const batchDir = (runId: string): string => `${runId}/batches`;

@@ -104,7 +104,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     syncWeightsUpdate,
     ({ path }) =>
       engines.run(async () => {
-        const r = await syncWeights({ path, version: state.version, partialRollout: plan.partialRollout });
+        const r = await syncWeights({ path, version: state.version, partialRollout: plan.partialRollout, runId: plan.runId });
         enginesPaused = false; // the sync resumes the servers; a suspended run pauses them again (engine control)
         return { aborted: r.aborted, version: state.version };
       }),
@@ -118,7 +118,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   if (!input.snapshot) {
     // Every server starts this run at its first version (0, or the checkpoint's), whatever it served before.
     const initial = input.resumeFrom?.trainer_checkpoint ? await resumeTrainer({ trainerCheckpoint: input.resumeFrom.trainer_checkpoint, ...trainer }) : await initTrainer(trainer);
-    await syncWeights({ path: initial.path, version: initial.version, partialRollout: false });
+    await syncWeights({ path: initial.path, version: initial.version, partialRollout: false, runId: plan.runId });
   }
 
   // ---- dispatcher: admission-controlled group starts
@@ -205,7 +205,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     });
     const trainedAt = Date.now();
     const sync = await engines.run(async () => {
-      const r = await syncWeights({ path: trained.weightsPath, version: trained.version, partialRollout: plan.partialRollout });
+      const r = await syncWeights({ path: trained.weightsPath, version: trained.version, partialRollout: plan.partialRollout, runId: plan.runId });
       enginesPaused = false;
       return r;
     });

@@ -95,7 +95,7 @@ export async function startEpisode(input: TrajectoryInput, calls: EpisodeCalls =
 
 /** The model's answer to the episode's latest observation. */
 export function generateFor(input: TrajectoryInput, ep: Episode): Promise<TurnSummary> {
-  return generateTurn({ contextKey: contextKey(input.runId, input.uid), observation: ep.observation, turn: ep.turns, sampling: input.sampling, affinity: input.uid, ...(ep.generation ? { generation: ep.generation } : {}) });
+  return generateTurn({ contextKey: contextKey(input.runId, input.uid), observation: ep.observation, turn: ep.turns, sampling: input.sampling, affinity: input.uid, runId: input.runId, ...(ep.generation ? { generation: ep.generation } : {}) });
 }
 
 /** Applies the model's action to the env; the episode is done when the env says so or the turns run out. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { EngineUnavailableError, isServerLost } from '../../src/gpu-bridge/errors';
 import { InferencePool } from '../../src/gpu-bridge/pool';
 
 describe('InferencePool', () => {
@@ -23,15 +24,32 @@ describe('InferencePool', () => {
     pool.markUp(first.url);
   });
 
-  it('never marks the last server down and releases a lease once', () => {
+  it('with every server down, acquire fails retryably (not unreachable: no server to blame) until one is marked up', () => {
     const pool = new InferencePool(['a', 'b']);
     pool.markDown('a');
     pool.markDown('b');
-    expect(pool.acquire().url).toBe('b');
+    pool.markDown('not-in-pool'); // ignored
+    expect(pool.downUrls()).toEqual(['a', 'b']);
+    let error: unknown;
+    try {
+      pool.acquire();
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(EngineUnavailableError);
+    expect(isServerLost(error)).toBe(false);
+    expect((error as Error).message).toContain('every inference server is marked down (a, b)');
+    pool.markUp('b');
+    expect([pool.acquire().url, pool.isDown('a'), pool.isDown('b')]).toEqual(['b', true, false]);
+  });
+
+  it('releases a lease once', () => {
+    const pool = new InferencePool(['a']);
     const lease = pool.acquire();
+    pool.acquire();
     lease.release();
     lease.release();
-    expect(pool.load('b')).toBe(1);
+    expect(pool.load('a')).toBe(1);
   });
 
   it('bounds its affinity map: an evicted trajectory follows load again', () => {

@@ -21,7 +21,7 @@ function capture() {
 
 const refused = () => {
   const socket = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8301'), { code: 'ECONNREFUSED' });
-  return new EngineUnavailableError('inference at http://127.0.0.1:8301 is unreachable', { cause: new TypeError('fetch failed', { cause: socket }) });
+  return new EngineUnavailableError('inference at http://127.0.0.1:8301 is unreachable', true, { cause: new TypeError('fetch failed', { cause: socket }) });
 };
 
 describe('error log lines', () => {

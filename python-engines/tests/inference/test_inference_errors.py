@@ -32,7 +32,9 @@ CASES = [
     ("/v1/completions", {"prompt": [1], "seed": "lucky"}, 400, "seed"),
     ("/v1/completions", {"prompt": [1], "stop_token_ids": ["eos"]}, 400, "stop_token_ids.0"),
     ("/v1/completions", {"prompt": [1], "stop_token_ids": [10**9]}, 400, "stop_token_ids"),
-    ("/v1/completions", {"prompt": [1], "stream": True}, 400, "stream"),
+    ("/v1/completions", {"prompt": [1], "stream": "yes please"}, 400, "stream"),
+    ("/v1/completions", {"prompt": [1], "min_version": -1}, 400, "min_version"),
+    ("/v1/completions", {"prompt": [1], "min_version": 1}, 409, "min_version"),  # the server has version 0
     ("/v1/chat/completions", {"messages": []}, 400, "messages"),
     ("/v1/chat/completions", {"messages": "hello"}, 400, "messages"),
     ("/v1/chat/completions", {"messages": [{"role": "user"}]}, 400, "messages.0.content"),

@@ -9,7 +9,14 @@
  * while paused), GET /state -> EngineState, GET /metrics (Prometheus text).
  * Errors are the shared `{error, problems: [{field, message, given}]}` body:
  * 400 bad input, 404 update_weights path missing, 409 update_weights while
- * not paused (field `state`).
+ * not paused (field `state`), and 409 VersionBehind (code version_behind)
+ * for a generation whose min_version is above the loaded weights.
+ *
+ * With `stream: true` both generate endpoints answer with server-sent events:
+ * `data: <CompletionChunk | ChatCompletionChunk>` per batch of new tokens
+ * (the chat stream's first chunk carries prompt_token_ids and no choices),
+ * then `data: [DONE]`; a failure after the stream started is an
+ * `event: error` with `{error}`.
  *
  * Logprobs: one per generated token, the sampled token's logprob under
  * softmax(logits / temperature) before top-p truncation (temperature 0 uses 1).
@@ -33,6 +40,8 @@ const samplingFields = {
   ignore_eos: z.boolean().optional(),
   n: z.number().int().min(1).optional().describe('Samples of the prompt, one choice each; at most the server option max_n.'),
   sim_response_length: z.number().int().min(1).nullable().optional().describe('sim backend only; others answer 400.'),
+  stream: z.boolean().optional().describe('Answer with server-sent events (chunks of new tokens), then [DONE].'),
+  min_version: z.number().int().min(0).nullable().optional().describe('Refused (409 VersionBehind) by a server with older weights loaded.'),
 };
 
 export const CompletionRequestSchema = z.strictObject({
@@ -99,6 +108,38 @@ export const ChatCompletionResponseSchema = z.strictObject({
   usage: UsageSchema,
 });
 
+const chunkFields = {
+  token_ids: z.array(z.number().int()),
+  logprobs: z.array(z.number()),
+  finish_reason: FinishReason.nullable().describe("Set on the choice's last chunk."),
+  version_spans: z.array(VersionSpanSchema).describe('Positions within the whole choice, of these tokens only.'),
+};
+
+export const CompletionChunkSchema = z.strictObject({
+  id: z.string(),
+  object: z.literal('text_completion.chunk'),
+  created: z.number().int(),
+  model: z.string(),
+  choices: z.array(z.strictObject({ index: z.number().int().min(0), ...chunkFields, text: z.string().nullable().optional() })),
+});
+
+export const ChatCompletionChunkSchema = z.strictObject({
+  id: z.string(),
+  object: z.literal('chat.completion.chunk'),
+  created: z.number().int(),
+  model: z.string(),
+  prompt_token_ids: z.array(z.number().int()).nullable().optional().describe('Only on the first chunk.'),
+  choices: z.array(z.strictObject({ index: z.number().int().min(0), delta: z.strictObject({ role: z.literal('assistant'), content: z.string().nullable() }), ...chunkFields })),
+});
+
+export const VersionBehindSchema = z.strictObject({
+  error: z.string(),
+  code: z.literal('version_behind'),
+  version: z.number().int().describe('The version loaded now.'),
+  min_version: z.number().int(),
+  problems: z.array(z.strictObject({ field: z.string(), message: z.string(), given: z.unknown() })),
+});
+
 export const ChatContinuationRequestSchema = z.strictObject({
   history: z.array(ChatMessageSchema).min(2).describe('The conversation so far, ending with the assistant turn just generated.'),
   messages: z.array(ChatMessageSchema).min(1).describe("The new turns (e.g. the env's observation)."),
@@ -150,6 +191,8 @@ export type ChatMessage = z.infer<typeof ChatMessageSchema>;
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
 export type ChatCompletionChoice = z.infer<typeof ChatCompletionChoiceSchema>;
 export type ChatCompletionResponse = z.infer<typeof ChatCompletionResponseSchema>;
+export type CompletionChunk = z.infer<typeof CompletionChunkSchema>;
+export type ChatCompletionChunk = z.infer<typeof ChatCompletionChunkSchema>;
 export type ChatContinuationRequest = z.infer<typeof ChatContinuationRequestSchema>;
 export type ChatContinuationResponse = z.infer<typeof ChatContinuationResponseSchema>;
 export type PauseRequest = z.infer<typeof PauseRequestSchema>;
@@ -165,6 +208,9 @@ export const INFERENCE_CONTRACTS: Record<string, z.ZodType> = {
   CompletionResponse: CompletionResponseSchema,
   ChatCompletionRequest: ChatCompletionRequestSchema,
   ChatCompletionResponse: ChatCompletionResponseSchema,
+  CompletionChunk: CompletionChunkSchema,
+  ChatCompletionChunk: ChatCompletionChunkSchema,
+  VersionBehind: VersionBehindSchema,
   PauseRequest: PauseRequestSchema,
   PauseResponse: PauseResponseSchema,
   UpdateWeightsRequest: UpdateWeightsRequestSchema,

@@ -171,11 +171,11 @@ export const stubs: StubActivities = {
   },
   async generateTurn(input) {
     await scenario(record('generateTurn', input).runId).generate.wait(input.affinity);
-    return { action: 'answer', tokens: 3, finish_reason: 'stop', aborts: 0, versions: [] };
+    return { action: 'answer', tokens: 3, finish_reason: 'stop', aborts: 0, failovers: 0, versions: [] };
   },
   async generateGroupTurn(input) {
     await scenario(record('generateGroupTurn', input).runId).generate.wait(input.affinity);
-    return input.contextKeys.map(() => ({ action: 'answer', tokens: 3, finish_reason: 'stop' as const, aborts: 0, versions: [] }));
+    return input.contextKeys.map(() => ({ action: 'answer', tokens: 3, finish_reason: 'stop' as const, aborts: 0, failovers: 0, versions: [] }));
   },
   async finishTrajectory(input) {
     const v = served.get(record('finishTrajectory', input).runId) ?? 0;

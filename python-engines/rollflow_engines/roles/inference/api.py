@@ -2,21 +2,39 @@
 never to a particular backend."""
 from __future__ import annotations
 
+import json
+import logging
 import time
 import uuid
+from collections.abc import AsyncIterator, Callable
 
-from fastapi import FastAPI, Response
+from fastapi import FastAPI, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import BaseModel
 
-from ...errors import RequestError
+from ...errors import ConflictError, RequestError
 from .contracts import (
-    AssistantMessage, ChatCompletionChoice, ChatCompletionRequest, ChatCompletionResponse, ChatContinuationRequest,
-    ChatContinuationResponse, CompletionChoice,
-    CompletionRequest, CompletionResponse, EngineState, PauseRequest, PauseResponse, SamplingFields,
-    UpdateWeightsRequest, UpdateWeightsResponse, Usage, VersionSpan,
+    AssistantMessage, ChatCompletionChoice, ChatCompletionChunk, ChatCompletionChunkChoice, ChatCompletionRequest,
+    ChatCompletionResponse, ChatContinuationRequest, ChatContinuationResponse, ChatDelta, CompletionChoice,
+    CompletionChunk, CompletionChunkChoice, CompletionRequest, CompletionResponse, EngineState, PauseRequest,
+    PauseResponse, Problem, SamplingFields, UpdateWeightsRequest, UpdateWeightsResponse, Usage, VersionBehind,
+    VersionSpan,
 )
-from .engine import Generation, InferenceEngine, SamplingParams
+from .engine import Delta, Generation, InferenceEngine, SamplingParams
 from .options import Options
+
+log = logging.getLogger(__name__)
+
+
+class VersionBehindError(ConflictError):
+    """A generation asked for newer weights (min_version) than this server has loaded, e.g. after a restart."""
+
+    def __init__(self, version: int, min_version: int):
+        super().__init__("min_version", f"this server has weights version {version} loaded, older than the {min_version} asked for",
+                         min_version)
+        self.version, self.min_version = version, min_version
 
 
 def sampling_params(req: SamplingFields, options: Options) -> SamplingParams:
@@ -36,20 +54,87 @@ def _spans(g: Generation) -> list[VersionSpan]:
     return [VersionSpan(version=v, start=s, end=e) for v, s, e in g.version_spans]
 
 
+def _delta_spans(d: Delta) -> list[VersionSpan]:
+    return [VersionSpan(version=v, start=s, end=e) for v, s, e in d.version_spans]
+
+
+class _TextDeltas:
+    """Decoded text each delta adds: the decode of all tokens so far minus what was already sent,
+    so multi-token characters come out whole (None when the backend has no tokenizer)."""
+
+    def __init__(self, decode: Callable[[list[int]], str | None], n: int):
+        self.decode = decode
+        self.tokens: list[list[int]] = [[] for _ in range(n)]
+        self.sent = [""] * n
+
+    def add(self, d: Delta) -> str | None:
+        self.tokens[d.index].extend(d.token_ids)
+        text = self.decode(self.tokens[d.index])
+        if text is None:
+            return None
+        added, self.sent[d.index] = text[len(self.sent[d.index]):], text
+        return added
+
+
+async def _sse(chunks: AsyncIterator[BaseModel]) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in chunks:
+            yield f"data: {chunk.model_dump_json()}\n\n".encode()
+    except Exception as e:  # a backend failure after the response started: say so, then end the stream
+        log.exception("streamed generation failed")
+        yield f"event: error\ndata: {json.dumps({'error': str(e)})}\n\n".encode()
+        return
+    yield b"data: [DONE]\n\n"
+
+
 def _usage(prompt: list[int], gens: list[Generation]) -> Usage:
     completion = sum(len(g.token_ids) for g in gens)
     return Usage(prompt_tokens=len(prompt), completion_tokens=completion, total_tokens=len(prompt) + completion)
 
 
 def register_routes(app: FastAPI, engine: InferenceEngine, options: Options) -> None:
-    async def run(prompt: list[int], req: SamplingFields) -> list[Generation]:
+    @app.exception_handler(VersionBehindError)
+    async def _version_behind(_: Request, exc: VersionBehindError) -> JSONResponse:
+        body = VersionBehind(error=str(exc), version=exc.version, min_version=exc.min_version,
+                             problems=[Problem(field=exc.field, message=exc.message, given=exc.given)])
+        return JSONResponse(status_code=exc.status_code, content=jsonable_encoder(body))
+
+    def admit(prompt: list[int], req: SamplingFields) -> SamplingParams:
         params = sampling_params(req, options)
         engine.check_request(prompt, params)
+        # Checked on arrival: a server's version only changes by update_weights (which needs a pause) or a restart
+        # (which ends this connection), so a request admitted here never runs on weights older than it asked for.
+        version = engine.state()["version"]
+        if req.min_version is not None and version < req.min_version:
+            raise VersionBehindError(version, req.min_version)
         engine.metrics.prompt_tokens.inc(len(prompt))
-        return await engine.generate(prompt, params, req.n)
+        return params
 
-    @app.post("/v1/completions")
-    async def completions(req: CompletionRequest) -> CompletionResponse:
+    async def run(prompt: list[int], req: SamplingFields) -> list[Generation]:
+        return await engine.generate(prompt, admit(prompt, req), req.n)
+
+    def stream(prompt: list[int], req: SamplingFields, chunk_of: Callable[[list[Delta], _TextDeltas], BaseModel],
+               first: BaseModel | None = None) -> StreamingResponse:
+        params = admit(prompt, req)  # errors before the stream starts are ordinary 4xx answers
+
+        async def chunks() -> AsyncIterator[BaseModel]:
+            if first is not None:
+                yield first
+            texts = _TextDeltas(engine.decode, req.n)
+            async for deltas in engine.generate_stream(prompt, params, req.n):
+                yield chunk_of(deltas, texts)
+
+        return StreamingResponse(_sse(chunks()), media_type="text/event-stream")
+
+    @app.post("/v1/completions", response_model=None)
+    async def completions(req: CompletionRequest) -> CompletionResponse | StreamingResponse:
+        if req.stream:
+            cid, created, model = f"cmpl-{uuid.uuid4().hex}", int(time.time()), req.model or engine.model_name
+            return stream(req.prompt, req, lambda deltas, texts: CompletionChunk(
+                id=cid, created=created, model=model,
+                choices=[CompletionChunkChoice(index=d.index, token_ids=d.token_ids, logprobs=d.logprobs,
+                                               finish_reason=d.finish_reason, version_spans=_delta_spans(d),
+                                               text=texts.add(d)) for d in deltas]))
         gens = await run(req.prompt, req)
         return CompletionResponse(
             id=f"cmpl-{uuid.uuid4().hex}", created=int(time.time()), model=req.model or engine.model_name,
@@ -59,9 +144,18 @@ def register_routes(app: FastAPI, engine: InferenceEngine, options: Options) -> 
             usage=_usage(req.prompt, gens),
         )
 
-    @app.post("/v1/chat/completions")
-    async def chat_completions(req: ChatCompletionRequest) -> ChatCompletionResponse:
+    @app.post("/v1/chat/completions", response_model=None)
+    async def chat_completions(req: ChatCompletionRequest) -> ChatCompletionResponse | StreamingResponse:
         prompt = engine.chat_prompt([m.model_dump() for m in req.messages])
+        if req.stream:
+            cid, created, model = f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), req.model or engine.model_name
+            # The prompt goes first, before any token: a caller cut off later still knows what to continue from.
+            first = ChatCompletionChunk(id=cid, created=created, model=model, prompt_token_ids=prompt, choices=[])
+            return stream(prompt, req, lambda deltas, texts: ChatCompletionChunk(
+                id=cid, created=created, model=model,
+                choices=[ChatCompletionChunkChoice(index=d.index, delta=ChatDelta(content=texts.add(d)), token_ids=d.token_ids,
+                                                   logprobs=d.logprobs, finish_reason=d.finish_reason,
+                                                   version_spans=_delta_spans(d)) for d in deltas]), first)
         gens = await run(prompt, req)
         return ChatCompletionResponse(
             id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()), model=req.model or engine.model_name,

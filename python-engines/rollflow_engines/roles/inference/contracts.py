@@ -64,6 +64,8 @@ class SamplingFields(_Request):
     ignore_eos: bool = Field(default=False, description="Do not stop at the model's end-of-sequence token.")
     n: int = Field(default=1, ge=1, description="Samples of the same prompt; one choice each.")
     sim_response_length: int | None = Field(default=None, ge=1, description="sim backend only: this response's natural length.")
+    stream: bool = Field(default=False, description="Answer with server-sent events: one chunk per batch of new tokens, then [DONE].")
+    min_version: int | None = Field(default=None, ge=0, description="Refuse (409, code version_behind) if the loaded weights are older.")
 
 
 class CompletionRequest(SamplingFields):
@@ -139,6 +141,68 @@ class ChatCompletionResponse(_Wire):
     usage: Usage
 
 
+class CompletionChunkChoice(_Wire):
+    """What one choice added since its previous chunk; version_spans are positions within the whole choice."""
+
+    index: int = Field(ge=0)
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: FinishReason | None = Field(description="Set on the choice's last chunk.")
+    version_spans: list[VersionSpan]
+    text: str | None = Field(default=None, description="Decoded text added by these tokens (torch, vllm); null for sim.")
+
+
+class CompletionChunk(_Wire):
+    """One server-sent event of a streamed /v1/completions."""
+
+    id: str
+    object: Literal["text_completion.chunk"] = "text_completion.chunk"
+    created: int
+    model: str
+    choices: list[CompletionChunkChoice]
+
+
+class ChatDelta(_Wire):
+    role: Literal["assistant"] = "assistant"
+    content: str | None
+
+
+class ChatCompletionChunkChoice(_Wire):
+    index: int = Field(ge=0)
+    delta: ChatDelta
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: FinishReason | None
+    version_spans: list[VersionSpan]
+
+
+class ChatCompletionChunk(_Wire):
+    """One server-sent event of a streamed /v1/chat/completions; the first carries prompt_token_ids and no choices."""
+
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    prompt_token_ids: list[int] | None = Field(default=None, description="Only on the first chunk.")
+    choices: list[ChatCompletionChunkChoice]
+
+
+class Problem(_Wire):
+    field: str
+    message: str
+    given: Any = None
+
+
+class VersionBehind(_Wire):
+    """The 409 body of a generation refused because the loaded weights are older than its min_version."""
+
+    error: str
+    code: Literal["version_behind"] = "version_behind"
+    version: int = Field(description="The version loaded now.")
+    min_version: int
+    problems: list[Problem]
+
+
 class ChatContinuationRequest(_Request):
     """POST /v1/chat/continuation: the token ids that follow an assistant turn already generated.
 
@@ -199,7 +263,7 @@ CONTRACT_MODELS: dict[str, type[BaseModel]] = {
     m.__name__: m
     for m in (
         CompletionRequest, CompletionResponse, ChatCompletionRequest, ChatCompletionResponse,
-        ChatContinuationRequest, ChatContinuationResponse,
+        CompletionChunk, ChatCompletionChunk, VersionBehind, ChatContinuationRequest, ChatContinuationResponse,
         PauseRequest, PauseResponse, UpdateWeightsRequest, UpdateWeightsResponse, EngineState,
     )
 }

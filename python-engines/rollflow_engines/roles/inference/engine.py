@@ -25,7 +25,7 @@ import hashlib
 import logging
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,22 @@ class Generation:
     version_spans: list[tuple[int, int, int]]  # (version, start, end), end exclusive
 
 
+@dataclass
+class Delta:
+    """What one choice added since the last delta of a stream; ``finish_reason`` is set on its last."""
+
+    index: int
+    token_ids: list[int]
+    logprobs: list[float]
+    version_spans: list[tuple[int, int, int]]  # positions within the whole choice, clipped to this delta
+    finish_reason: str | None
+
+
+def spans_between(spans: list[list[int]] | list[tuple[int, int, int]], start: int, end: int) -> list[tuple[int, int, int]]:
+    """The version spans of tokens [start, end) of a choice."""
+    return [(v, max(s, start), min(e, end)) for v, s, e in spans if s < end and e > start]
+
+
 def derive_seed(*parts: Any) -> int:
     """A 63-bit seed from any parts; stable across processes and Python versions (unlike hash())."""
     digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
@@ -69,10 +85,13 @@ class Seq:
     """One sample being generated; ``state`` belongs to the backend (rng, torch.Generator, ...)."""
 
     __slots__ = ("prompt", "params", "index", "stop_ids", "tokens", "logprobs", "spans", "future",
-                 "finish_reason", "state", "prefilled", "cancelled")
+                 "finish_reason", "state", "prefilled", "cancelled", "progress")
 
-    def __init__(self, prompt: list[int], params: SamplingParams, index: int, stop_ids: frozenset[int]):
+    def __init__(self, prompt: list[int], params: SamplingParams, index: int, stop_ids: frozenset[int],
+                 progress: asyncio.Event | None = None):
         self.prompt, self.params, self.index, self.stop_ids = prompt, params, index, stop_ids
+        # Set on every token and at the end: a streaming request waits on it.
+        self.progress = progress
         self.tokens: list[int] = []
         self.logprobs: list[float] = []
         self.spans: list[list[int]] = []  # [version, start, end]
@@ -90,6 +109,8 @@ class Seq:
             self.spans[-1][2] = pos + 1
         else:
             self.spans.append([version, pos, pos + 1])
+        if self.progress is not None:
+            self.progress.set()
 
     def result(self) -> Generation:
         return Generation(self.index, self.tokens, self.logprobs, self.finish_reason or "abort",
@@ -129,6 +150,11 @@ class InferenceEngine(ABC):
 
     @abstractmethod
     async def generate(self, prompt: list[int], params: SamplingParams, n: int) -> list[Generation]: ...
+
+    @abstractmethod
+    def generate_stream(self, prompt: list[int], params: SamplingParams, n: int) -> AsyncIterator[list[Delta]]:
+        """The same generation as ``generate``, yielding what each choice added as it is produced.
+        Deltas of one choice arrive in order; closing the iterator early cancels the request."""
 
     @abstractmethod
     async def pause(self, mode: str) -> tuple[int, int]:
@@ -203,12 +229,21 @@ class SteppedEngine(InferenceEngine):
 
     # --- requests ------------------------------------------------------
 
-    async def generate(self, prompt: list[int], params: SamplingParams, n: int) -> list[Generation]:
+    async def _enqueue(self, prompt: list[int], params: SamplingParams, n: int, progress: asyncio.Event | None = None) -> list[Seq]:
         await self.start()  # normally done by the lifespan; harmless when it was
         stop_ids = params.stop_token_ids if params.ignore_eos else params.stop_token_ids | self.eos_token_ids
-        seqs = [Seq(prompt, params, i, stop_ids) for i in range(n)]
+        seqs = [Seq(prompt, params, i, stop_ids, progress) for i in range(n)]
         self.waiting.extend(seqs)
         self._wake.set()
+        return seqs
+
+    def _cancel(self, seqs: list[Seq]) -> None:
+        for s in seqs:
+            s.cancelled = True
+        self._wake.set()
+
+    async def generate(self, prompt: list[int], params: SamplingParams, n: int) -> list[Generation]:
+        seqs = await self._enqueue(prompt, params, n)
         try:
             if n == 1:
                 await seqs[0].future
@@ -216,11 +251,40 @@ class SteppedEngine(InferenceEngine):
                 await asyncio.gather(*(s.future for s in seqs))
         except asyncio.CancelledError:
             # The client went away: drop its sequences at the next step boundary.
-            for s in seqs:
-                s.cancelled = True
-            self._wake.set()
+            self._cancel(seqs)
             raise
         return [s.result() for s in seqs]
+
+    async def generate_stream(self, prompt: list[int], params: SamplingParams, n: int) -> AsyncIterator[list[Delta]]:
+        progress = asyncio.Event()
+        seqs = await self._enqueue(prompt, params, n, progress)
+        sent = [0] * n
+        open_ = set(range(n))
+        try:
+            while open_:
+                await progress.wait()
+                progress.clear()
+                # Whatever accumulated since the last wake-up goes out as one delta per choice,
+                # so a slow reader gets fewer, larger chunks instead of falling behind.
+                deltas: list[Delta] = []
+                for i in sorted(open_):
+                    seq = seqs[i]
+                    if seq.future.done() and seq.future.exception() is not None:
+                        raise seq.future.exception()  # type: ignore[misc]
+                    finished = seq.future.done()
+                    end = len(seq.tokens)
+                    if end == sent[i] and not finished:
+                        continue
+                    deltas.append(Delta(i, seq.tokens[sent[i]:end], seq.logprobs[sent[i]:end],
+                                        spans_between(seq.spans, sent[i], end), seq.finish_reason if finished else None))
+                    sent[i] = end
+                    if finished:
+                        open_.discard(i)
+                if deltas:
+                    yield deltas
+        finally:
+            if open_:  # the client went away (or the step failed): drop the rest at the next step boundary
+                self._cancel(seqs)
 
     async def pause(self, mode: str) -> tuple[int, int]:
         self.pause_mode = mode
@@ -291,6 +355,8 @@ class SteppedEngine(InferenceEngine):
                     for seq in batch:
                         if not seq.future.done():
                             seq.future.set_exception(e)
+                            if seq.progress is not None:
+                                seq.progress.set()
                     self.running = [s for s in self.running if s not in batch]
                     continue
                 self._record(batch, outputs)
@@ -315,6 +381,8 @@ class SteppedEngine(InferenceEngine):
 
     def _finish(self, seq: Seq, reason: str) -> None:
         seq.finish_reason = reason
+        if seq.progress is not None:
+            seq.progress.set()
         if not seq.future.done():
             seq.future.set_result(None)
             self.metrics.requests.labels(finish_reason=reason).inc()

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from ...errors import ConflictError, RequestError
 from ...exports import HF_EXPORTERS, ServedModel
 from ...models import resolve_model_path
-from .engine import Generation, InferenceEngine, SamplingParams, derive_seed, hf_chat_continuation, hf_decode
+from .engine import Delta, Generation, InferenceEngine, SamplingParams, derive_seed, hf_chat_continuation, hf_decode
 from .metrics import InferenceMetrics
 from .options import Options
 
@@ -88,14 +89,57 @@ class VllmEngine(InferenceEngine):
         return hf_decode(self.tokenizer, token_ids, self.metrics)
 
     async def generate(self, prompt: list[int], params: SamplingParams, n: int) -> list[Generation]:
+        gens = [Generation(i, [], [], "abort", []) for i in range(n)]
+        async for deltas in self.generate_stream(prompt, params, n):
+            for d in deltas:
+                g = gens[d.index]
+                g.token_ids.extend(d.token_ids)
+                g.logprobs.extend(d.logprobs)
+                for v, start, end in d.version_spans:
+                    if g.version_spans and g.version_spans[-1][0] == v and g.version_spans[-1][2] == start:
+                        g.version_spans[-1] = (v, g.version_spans[-1][1], end)
+                    else:
+                        g.version_spans.append((v, start, end))
+                if d.finish_reason is not None:
+                    g.finish_reason = d.finish_reason
+        return gens
+
+    async def generate_stream(self, prompt: list[int], params: SamplingParams, n: int) -> AsyncIterator[list[Delta]]:
         self._waiting += n
         try:
             await self._resumed.wait()  # requests arriving while paused run after /resume
         finally:
             self._waiting -= n
-        return list(await asyncio.gather(*(self._one(prompt, params, i) for i in range(n))))
+        # One vLLM request per choice; their deltas meet in one queue (None marks a choice's end).
+        queue: asyncio.Queue[Delta | BaseException | None] = asyncio.Queue()
 
-    async def _one(self, prompt: list[int], params: SamplingParams, index: int) -> Generation:
+        async def pump(index: int) -> None:
+            try:
+                async for delta in self._one(prompt, params, index):
+                    queue.put_nowait(delta)
+                queue.put_nowait(None)
+            except BaseException as e:  # noqa: BLE001 - handed to the reader, which re-raises it
+                queue.put_nowait(e)
+
+        tasks = [asyncio.create_task(pump(i)) for i in range(n)]
+        try:
+            open_ = n
+            while open_:
+                batch = [await queue.get()]
+                while not queue.empty():
+                    batch.append(queue.get_nowait())
+                for item in batch:
+                    if isinstance(item, BaseException):
+                        raise item
+                open_ -= sum(1 for item in batch if item is None)
+                deltas = [item for item in batch if isinstance(item, Delta)]
+                if deltas:
+                    yield deltas
+        finally:
+            for t in tasks:
+                t.cancel()  # vLLM aborts a request whose generator is closed
+
+    async def _one(self, prompt: list[int], params: SamplingParams, index: int) -> AsyncIterator[Delta]:
         from vllm import SamplingParams as VllmSamplingParams
         from vllm import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
@@ -107,31 +151,30 @@ class VllmEngine(InferenceEngine):
             output_kind=RequestOutputKind.DELTA,
         )
         request_id = f"rf-{uuid.uuid4().hex}"
-        tokens: list[int] = []
-        logprobs: list[float] = []
-        spans: list[list[int]] = []
-        finish = "abort"
+        produced = 0
+        finish: str | None = None
         self._running[request_id] = 0
         try:
             async for out in self.llm.generate(TokensPrompt(prompt_token_ids=prompt), sp, request_id):
                 completion = out.outputs[0]
                 version = self.version
-                for k, token in enumerate(completion.token_ids):
+                tokens = [int(t) for t in completion.token_ids]
+                logprobs = []
+                for k, token in enumerate(tokens):
                     entry = completion.logprobs[k] if completion.logprobs else None
                     logprobs.append(float(entry[token].logprob) if entry and token in entry else 0.0)
-                    pos = len(tokens)
-                    tokens.append(int(token))
-                    if spans and spans[-1][0] == version:
-                        spans[-1][2] = pos + 1
-                    else:
-                        spans.append([version, pos, pos + 1])
-                self.metrics.tokens_generated.inc(len(completion.token_ids))
+                self.metrics.tokens_generated.inc(len(tokens))
                 if out.finished:
                     finish = completion.finish_reason if completion.finish_reason in ("stop", "length") else "abort"
+                spans = [(version, produced, produced + len(tokens))] if tokens else []
+                produced += len(tokens)
+                yield Delta(index, tokens, logprobs, spans, finish if out.finished else None)
         finally:
             self._running.pop(request_id, None)
+        if finish is None:  # vLLM ended the stream without a finished output (e.g. aborted by a pause)
+            finish = "abort"
+            yield Delta(index, [], [], [], finish)
         self.metrics.requests.labels(finish_reason=finish).inc()
-        return Generation(index, tokens, logprobs, finish, [(v, s, e) for v, s, e in spans])
 
     async def pause(self, mode: str) -> tuple[int, int]:
         self.pause_mode = mode
