@@ -8,6 +8,7 @@ import { ConfigError } from '../configs';
 import { down, status, up } from '../stack';
 import { runWorker } from '../worker';
 import { benchCommand } from './bench';
+import { chaosCommand } from './chaos';
 import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
 import { runStatus, startRun, steer, syncRunWeights, type RunOptions } from './run';
 import { runSmoke } from './smoke';
@@ -99,6 +100,7 @@ function buildProgram(): Command {
     });
 
   program.addCommand(benchCommand(out, (line) => process.stderr.write(`${line}\n`)));
+  program.addCommand(chaosCommand(out, (line) => process.stderr.write(`${line}\n`)));
 
   return program;
 }

@@ -53,5 +53,10 @@ export const sampleKey = (runId: string, uid: string): string => `${runId}/sampl
 /** The batch file step `step` trained on: one sample per line. */
 export const batchKey = (runId: string, step: number): string => `${batchDir(runId)}/step-${pad6(step)}.jsonl`;
 export const batchDir = (runId: string): string => `${runId}/batches`;
+/** A batch file's name (the last part of batchKey) back to its step; undefined for any other file. */
+export function parseBatchStep(fileName: string): number | undefined {
+  const m = /^step-(\d+)\.jsonl$/.exec(fileName);
+  return m ? Number(m[1]) : undefined;
+}
 /** The checkpoint taken after `step` steps, under the run directory. */
 export const checkpointDir = (runDir: string, step: number): string => `${runDir}/checkpoints/step-${pad6(step)}`;
