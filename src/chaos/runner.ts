@@ -10,6 +10,7 @@ import { startRun } from '../cli/run';
 import { connectClient } from '../client/connect';
 import { terminateRun } from '../client/terminate';
 import type { LoadedConfig } from '../configs';
+import { up } from '../stack';
 import { isAlive, livePid } from '../stack/processes';
 import { FAULTS, type FaultKind } from './faults';
 import type { RunRecords } from './invariants';
@@ -78,6 +79,7 @@ async function closedBy(handle: WorkflowHandle, untilMs: number): Promise<boolea
 /** Runs `runId` with the config, killing on `schedule` (none: the fault-free run), at most `maxKills` times. */
 export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[], runId: string, schedule: ScheduleOptions | undefined, limits: { timeoutS: number; maxKills: number }, say: (line: string) => void): Promise<RunUnderFaults> {
   const { timeoutS } = limits;
+  await up(loaded, configArgs, say); // `rollflow run` brings up only an embedded stack; engines and worker beside a cluster too
   await startRun(loaded, configArgs, { runId }, say, say);
   const client = await connectClient(loaded.config);
   try {
