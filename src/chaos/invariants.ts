@@ -36,8 +36,13 @@ export interface RunRecords {
   };
   /** <run_dir>/metrics.jsonl, this run's records in file order. */
   metrics: { step: number; version: number; wall_s: number; stalenessMax: number }[];
-  /** The batch files the trainer read: step and sample uids. */
-  batches: { step: number; uids: string[] }[];
+  /**
+   * The batch files the trainer read: step, sample uids, and the oldest weight
+   * version that generated a token of any of its samples (version_spans): a
+   * server restarted with its launch weights shows up there, not in the run's
+   * dispatch staleness.
+   */
+  batches: { step: number; uids: string[]; oldestTokenVersion: number }[];
   groups: GroupExecution[];
 }
 
@@ -109,10 +114,18 @@ function uidCheck(r: RunRecords, e: Expectations): Check {
   return { name: 'every consumed uid unique', ok, detail };
 }
 
-function stalenessCheck(r: RunRecords, e: Expectations): Check {
-  if (e.stalePolicy === 'accept') return { name: 'staleness within the bound', ok: true, detail: `stale_policy accept trains stale samples: not bounded (max ${Math.max(0, ...r.metrics.map((m) => m.stalenessMax))})` };
-  const over = r.metrics.filter((m) => m.stalenessMax > e.maxStaleness).map((m) => `step ${m.step}: ${m.stalenessMax}`);
-  return { name: 'staleness within the bound', ok: over.length === 0, detail: over.length ? `above ${e.maxStaleness}: ${list(over)}` : `max ${Math.max(0, ...r.metrics.map((m) => m.stalenessMax))} ≤ ${e.maxStaleness}` };
+/** Dispatch staleness (the run's metrics) and token staleness (the batch files' version spans) within ⌈α⌉, unless stale samples are accepted. */
+function stalenessChecks(r: RunRecords, e: Expectations): Check[] {
+  const sources = [
+    ['staleness within the bound (dispatch, metrics)', r.metrics.map((m) => ({ step: m.step, staleness: m.stalenessMax }))],
+    ['staleness within the bound (oldest token, batch files)', r.batches.map((b) => ({ step: b.step, staleness: b.step - b.oldestTokenVersion }))],
+  ] as const;
+  return sources.map(([name, steps]) => {
+    const max = Math.max(0, ...steps.map((x) => x.staleness));
+    if (e.stalePolicy === 'accept') return { name, ok: true, detail: `stale_policy accept trains stale samples: not bounded (max ${max})` };
+    const over = steps.filter((x) => x.staleness > e.maxStaleness).map((x) => `step ${x.step}: ${x.staleness}`);
+    return { name, ok: over.length === 0, detail: over.length ? `above ${e.maxStaleness}: ${list(over)}` : `max ${max} ≤ ${e.maxStaleness}` };
+  });
 }
 
 /**
@@ -156,6 +169,6 @@ export function accountGroups(r: RunRecords, e: Expectations): { accounting: Gro
 export function checkRun(r: RunRecords, e: Expectations): { ok: boolean; checks: Check[]; accounting: GroupAccounting } {
   const completed: Check = { name: 'run completed', ok: r.outcome === 'COMPLETED' && r.final?.step === e.maxSteps, detail: `${r.outcome}${r.final ? `, ${r.final.step} of ${e.maxSteps} steps` : ''}` };
   const { accounting, checks: groupChecks } = accountGroups(r, e);
-  const checks = [completed, ...stepChecks(r, e), versionCheck(r), uidCheck(r, e), stalenessCheck(r, e), ...groupChecks];
+  const checks = [completed, ...stepChecks(r, e), versionCheck(r), uidCheck(r, e), ...stalenessChecks(r, e), ...groupChecks];
   return { ok: checks.every((c) => c.ok), checks, accounting };
 }

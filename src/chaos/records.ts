@@ -9,6 +9,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import type { LoadedConfig } from '../configs';
+import { causeMessage } from '../workflows/failure';
 import { batchDir, parseBatchStep } from '../workflows/ids';
 import type { RunStatus } from '../workflows/run';
 import type { GroupResult } from '../workflows/run-state';
@@ -36,7 +37,9 @@ export function readBatches(loaded: LoadedConfig, runId: string): RunRecords['ba
     .sort()
     .flatMap((f) => {
       const step = parseBatchStep(f);
-      return step === undefined ? [] : [{ step, uids: jsonLines(path.join(dir, f)).map((s) => String(s.uid)) }];
+      if (step === undefined) return [];
+      const samples = jsonLines(path.join(dir, f)) as { uid: string; version_spans: { version: number }[] }[];
+      return [{ step, uids: samples.map((s) => s.uid), oldestTokenVersion: Math.min(...samples.flatMap((s) => s.version_spans.map((v) => v.version))) }];
     });
 }
 
@@ -87,10 +90,11 @@ export async function readRunRecords(client: Client, loaded: LoadedConfig, runId
   try {
     final = (await handle.result()) as RunStatus;
   } catch (err) {
-    outcome = `${desc.status.name}: ${(err as Error).message}`;
+    outcome = `${desc.status.name}: ${causeMessage(err)}`; // why, not Temporal's "Workflow execution failed"
   }
   const runClosedAt = desc.closeTime?.getTime() ?? Date.now();
-  const groups = await settledGroups(client, runId, final?.totals.dispatchedGroups ?? 0, settleS);
+  // A run that did not complete cancels nothing: its groups are taken as they are.
+  const groups = final ? await settledGroups(client, runId, final.totals.dispatchedGroups, settleS) : await groupExecutions(client, runId);
   return {
     runId,
     outcome,

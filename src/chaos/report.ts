@@ -28,7 +28,7 @@ export function chaosMarkdown(r: ChaosResult, header: { command: string; date: s
     '',
     `\`${header.command}\` — ${header.date}, ${header.machine}; config ${header.config}.`,
     '',
-    `Schedule: a kill about every ${o.everyS} s (±25 %, seed ${o.seed}), ${o.order === 'rotate' ? 'rotating over' : 'drawn at random from'} ${o.kinds.join(', ')}; each killed process restarted by the \`rollflow dev up\` logic right away.`,
+    `Schedule: a kill about every ${o.everyS} s (±25 %, seed ${o.seed}, counted from the end of the first step), ${o.order === 'rotate' ? 'rotating over' : 'drawn at random from'} ${o.kinds.join(', ')}; each killed process restarted by the \`rollflow dev up\` logic right away.`,
     `Result: **${r.ok ? 'every invariant held' : 'invariants violated'}**; effective time ${s(r.effectiveTime, 3)} (fault-free makespan / makespan under faults); normal step interval ${s(r.normalStepS, 2)} s (median of the fault-free run, its first step left out).`,
     '',
     '## Kills',

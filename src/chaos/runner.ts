@@ -14,7 +14,7 @@ import { up } from '../stack';
 import { isAlive, livePid } from '../stack/processes';
 import { FAULTS, type FaultKind } from './faults';
 import type { RunRecords } from './invariants';
-import { readRunRecords } from './records';
+import { readMetrics, readRunRecords } from './records';
 import { scheduledKill, type ScheduledKill, type ScheduleOptions } from './schedule';
 
 export interface KillRecord {
@@ -76,6 +76,16 @@ async function closedBy(handle: WorkflowHandle, untilMs: number): Promise<boolea
   }
 }
 
+/** The first step's wall_s once its metrics record is written (0 if the run closes or the deadline passes first). */
+async function firstStepWallS(loaded: LoadedConfig, runId: string, handle: WorkflowHandle, deadlineMs: number): Promise<number> {
+  for (;;) {
+    const first = readMetrics(loaded, runId).find((m) => m.step === 0);
+    if (first) return first.wall_s;
+    if (await closedBy(handle, Math.min(deadlineMs, Date.now() + 500))) return 0;
+    if (Date.now() >= deadlineMs) return 0;
+  }
+}
+
 /** Runs `runId` with the config, killing on `schedule` (none: the fault-free run), at most `maxKills` times. */
 export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[], runId: string, schedule: ScheduleOptions | undefined, limits: { timeoutS: number; maxKills: number }, say: (line: string) => void): Promise<RunUnderFaults> {
   const { timeoutS } = limits;
@@ -88,9 +98,12 @@ export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[],
     const deadline = runStartMs + timeoutS * 1000;
     const kills: KillRecord[] = [];
     let timedOut = false;
+    // The schedule's clock starts when the first step is done, so every kill lands mid-run, with a trained
+    // version and groups out (start-up, the first weights and the first batch take a varying while on a loaded machine).
+    const scheduleFromMs = schedule ? runStartMs + (await firstStepWallS(loaded, runId, handle, deadline)) * 1000 : runStartMs;
     for (let i = 0; ; i++) {
       const next = schedule && i < limits.maxKills ? scheduledKill(schedule, i) : undefined;
-      if (await closedBy(handle, Math.min(deadline, next ? runStartMs + next.atS * 1000 : Infinity))) break;
+      if (await closedBy(handle, Math.min(deadline, next ? scheduleFromMs + next.atS * 1000 : Infinity))) break;
       if (Date.now() >= deadline) {
         timedOut = true;
         say(`rollflow chaos: ${runId} did not finish within ${timeoutS} s; terminating it`);
@@ -99,7 +112,10 @@ export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[],
       }
       kills.push(await killAndRestart(loaded, configArgs, next!, runStartMs, say));
     }
-    return { runId, kills, timedOut, records: await readRunRecords(client, loaded, runId) };
+    const records = await readRunRecords(client, loaded, runId);
+    // A failed run leaves its ABANDONed groups generating: end them once recorded, so the next run has the stack to itself.
+    if (records.outcome !== 'COMPLETED') await terminateRun(client, runId, `rollflow chaos: the run ended ${records.outcome}`);
+    return { runId, kills, timedOut, records };
   } finally {
     await client.connection.close();
   }

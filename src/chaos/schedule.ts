@@ -1,6 +1,6 @@
 /**
  * The seeded kill schedule: kill i comes at about every·(i + 1) seconds after
- * the run started (±25 %, seeded), of one kind, either rotating over the
+ * the run's first step (±25 %, seeded), of one kind, either rotating over the
  * kinds (from a seeded first kind) or drawn at random (mixed). The same
  * options give the same schedule.
  */
@@ -18,7 +18,7 @@ export interface ScheduleOptions {
 
 export interface ScheduledKill {
   index: number;
-  /** Seconds after the run started. */
+  /** Seconds after the run's first step ended (the runner starts the clock there). */
   atS: number;
   kind: FaultKind;
   /** Which of the kind's processes (modulo how many run), for kinds with several (inference servers). */

@@ -22,7 +22,7 @@ function cleanRun(): RunRecords {
     outcome: 'COMPLETED',
     final: { step: 3, version: 3, buffered: 0, running: G, totals: { dispatchedGroups: 9, filteredGroups: 1, failedGroups: 0, droppedSamples: G, restartedSamples: 0 } },
     metrics: [0, 1, 2].map((step) => ({ step, version: step + 1, wall_s: 2 * (step + 1), stalenessMax: 1 })),
-    batches: [0, 1, 2].map((step) => ({ step, uids: uidsOf(2 * step, 2 * step + 1) })),
+    batches: [0, 1, 2].map((step) => ({ step, uids: uidsOf(2 * step, 2 * step + 1), oldestTokenVersion: Math.max(0, step - 1) })),
     groups: [
       ...[0, 1, 2, 3, 4, 5].map((p) => group(p)),
       group(6, { result: { accepted: false } }),
@@ -45,7 +45,7 @@ describe('chaos invariants', () => {
   it('a repeated step fails (two metrics records and two batch files for step 1)', () => {
     const r = cleanRun();
     r.metrics.splice(2, 0, { step: 1, version: 2, wall_s: 5, stalenessMax: 0 });
-    r.batches.push({ step: 1, uids: uidsOf(2, 3) });
+    r.batches.push({ step: 1, uids: uidsOf(2, 3), oldestTokenVersion: 0 });
     expect(failed(r)).toEqual(expect.arrayContaining(['metrics records: no step repeated: repeated: step 1 ×2', 'batch files: no step repeated: repeated: step 1 ×2']));
     expect(failed(r).some((f) => f.startsWith('every consumed uid unique: consumed more than once: e0-p2-s0 ×2'))).toBe(true);
   });
@@ -91,8 +91,14 @@ describe('chaos invariants', () => {
   it('staleness over the bound fails unless the policy accepts stale samples', () => {
     const r = cleanRun();
     r.metrics[1]!.stalenessMax = 2;
-    expect(failed(r)).toEqual(['staleness within the bound: above 1: step 1: 2']);
+    expect(failed(r)).toEqual(['staleness within the bound (dispatch, metrics): above 1: step 1: 2']);
     expect(checkRun(r, { ...e, stalePolicy: 'accept' }).ok).toBe(true);
+  });
+
+  it('tokens from weights older than the bound fail (a server restarted with its launch weights), though dispatch staleness is fine', () => {
+    const r = cleanRun();
+    r.batches[2]!.oldestTokenVersion = 0;
+    expect(failed(r)).toEqual(['staleness within the bound (oldest token, batch files): above 1: step 2: 2']);
   });
 
   it('no final status: the group totals are unknown, so the accounting fails', () => {

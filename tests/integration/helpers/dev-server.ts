@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export const ROOT = path.join(__dirname, '../../..');
 const script = path.join(ROOT, 'temporal/dev-server.sh');
@@ -92,4 +93,15 @@ export function readJsonl<T = Record<string, unknown>>(file: string): T[] {
 /** The pid in one of rollflow's pid files (first line; the second is the launch fingerprint). */
 export function readPid(pidFile: string): number {
   return Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+}
+
+/** Polls `probe` (a recorded state, not a clock) until it yields a value; the deadline only guards against a hang. */
+export async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 300_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition never held');
+    await sleep(200);
+  }
 }
