@@ -44,7 +44,8 @@ export function checkChaosConfig(loaded: LoadedConfig, kinds: readonly FaultKind
     throw new ConfigError(loaded.source, [{ path: 'rollout_mode', given: loaded.config.rollout_mode, expected: 'env_async (the chaos checks account for group workflows)' }]);
   }
   const missing = kinds.filter((k) => FAULTS[k].processes(loaded).length === 0);
-  if (missing.length) throw new ConfigError('--faults', missing.map((k) => ({ path: 'faults', given: k, expected: `a kind the stack launches; the config launches no ${k} server (engines.${k}.launch)` })));
+  const where = (k: FaultKind) => (k === 'inference' ? 'engines.inference[i].launch' : `engines.${k}.launch`);
+  if (missing.length) throw new ConfigError('chaos options', missing.map((k) => ({ path: '--faults', given: k, expected: `a kind the stack launches; the config launches no ${k} server (${where(k)})` })));
 }
 
 export function checked(run: RunUnderFaults, e: Expectations): CheckedRun {

@@ -45,9 +45,10 @@ export function readBatches(loaded: LoadedConfig, runId: string): RunRecords['ba
 
 const closed = (w: WorkflowExecutionInfo) => w.status.name !== 'RUNNING';
 
-async function groupExecutions(client: Client, runId: string): Promise<WorkflowExecutionInfo[]> {
+/** Group executions of the run started at `runStartMs` (not of an earlier run under the same id). */
+async function groupExecutions(client: Client, runId: string, runStartMs: number): Promise<WorkflowExecutionInfo[]> {
   const found: WorkflowExecutionInfo[] = [];
-  for await (const w of client.workflow.list({ query: `RollflowRunId = '${runId}' AND RollflowKind = 'group'` })) found.push(w);
+  for await (const w of client.workflow.list({ query: `RollflowRunId = '${runId}' AND RollflowKind = 'group'` })) if (w.startTime.getTime() >= runStartMs) found.push(w);
   return found;
 }
 
@@ -57,10 +58,10 @@ async function groupExecutions(client: Client, runId: string): Promise<WorkflowE
  * (the run cancels those in flight when it ends). `settleS` only guards
  * against a hang; what is still open then is reported as it is.
  */
-async function settledGroups(client: Client, runId: string, dispatched: number, settleS: number): Promise<WorkflowExecutionInfo[]> {
+async function settledGroups(client: Client, runId: string, runStartMs: number, dispatched: number, settleS: number): Promise<WorkflowExecutionInfo[]> {
   const deadline = Date.now() + settleS * 1000;
   for (;;) {
-    const groups = await groupExecutions(client, runId);
+    const groups = await groupExecutions(client, runId, runStartMs);
     if ((groups.length >= dispatched && groups.every(closed)) || Date.now() > deadline) return groups;
     await sleep(500);
   }
@@ -81,8 +82,8 @@ async function describeGroup(client: Client, w: WorkflowExecutionInfo, runClosed
   };
 }
 
-/** Everything the checker reads about run `runId`, after it closed. */
-export async function readRunRecords(client: Client, loaded: LoadedConfig, runId: string, settleS = 120): Promise<RunRecords> {
+/** Everything the checker reads about run `runId` (its first execution started at `runStartMs`), after it closed. */
+export async function readRunRecords(client: Client, loaded: LoadedConfig, runId: string, runStartMs: number, settleS = 120): Promise<RunRecords> {
   const handle = client.workflow.getHandle(runId);
   const desc = await handle.describe();
   let final: RunStatus | undefined;
@@ -94,7 +95,7 @@ export async function readRunRecords(client: Client, loaded: LoadedConfig, runId
   }
   const runClosedAt = desc.closeTime?.getTime() ?? Date.now();
   // A run that did not complete cancels nothing: its groups are taken as they are.
-  const groups = final ? await settledGroups(client, runId, final.totals.dispatchedGroups, settleS) : await groupExecutions(client, runId);
+  const groups = final ? await settledGroups(client, runId, runStartMs, final.totals.dispatchedGroups, settleS) : await groupExecutions(client, runId, runStartMs);
   return {
     runId,
     outcome,

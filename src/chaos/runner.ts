@@ -14,7 +14,7 @@ import { up } from '../stack';
 import { isAlive, livePid } from '../stack/processes';
 import { FAULTS, type FaultKind } from './faults';
 import type { RunRecords } from './invariants';
-import { readMetrics, readRunRecords } from './records';
+import { readBatches, readMetrics, readRunRecords } from './records';
 import { scheduledKill, type ScheduledKill, type ScheduleOptions } from './schedule';
 
 export interface KillRecord {
@@ -89,6 +89,10 @@ async function firstStepWallS(loaded: LoadedConfig, runId: string, handle: Workf
 /** Runs `runId` with the config, killing on `schedule` (none: the fault-free run), at most `maxKills` times. */
 export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[], runId: string, schedule: ScheduleOptions | undefined, limits: { timeoutS: number; maxKills: number }, say: (line: string) => void): Promise<RunUnderFaults> {
   const { timeoutS } = limits;
+  // Records are found by run id (metrics appends are idempotent per run id and step): a reused id would mix two runs.
+  if (readMetrics(loaded, runId).length > 0 || readBatches(loaded, runId).length > 0) {
+    throw new Error(`run id ${runId} has records in ${loaded.derived.run_dir} or the sample store already; choose another --run-id`);
+  }
   await up(loaded, configArgs, say); // `rollflow run` brings up only an embedded stack; engines and worker beside a cluster too
   await startRun(loaded, configArgs, { runId }, say, say);
   const client = await connectClient(loaded.config);
@@ -112,7 +116,7 @@ export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[],
       }
       kills.push(await killAndRestart(loaded, configArgs, next!, runStartMs, say));
     }
-    const records = await readRunRecords(client, loaded, runId);
+    const records = await readRunRecords(client, loaded, runId, runStartMs);
     // A failed run leaves its ABANDONed groups generating: end them once recorded, so the next run has the stack to itself.
     if (records.outcome !== 'COMPLETED') await terminateRun(client, runId, `rollflow chaos: the run ended ${records.outcome}`);
     return { runId, kills, timedOut, records };

@@ -58,13 +58,13 @@ export function chaosCommand(out: (line: string) => void, err: (line: string) =>
     .option('--seed <n>', 'seed of the kill schedule (times, kinds, which server)', '0')
     .option('--order <order>', 'rotate: the kinds in turn; mixed: each kill draws its kind', 'rotate')
     .option('--out <md>', 'the report (markdown)', path.join(ROOT, 'bench', 'results', 'chaos.md'))
-    .option('--run-id <prefix>', 'run ids <prefix>-fault-free and <prefix>-faults (default: <exp_name>-chaos-<seed>)')
+    .option('--run-id <prefix>', 'run ids <prefix>-fault-free and <prefix>-faults (default: <exp_name>-chaos-<seed>-<time>)')
     .option('--kills <n>', 'stop killing after n kills (default: until the run ends)')
     .option('--timeout <s>', 'a run not finished after this long is terminated and reported', '3600')
     .action(async (file: string | undefined, flags: ChaosFlags) => {
       const { kinds, everyS, seed, order, timeoutS, maxKills } = parseChaosFlags(flags);
       const { loaded, args } = loadFromArgs(file, flags);
-      const runIdPrefix = flags.runId ?? `${loaded.config.exp_name}-chaos-${seed}`;
+      const runIdPrefix = flags.runId ?? `${loaded.config.exp_name}-chaos-${seed}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '')}`;
       const load1 = loadavg()[0]!;
       const result = await chaos(loaded, args, { schedule: { kinds, everyS, seed, order }, runIdPrefix, timeoutS, maxKills, faultFree: true, say: err });
       const m = machine();
