@@ -17,7 +17,7 @@ help:
 	@echo "make test   - set up, lint, type-check, run vitest + pytest"
 	@echo "make down   - stop the embedded stack;  make status - show it"
 	@echo "make cluster-up / cluster-down / cluster-status - the local Temporal cluster on PostgreSQL (builds the server once)"
-	@echo "make bench  - W1-W5 and W7 on the real system beside their DES; tables and plots in bench/results/ (about an hour)"
+	@echo "make bench  - W1-W5 and W7 on the real system beside their DES, then the long chaos schedule; tables and plots in bench/results/ (well over an hour)"
 	@echo "make record-histories - record the replay tests' workflow histories from this checkout (docs/versioning.md says when)"
 	@echo "make bench-learning - the learning runs (sync vs async, long tail, FrozenLake) on the torch engines (about 90 minutes)"
 
@@ -93,6 +93,9 @@ BENCH_W3 ?=
 BENCH_W4 ?=
 BENCH_W5 ?=
 BENCH_W7 ?=
+# Then chaos, the long schedule: a 300-step sim run (~12 min fault-free), then the same run with a SIGKILL about
+# every 60 s rotating over worker, temporal, inference, trainer and env (bench/results/chaos.md; its own state dir and ports).
+CHAOS_CONFIG ?= examples/chaos-sim.yaml
 bench: setup build
 	$(ROLLFLOW) bench w1 $(BENCH_W1) --out $(BENCH_OUT)/w1.json
 	$(ROLLFLOW) bench w2 $(BENCH_W2) --out $(BENCH_OUT)/w2.json
@@ -101,6 +104,8 @@ bench: setup build
 	$(ROLLFLOW) bench w5 $(BENCH_W5) --out $(BENCH_OUT)/w5.json
 	$(ROLLFLOW) bench w7 $(BENCH_W7) --out $(BENCH_OUT)/w7.json
 	for w in w1 w2 w3 w4 w5 w7; do .venv/bin/python bench/report.py $$w $(BENCH_OUT)/$$w*.json; done
+	export ROLLFLOW_STATE=$(CURDIR)/.state/chaos; $(ROLLFLOW) chaos $(CHAOS_CONFIG) --every 60 --seed 1 --out $(BENCH_OUT)/chaos.md; \
+	  ok=$$?; $(ROLLFLOW) dev down $(CHAOS_CONFIG); exit $$ok
 
 # The learning runs of bench/results/learning.md (torch engines, about 90 minutes on 2 cores):
 # appends to bench/results/learning-runs.jsonl, then redraws learning.png and learning.md.

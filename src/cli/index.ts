@@ -8,6 +8,7 @@ import { ConfigError } from '../configs';
 import { checkConfig, down, status, up } from '../stack';
 import { runWorker } from '../worker';
 import { benchCommand } from './bench';
+import { chaosCommand } from './chaos';
 import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
 import { runStatus, steer, syncRunWeights } from './operate';
 import { startRun, type RunOptions } from './run';
@@ -102,6 +103,7 @@ function buildProgram(): Command {
     });
 
   program.addCommand(benchCommand(out, (line) => process.stderr.write(`${line}\n`)));
+  program.addCommand(chaosCommand(out, (line) => process.stderr.write(`${line}\n`)));
 
   return program;
 }

@@ -64,7 +64,7 @@ export async function stopProcess(p: ManagedProcess, graceMs = 30_000): Promise<
   return 'stopped';
 }
 
-function isAlive(pid: number): boolean {
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

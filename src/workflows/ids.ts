@@ -61,6 +61,11 @@ export const batchDir = (runId: string): string => `${runId}/batches`;
  * into another's (runs started before this layout wrote to run_dir itself).
  */
 export const runDataDir = (runDir: string, runId: string): string => `${runDir}/${runId}`;
+/** A batch file's name (the last part of batchKey) back to its step; undefined for any other file. */
+export function parseBatchStep(fileName: string): number | undefined {
+  const m = /^step-(\d+)\.jsonl$/.exec(fileName);
+  return m ? Number(m[1]) : undefined;
+}
 /** The checkpoint taken after `step` steps, under the run's own directory (RunPlan.runDir). */
 export const checkpointDir = (runDir: string, step: number): string => `${runDir}/checkpoints/step-${pad6(step)}`;
 /** The trainer's state saved every few steps for recovery without an operator (src/activities/trainer-recovery.ts): v<version> directories, under the run's own directory. */

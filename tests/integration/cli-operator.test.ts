@@ -7,11 +7,10 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskQueuePollers } from '../../src/client/run-handle';
-import { freePort, readPid, ROOT, TestDevServer } from './helpers/dev-server';
+import { freePort, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 
 let server: TestDevServer;
 let client: Client;
@@ -132,17 +131,6 @@ describe('dev up with options a server would refuse', () => {
     expect(status.stdout).toMatch(new RegExp(`engine-inference-\\d+: running pid=${pid} `));
   });
 });
-
-/** Polls `probe` until it returns a value; the deadline only guards against a hang. */
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error('condition not reached before the hang guard');
-    await sleep(200);
-  }
-}
 
 function enginePidFile(prefix: string): string {
   const dir = path.join(server.stateDir, 'pids');

@@ -5,14 +5,13 @@
 // the trainer read, the workflows' pending activities and results. Never elapsed time.
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchDir, groupUid, sampleUid } from '../../src/workflows/ids';
 import { status as statusQuery, type RunStatus } from '../../src/workflows/run';
 import type { GroupResult } from '../../src/workflows/run-state';
 import { METRIC } from '../../src/workflows/step-metrics';
-import { freePort, readJsonl, readPid, ROOT, TestDevServer } from './helpers/dev-server';
+import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 
 const G = 4;
 const B = 2 * G;
@@ -24,17 +23,6 @@ let envUrl: string;
 let envPort: number;
 
 const rollflow = (...args: string[]) => server.rollflow(args, 600_000);
-
-/** Polls `probe` (a recorded state, not a clock) until it yields a value; the deadline only guards against a hang. */
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 300_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`never held: ${what}`);
-    await sleep(200);
-  }
-}
 
 /** Env sessions the env server holds open now (frozen_lake episodes begun and not done). */
 async function openSessions(): Promise<number> {

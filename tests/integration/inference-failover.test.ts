@@ -8,12 +8,11 @@
 // trainer read, metrics.jsonl, the servers' own /state and /metrics.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { batchDir } from '../../src/workflows/ids';
 import { status as statusQuery } from '../../src/workflows/run';
-import { freePort, readJsonl, readPid, ROOT, TestDevServer } from './helpers/dev-server';
+import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 
 const B = 8; // 2 groups of 4
 const STEPS = 16;
@@ -25,17 +24,6 @@ let urls: string[];
 let ports: number[];
 
 const rollflow = (...args: string[]) => server.rollflow(args, 600_000);
-
-/** Polls `probe` (a recorded state, not a clock) until it yields a value; the deadline only guards against a hang. */
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 300_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition never held');
-    await sleep(100);
-  }
-}
 
 const engineState = async (url: string) => (await fetch(`${url}/state`)).json() as Promise<{ version: number; running: number; waiting: number }>;
 

@@ -5,7 +5,6 @@
 // (batch files the trainer read, the run's status), never elapsed time.
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchDir, batchKey, checkpointDir, childWorkflowId, groupWorkflowId, lockstepWorkflowId, runDataDir } from '../../src/workflows/ids';
@@ -15,7 +14,7 @@ import { METRIC } from '../../src/workflows/step-metrics';
 import { groupPassesStdFilter, responseLength, responseSolved } from '../../src/envs/draws';
 import { stepLatency } from '../../src/envs/latency';
 import { dispatchIndex } from '../../src/bench/live';
-import { freePort, readJsonl, readPid, ROOT, TestDevServer } from './helpers/dev-server';
+import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 
 const G = 4;
 const B = 2 * G; // 2 groups of 4
@@ -62,17 +61,6 @@ function batches(runId: string): BatchSample[][] {
   return readdirSync(dir)
     .sort()
     .map((f) => readJsonl<BatchSample>(path.join(dir, f)));
-}
-
-/** Polls `probe` (a recorded state, not a clock) until it yields a value; the deadline only guards against a hang. */
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 300_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition never held');
-    await sleep(200);
-  }
 }
 
 beforeAll(async () => {

@@ -5,14 +5,13 @@
 // Every check reads what the runs recorded (metrics.jsonl, batch files, workflow results), never elapsed time.
 import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure, Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchDir, runDataDir, trainerStateDir } from '../../src/workflows/ids';
 import { status as statusQuery } from '../../src/workflows/run';
 import { innermostCause } from '../../src/workflows/failure';
 import { REPLAYED_STEPS, TRAINER_PREFIX } from '../../src/workflows/step-metrics';
-import { freePort, readJsonl, readPid, ROOT, TestDevServer } from './helpers/dev-server';
+import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 
 const B = 8; // 2 groups of 4
 const REPLAYED = `${TRAINER_PREFIX}${REPLAYED_STEPS}`;
@@ -27,17 +26,6 @@ const runDir = () => path.join(server.stateDir, 'run');
 function start(runId: string, ...sets: string[]): void {
   const r = rollflow('run', config, '--run-id', runId, ...sets.flatMap((s) => ['--set', s]));
   expect(r.status, r.stderr).toBe(0);
-}
-
-/** Polls a recorded state until it yields a value; the deadline only guards against a hang. */
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 300_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition never held');
-    await sleep(200);
-  }
 }
 
 const stepReached = (runId: string, step: number) => until(async () => ((await client.workflow.getHandle(runId).query(statusQuery)).step >= step ? true : undefined));

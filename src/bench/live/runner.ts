@@ -13,6 +13,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import path from 'node:path';
 import { startRun } from '../../cli/run';
 import { connectClient } from '../../client/connect';
+import { terminateRun } from '../../client/terminate';
 import { loadConfig, type LoadedConfig, type RunConfigInput } from '../../configs';
 import { cliEntry, logsDir, pidsDir, ROOT, stateDir } from '../../paths';
 import { down, up } from '../../stack';
@@ -273,13 +274,10 @@ export class BenchStack {
     }
   }
 
-  /** Ends the run and every workflow it started (groups are ABANDONed children and would keep loading the server). */
   private async terminate(loaded: LoadedConfig, runId: string): Promise<void> {
     const client = await connectClient(loaded.config);
     try {
-      for await (const wf of client.workflow.list({ query: `RollflowRunId = '${runId}' AND ExecutionStatus = 'Running'` })) {
-        await client.workflow.getHandle(wf.workflowId, wf.runId).terminate('rollflow bench: run failed or timed out').catch(() => undefined);
-      }
+      await terminateRun(client, runId, 'rollflow bench: run failed or timed out');
     } finally {
       await client.connection.close();
     }

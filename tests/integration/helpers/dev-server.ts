@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 
 export const ROOT = path.join(__dirname, '../../..');
@@ -108,4 +109,15 @@ export function readJsonl<T = Record<string, unknown>>(file: string): T[] {
 /** The pid in one of rollflow's pid files (first line; the second is the launch fingerprint). */
 export function readPid(pidFile: string): number {
   return Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+}
+
+/** Polls `probe` (a recorded state, not a clock) until it yields a value; the deadline only guards against a hang, which names `what`. */
+export async function until<T>(probe: () => Promise<T | undefined>, what = 'condition', timeoutMs = 300_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what} never held within ${timeoutMs / 1000} s`);
+    await sleep(200);
+  }
 }

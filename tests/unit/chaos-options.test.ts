@@ -1,0 +1,36 @@
+// `rollflow chaos` refuses bad flags and configs it cannot check, naming the flag or key, before anything starts.
+import { describe, expect, it } from 'vitest';
+import { checkChaosConfig } from '../../src/chaos';
+import { parseChaosFlags } from '../../src/cli/chaos';
+import { parseConfig } from '../../src/configs';
+
+const flags = { faults: 'worker,temporal', every: '60', seed: '0', order: 'rotate', timeout: '3600' };
+
+describe('rollflow chaos options', () => {
+  it('parses good flags; --kills absent means no limit', () => {
+    expect(parseChaosFlags(flags)).toEqual({ kinds: ['worker', 'temporal'], everyS: 60, seed: 0, order: 'rotate', timeoutS: 3600, maxKills: Infinity });
+    expect(parseChaosFlags({ ...flags, kills: '2', order: 'mixed' })).toMatchObject({ maxKills: 2, order: 'mixed' });
+  });
+
+  it('names every bad flag, its value and what was expected', () => {
+    expect(() => parseChaosFlags({ faults: 'worker,disk', every: '0', seed: '-1', order: 'random', timeout: 'x', kills: '1.5' })).toThrow(
+      [
+        'invalid config chaos options:',
+        '  --faults: got "disk"; a comma-separated list of worker, temporal, inference, trainer, env',
+        '  --every: got "0"; a number of seconds > 0',
+        '  --timeout: got "x"; a number of seconds > 0',
+        '  --seed: got "-1"; an integer ≥ 0',
+        '  --kills: got "1.5"; an integer ≥ 0',
+        '  --order: got "random"; rotate or mixed',
+      ].join('\n'),
+    );
+  });
+
+  it('refuses lockstep rollout and a kind the config does not launch', () => {
+    const config = (raw: Record<string, unknown>) => parseConfig(raw, 'test.yaml');
+    expect(() => checkChaosConfig(config({ rollout_mode: 'lockstep' }), ['worker'])).toThrow('rollout_mode: got "lockstep"; env_async (the chaos checks account for group workflows)');
+    const noTrainer = config({ engines: { trainer: { url: 'http://127.0.0.1:1', launch: false } } });
+    expect(() => checkChaosConfig(noTrainer, ['worker', 'trainer'])).toThrow('--faults: got "trainer"; a kind the stack launches; the config launches no trainer server (engines.trainer.launch)');
+    expect(() => checkChaosConfig(noTrainer, ['worker', 'temporal', 'inference', 'env'])).not.toThrow();
+  });
+});
