@@ -34,7 +34,7 @@ export interface RunRecords {
     running: number;
     totals: { dispatchedGroups: number; filteredGroups: number; failedGroups: number; droppedSamples: number; restartedSamples: number };
   };
-  /** <run_dir>/metrics.jsonl, this run's records in file order. */
+  /** <run_dir>/<run id>/metrics.jsonl, this run's records in file order. */
   metrics: { step: number; version: number; wall_s: number; stalenessMax: number }[];
   /**
    * The batch files the trainer read: step, sample uids, and the oldest weight

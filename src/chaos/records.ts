@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import type { LoadedConfig } from '../configs';
 import { causeMessage } from '../workflows/failure';
-import { batchDir, parseBatchStep } from '../workflows/ids';
+import { batchDir, parseBatchStep, runDataDir } from '../workflows/ids';
 import type { RunStatus } from '../workflows/run';
 import type { GroupResult } from '../workflows/run-state';
 import { METRIC } from '../workflows/step-metrics';
@@ -23,7 +23,7 @@ const jsonLines = (file: string): Record<string, unknown>[] =>
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 export function readMetrics(loaded: LoadedConfig, runId: string): RunRecords['metrics'] {
-  const file = path.join(loaded.derived.run_dir, 'metrics.jsonl');
+  const file = path.join(runDataDir(loaded.derived.run_dir, runId), 'metrics.jsonl');
   if (!existsSync(file)) return [];
   return jsonLines(file)
     .filter((m) => m.run_id === runId)

@@ -14,7 +14,7 @@ import { up } from '../stack';
 import { isAlive, livePid } from '../stack/processes';
 import { FAULTS, type FaultKind } from './faults';
 import type { RunRecords } from './invariants';
-import { readBatches, readMetrics, readRunRecords } from './records';
+import { readMetrics, readRunRecords } from './records';
 import { scheduledKill, type ScheduledKill, type ScheduleOptions } from './schedule';
 
 export interface KillRecord {
@@ -89,12 +89,8 @@ async function firstStepWallS(loaded: LoadedConfig, runId: string, handle: Workf
 /** Runs `runId` with the config, killing on `schedule` (none: the fault-free run), at most `maxKills` times. */
 export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[], runId: string, schedule: ScheduleOptions | undefined, limits: { timeoutS: number; maxKills: number }, say: (line: string) => void): Promise<RunUnderFaults> {
   const { timeoutS } = limits;
-  // Records are found by run id (metrics appends are idempotent per run id and step): a reused id would mix two runs.
-  if (readMetrics(loaded, runId).length > 0 || readBatches(loaded, runId).length > 0) {
-    throw new Error(`run id ${runId} has records in ${loaded.derived.run_dir} or the sample store already; choose another --run-id`);
-  }
   await up(loaded, configArgs, say); // `rollflow run` brings up only an embedded stack; engines and worker beside a cluster too
-  await startRun(loaded, configArgs, { runId }, say, say);
+  await startRun(loaded, configArgs, { runId }, say, say); // refuses a run id that has records already (client/run-id.ts)
   const client = await connectClient(loaded.config);
   try {
     const handle = client.workflow.getHandle(runId);

@@ -1,21 +1,21 @@
-/** Typed calls to one inference server (python-engines --role inference, or any server speaking the same protocol). */
+/**
+ * Typed calls to one inference server (python-engines --role inference, or any
+ * server speaking the same protocol). Generation is always streamed, so the
+ * tokens received survive the call being cut.
+ */
 import {
   ChatCompletionChunkSchema,
-  ChatCompletionResponseSchema,
   CompletionChunkSchema,
   ChatContinuationResponseSchema,
-  CompletionResponseSchema,
   EngineStateSchema,
   PauseResponseSchema,
   UpdateWeightsResponseSchema,
   type ChatCompletionChunk,
   type ChatCompletionRequest,
-  type ChatCompletionResponse,
   type ChatContinuationRequest,
   type ChatContinuationResponse,
   type CompletionChunk,
   type CompletionRequest,
-  type CompletionResponse,
   type EngineState,
   type PauseRequest,
   type PauseResponse,
@@ -29,14 +29,6 @@ const GENERATE_TIMEOUT_MS = 60 * 60_000;
 
 export class InferenceClient {
   constructor(readonly baseUrl: string) {}
-
-  complete(req: CompletionRequest, opts: RequestOptions = {}): Promise<CompletionResponse> {
-    return callChecked(this.baseUrl, '/v1/completions', CompletionResponseSchema, { timeoutMs: GENERATE_TIMEOUT_MS, ...opts, body: req });
-  }
-
-  chat(req: ChatCompletionRequest, opts: RequestOptions = {}): Promise<ChatCompletionResponse> {
-    return callChecked(this.baseUrl, '/v1/chat/completions', ChatCompletionResponseSchema, { timeoutMs: GENERATE_TIMEOUT_MS, ...opts, body: req });
-  }
 
   /** A streamed completion: each chunk (new tokens per choice) reaches `onChunk` while the generation runs. */
   streamComplete(req: CompletionRequest, onChunk: (c: CompletionChunk) => void, opts: RequestOptions = {}): Promise<void> {
