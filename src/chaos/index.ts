@@ -34,7 +34,7 @@ export interface ChaosResult {
   ok: boolean;
 }
 
-export function expectations({ config, derived }: LoadedConfig): Expectations {
+function expectations({ config, derived }: LoadedConfig): Expectations {
   return { maxSteps: config.max_steps, samplesPerStep: derived.samples_per_step, groupSize: derived.group_size, maxStaleness: derived.max_staleness, stalePolicy: config.stale_policy };
 }
 
@@ -48,13 +48,13 @@ export function checkChaosConfig(loaded: LoadedConfig, kinds: readonly FaultKind
   if (missing.length) throw new ConfigError('chaos options', missing.map((k) => ({ path: '--faults', given: k, expected: `a kind the stack launches; the config launches no ${k} server (${where(k)})` })));
 }
 
-export function checked(run: RunUnderFaults, e: Expectations): CheckedRun {
+function checked(run: RunUnderFaults, e: Expectations): CheckedRun {
   const walls = run.records.metrics.map((m) => m.wall_s);
   return { ...run, ...checkRun(run.records, e), ...(walls.length ? { makespanS: Math.max(...walls) } : {}) };
 }
 
 /** Recovery time of each kill, against the normal step interval of the fault-free run. */
-export function recoveries(underFaults: CheckedRun, normalS: number | undefined): ChaosResult['recoveries'] {
+function recoveries(underFaults: CheckedRun, normalS: number | undefined): ChaosResult['recoveries'] {
   const walls = [...underFaults.records.metrics].sort((a, b) => a.step - b.step).map((m) => m.wall_s);
   return underFaults.kills.map((k) => {
     const r = normalS === undefined || k.skipped ? undefined : recoveryS(walls, k.atS, normalS);
