@@ -7,7 +7,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchDir, groupUid, sampleUid } from '../../src/workflows/ids';
+import { batchDir, groupUid, runDataDir, sampleUid } from '../../src/workflows/ids';
 import { status as statusQuery, type RunStatus } from '../../src/workflows/run';
 import type { GroupResult } from '../../src/workflows/run-state';
 import { METRIC } from '../../src/workflows/step-metrics';
@@ -47,7 +47,7 @@ function trainedSamples(runId: string): { uid: string; loss_mask: number[] }[] {
 }
 const trainedUids = (runId: string) => trainedSamples(runId).map((s) => s.uid);
 
-const stepRecords = (runId: string) => readJsonl<Record<string, number | string>>(path.join(server.stateDir, 'run', 'metrics.jsonl')).filter((r) => r.run_id === runId);
+const stepRecords = (runId: string) => readJsonl<Record<string, number | string>>(path.join(runDataDir(path.join(server.stateDir, 'run'), runId), 'metrics.jsonl')).filter((r) => r.run_id === runId);
 const summed = (runId: string, key: string) => stepRecords(runId).reduce((n, r) => n + Number(r[key] ?? 0), 0);
 
 /**

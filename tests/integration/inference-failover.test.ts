@@ -10,7 +10,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { batchDir } from '../../src/workflows/ids';
+import { batchDir, runDataDir } from '../../src/workflows/ids';
 import { status as statusQuery } from '../../src/workflows/run';
 import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 
@@ -99,7 +99,7 @@ it('an inference server killed mid-generation, restarted, then the other killed:
   expect(final.step).toBe(STEPS);
 
   // Every step trained once, on a full batch of distinct samples.
-  const metrics = readJsonl<{ run_id: string; step: number }>(path.join(server.stateDir, 'run', 'metrics.jsonl')).filter((m) => m.run_id === runId);
+  const metrics = readJsonl<{ run_id: string; step: number }>(path.join(runDataDir(path.join(server.stateDir, 'run'), runId), 'metrics.jsonl')).filter((m) => m.run_id === runId);
   expect(metrics.map((m) => m.step)).toEqual(Array.from({ length: STEPS }, (_, i) => i));
   const dir = path.join(server.stateDir, 'run', 'samples', batchDir(runId));
   const batches = readdirSync(dir)

@@ -164,7 +164,7 @@ describe('training runs', () => {
   });
 
   it('an env that sets each sample its own length needs prompt replication: one request of n fails its groups with the fix named', () => {
-    const r = rollflow('run', config, '--json', '--run-id', 'one-request', ...['train_env_manager.tags=[solver]', 'is_num_return_sequences_expand=false', 'max_steps=1'].flatMap((x) => ['--set', x]));
+    const r = rollflow('run', config, '--json', '--run-id', 'one-request-per-sample', ...['train_env_manager.tags=[solver]', 'is_num_return_sequences_expand=false', 'max_steps=1'].flatMap((x) => ['--set', x]));
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('asks each sample for its own generation settings; set is_num_return_sequences_expand: true');
   });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { isAlive } from '../../src/stack/processes';
-import { batchDir } from '../../src/workflows/ids';
+import { batchDir, runDataDir } from '../../src/workflows/ids';
 import { status as statusQuery } from '../../src/workflows/run';
 import { readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 import { writeSimRunConfig } from './helpers/sim-run-config';
@@ -70,7 +70,7 @@ it('survives kill -9 of the Temporal dev server mid-run: restarted on the same d
   expect(atKill.running).toBeGreaterThan(0);
 
   // One metrics record per step, in order, each trained version = step + 1.
-  const metrics = readJsonl<{ run_id: string; step: number; version: number }>(path.join(server.stateDir, 'run', 'metrics.jsonl')).filter((m) => m.run_id === 'server-killed');
+  const metrics = readJsonl<{ run_id: string; step: number; version: number }>(path.join(runDataDir(path.join(server.stateDir, 'run'), 'server-killed'), 'metrics.jsonl')).filter((m) => m.run_id === 'server-killed');
   expect(metrics.map((m) => [m.step, m.version])).toEqual(Array.from({ length: STEPS }, (_, i) => [i, i + 1]));
   // One batch file per step, every consumed uid unique.
   const dir = path.join(server.stateDir, 'run', 'samples', batchDir('server-killed'));

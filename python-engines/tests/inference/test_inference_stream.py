@@ -10,9 +10,8 @@ import json
 
 import pytest
 
-from rollflow_engines.models import build_tiny_model
 
-from .helpers import LONG, Gate, serve, tokens_of, wait_until
+from .helpers import LONG, Gate, as_export, serve, tokens_of, wait_until
 
 pytestmark = pytest.mark.anyio
 BACKENDS = ["sim", "torch"]
@@ -107,7 +106,7 @@ async def test_an_abort_ends_the_stream_with_the_partial_tokens():
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_min_version_is_refused_by_a_server_behind_and_served_once_it_caught_up(stream, tmp_path):
-    weights = build_tiny_model("default", 1, tmp_path / "v2")
+    weights = as_export(tmp_path / "v2", "sim")
     request = {"prompt": [1, 2], "max_tokens": 3, "min_version": 2, "stream": stream}
     async with serve("sim") as (client, _):
         refused = await client.post("/v1/completions", json=request)
