@@ -3,9 +3,9 @@
 // weights and holds no run; the run restores the newest saved trainer state and replays the stored batches
 // since it, and completes with every step trained once on one lineage. Two runs cannot share one trainer.
 // Every check reads what the runs recorded (metrics.jsonl, batch files, workflow results), never elapsed time.
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { ApplicationFailure, Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, type Client, WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchDir, runDataDir, trainerStateDir } from '../../src/workflows/ids';
 import { status as statusQuery } from '../../src/workflows/run';
@@ -35,10 +35,7 @@ beforeAll(async () => {
   server = await TestDevServer.create();
   const [inference, env] = [await freePort(), await freePort()];
   trainerPort = await freePort();
-  config = path.join(server.stateDir, 'run.yaml');
-  writeFileSync(
-    config,
-    `
+  ({ config, client } = await server.upStack(`
 exp_name: trainer-recovery
 run_dir: ${runDir()}
 max_steps: 8
@@ -54,17 +51,10 @@ engines:
   # a train step takes a while, so a kill can land in one
   trainer: { url: "http://127.0.0.1:${trainerPort}", backend: sim, options: { sim_seconds_per_sample: 0.05 } }
   env: { url: "http://127.0.0.1:${env}" }
-`,
-  );
-  const up = rollflow('dev', 'up', config);
-  expect(up.status, up.stderr).toBe(0);
-  client = new Client({ connection: await Connection.connect({ address: server.address }) });
+`));
 });
 
-afterAll(async () => {
-  await client?.connection.close();
-  if (server) rollflow('dev', 'down', config);
-});
+afterAll(() => server?.downStack(config, client));
 
 describe('trainer recovery', () => {
   it('a trainer killed with SIGKILL mid-run is restored and caught up by the run itself: every step trained once', async () => {
