@@ -24,8 +24,12 @@ import { VersionBehindSchema } from './contracts/inference';
 import { EngineBusyError, EngineRejectedError, EngineUnavailableError, EngineVersionBehindError } from './errors';
 import { errorCode, errorOf, excerpt, readBounded } from './reply';
 
-/** Error codes (python-engines' errors.py `code`) that mean "busy with the same work": retryable. */
-const BUSY_CODES = new Set(['trainer_busy']);
+/**
+ * Error codes (python-engines' errors.py `code`) that mean "not now": retryable. trainer_busy: a retried train
+ * step met its first attempt still running. not_paused: an inference server was resumed between a sync's pause
+ * and its update (a catch-up of that server ran beside it); the sync's retry pauses it again and converges.
+ */
+const BUSY_CODES = new Set(['trainer_busy', 'not_paused']);
 
 export interface RequestOptions {
   method?: 'GET' | 'POST';

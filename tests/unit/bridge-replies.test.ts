@@ -27,6 +27,9 @@ const routes: Record<string, Handler> = {
   '/huge-500': (_, res) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`Traceback (most recent call last):\n${huge}`),
   '/rejected-with-huge-given': (_, res) =>
     json(res, 400, JSON.stringify({ error: `prompt: Input should be a valid list`, problems: [{ field: 'prompt', message: 'Input should be a valid list', given: huge }] })),
+  '/trainer-busy': (_, res) => json(res, 409, JSON.stringify({ error: 'step: train step 3 is still running; retry when it is done', problems: [], code: 'trainer_busy' })),
+  '/not-paused': (_, res) => json(res, 409, JSON.stringify({ error: 'state: update_weights needs a paused server: POST /pause first', problems: [], code: 'not_paused' })),
+  '/trainer-behind': (_, res) => json(res, 409, JSON.stringify({ error: 'run_id: this trainer holds no run', problems: [], code: 'trainer_behind' })),
   '/reset-before-answer': (req) => req.socket.destroy(),
   '/reset-mid-body': (req, res) => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100000' });
@@ -117,6 +120,16 @@ describe('bad engine replies become named errors with bounded messages', () => {
 
   it("a 4xx quotes the engine's own error, not its (huge) echo of the input", async () => {
     expectRejected(await failure('/rejected-with-huge-given', { body: {} }), 400, /HTTP 400 prompt: Input should be a valid list$/);
+  });
+
+  it('a 409 that means "not now" (a busy trainer, a server resumed under a sync) is retryable; any other 409 keeps its code and is not', async () => {
+    for (const path of ['/trainer-busy', '/not-paused']) {
+      const e = await failure(path, { body: {} });
+      expect([(e as Error).name, NON_RETRYABLE_ENGINE_ERRORS.includes((e as Error).name)]).toEqual(['EngineBusyError', false]);
+    }
+    const behind = await failure('/trainer-behind', { body: {} });
+    expectRejected(behind, 409, /holds no run$/);
+    expect((behind as EngineRejectedError).code).toBe('trainer_behind');
   });
 
   it('a connection reset before or during the body is retryable', async () => {

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from .helpers import serve
+from .helpers import as_export, serve
 
 pytestmark = pytest.mark.anyio
 BACKENDS = ["sim", "torch"]
@@ -80,3 +80,10 @@ async def test_sim_only_fields_are_refused_by_the_torch_backend():
     async with serve("torch") as (client, _):
         r = await client.post("/v1/completions", json={"prompt": [1], "sim_response_length": 5})
     assert r.status_code == 400 and r.json()["problems"][0]["field"] == "sim_response_length"
+
+
+async def test_update_weights_on_a_running_server_says_not_paused(tmp_path):
+    # The code the bridge retries on (a catch-up resumed the server between a sync's pause and its update).
+    async with serve("sim") as (client, _):
+        r = await client.post("/update_weights", json={"path": str(as_export(tmp_path / "v1", "sim")), "version": 1})
+    assert r.status_code == 409 and r.json()["code"] == "not_paused"

@@ -190,7 +190,7 @@ class VllmEngine(InferenceEngine):
 
     async def update_weights(self, path: str, version: int) -> None:
         if self.pause_mode is None:
-            raise ConflictError("state", "update_weights needs a paused server: POST /pause first", "running")
+            raise ConflictError("state", "update_weights needs a paused server: POST /pause first", "running", "not_paused")
         p: Path = self.check_weights(path)
         await self.llm.collective_rpc("update_config", args=({"model_config": {"model": str(p)}},))
         await self.llm.collective_rpc("reload_weights")
