@@ -55,7 +55,7 @@ export class EngineRejectedError extends Error {
   }
 }
 
-/** Thrown when an engine is busy with an earlier call of the same work (a retried train step meets its first attempt): retry later. */
+/** Thrown when an engine cannot take a call now but will later: busy with an earlier call of the same work (a retried train step meets its first attempt), or resumed under a sync by a concurrent catch-up (not_paused). Retry. */
 export class EngineBusyError extends Error {
   override readonly name = 'EngineBusyError';
 }

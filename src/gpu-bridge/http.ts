@@ -29,7 +29,7 @@ import { errorCode, errorOf, excerpt, readBounded } from './reply';
  * step met its first attempt still running. not_paused: an inference server was resumed between a sync's pause
  * and its update (a catch-up of that server ran beside it); the sync's retry pauses it again and converges.
  */
-const BUSY_CODES = new Set(['trainer_busy', 'not_paused']);
+const RETRY_LATER_CODES = new Set(['trainer_busy', 'not_paused']);
 
 export interface RequestOptions {
   method?: 'GET' | 'POST';
@@ -94,7 +94,7 @@ function statusError(url: string, status: number, text: string): Error {
     if (behind.success) return new EngineVersionBehindError(`${url}: ${behind.data.error}`, behind.data.version, behind.data.min_version);
   }
   const code = errorCode(text);
-  if (code !== undefined && BUSY_CODES.has(code)) return new EngineBusyError(`${url}: HTTP ${status} ${errorOf(text)}`);
+  if (code !== undefined && RETRY_LATER_CODES.has(code)) return new EngineBusyError(`${url}: HTTP ${status} ${errorOf(text)}`);
   return new EngineRejectedError(`${url}: HTTP ${status} ${errorOf(text)}`, status, code);
 }
 
