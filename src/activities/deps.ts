@@ -21,6 +21,8 @@ export interface ActivityDeps {
   trainer: TrainerClient;
   /** temporal.worker.max_result_bytes: the guard on results that can grow (payload.ts). */
   maxResultBytes: number;
+  /** temporal.worker.heartbeat_partial_tokens: generation heartbeats carry the partial tokens (withProgress). */
+  heartbeatPartialTokens: boolean;
 }
 
 export function createDeps({ config, derived }: LoadedConfig, log?: Logger): ActivityDeps {
@@ -40,5 +42,6 @@ export function createDeps({ config, derived }: LoadedConfig, log?: Logger): Act
     env: new EnvClient(config.engines.env.url),
     trainer: new TrainerClient(config.engines.trainer.url),
     maxResultBytes: config.temporal.worker.max_result_bytes,
+    heartbeatPartialTokens: config.temporal.worker.heartbeat_partial_tokens,
   };
 }

@@ -131,7 +131,7 @@ export function rolloutActivities(deps: ActivityDeps) {
         }
         const generation = await completeChoice(r, progress, 0, (call) => turnSeed(seed, input.turn, call));
         return storeTurn(deps, input.contextKey, ctx, progress.prompt, generation, input.turn);
-      }).then((summary) => guardResult('generateTurn', summary, deps.maxResultBytes));
+      }, deps.heartbeatPartialTokens).then((summary) => guardResult('generateTurn', summary, deps.maxResultBytes));
     },
 
     /**
@@ -155,7 +155,7 @@ export function rolloutActivities(deps: ActivityDeps) {
             return storeTurn(deps, input.contextKeys[i]!, ctx, progress.prompt!, generation, 0);
           }),
         );
-      }).then((summaries) => guardResult('generateGroupTurn', summaries, deps.maxResultBytes));
+      }, deps.heartbeatPartialTokens).then((summaries) => guardResult('generateGroupTurn', summaries, deps.maxResultBytes));
     },
 
     /** Writes the finished trajectory as one training sample; returns its key and the summary the group needs. */

@@ -43,7 +43,9 @@ function describeCell(c: Record<string, unknown>): string {
   if (c.workload === 'w1') {
     const ran = (c.runs ?? {}) as Record<string, unknown>;
     const m = (mode: string, x: unknown) => (mode in ran ? s(x) : 'not run');
-    return `w1 B=${c.batch} (μ,σ)=(${c.mean_s},${c.std_s}) scale ${c.time_scale}: lockstep ${m('lockstep', c.baseline_makespan_s)}, env_async ${m('env_async', c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup}×), overhead ${pct(c.overhead)}`;
+    const costs = Object.entries((c.durability_cost ?? {}) as Record<string, { makespan_on_s: unknown; makespan_off_s: unknown; cost: unknown }>);
+    const durability = costs.map(([mode, d]) => `; durability cost (${mode}) ${pct(d.cost)}: ${s(d.makespan_on_s)} with, ${s(d.makespan_off_s)} without`).join('');
+    return `w1 B=${c.batch} (μ,σ)=(${c.mean_s},${c.std_s}) scale ${c.time_scale}: lockstep ${m('lockstep', c.baseline_makespan_s)}, env_async ${m('env_async', c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup}×), overhead ${pct(c.overhead)}${durability}`;
   }
   if (c.workload === 'w7') {
     return `w7 in_flight ${c.in_flight}: makespan ${s(c.makespan_s)} (DES ${s(c.des_makespan_s)}), overhead ${pct(c.overhead)}, ${c.trajectories_per_s ?? 'n/a'} trajectories/s, ${c.activities_per_s ?? 'n/a'} activities/s${c.sustained ? '' : ' (not sustained)'}`;

@@ -64,6 +64,10 @@ export const TemporalSchema = z
         max_result_bytes: count(1024)
           .default(1024 * 1024)
           .describe('Largest env reset/step or generation result (its JSON: observation, generated text) a worker hands to Temporal; a larger one fails its group with PayloadTooLargeError instead of a payload the server rejects (above 2 MB) and a retry without end.'),
+        heartbeat_partial_tokens: z
+          .boolean()
+          .default(true)
+          .describe('Each generation heartbeat carries the tokens generated so far, so a generation retried after a crash (of this worker or its server) continues from them; false sends empty beats and a retry starts over from the prompt (it saves the beats\' payload; make bench durability measures both).'),
       })
       .prefault({})
       .describe('Worker capacity.'),

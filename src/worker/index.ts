@@ -7,6 +7,9 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, type LogEntry, type L
 import { createActivities, createDeps, type ActivityDeps } from '../activities';
 import type { LoadedConfig } from '../configs';
 import { createLogger, type Logger } from '../logging';
+import { HEARTBEAT_EVERY_MS } from '../activities/heartbeat-timing';
+import { connectClient } from '../client/connect';
+import { reclaimFromDeadWorkers } from './reclaim';
 
 let runtimeInstalled = false;
 
@@ -47,6 +50,10 @@ export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {
       ...(config.temporal.worker.max_concurrent_workflow_tasks ? { maxConcurrentWorkflowTaskExecutions: config.temporal.worker.max_concurrent_workflow_tasks } : {}),
       ...(config.temporal.worker.max_cached_workflows !== undefined ? { maxCachedWorkflows: config.temporal.worker.max_cached_workflows } : {}),
       ...(opts.identity ? { identity: opts.identity } : {}),
+      // Beats reach the server as they are made, not at 80% of the heartbeat timeout (the
+      // SDK's default throttle), so the timeout has room for late ones (heartbeat-timing.ts).
+      maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
+      defaultHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
     });
   } catch (e) {
     await connection.close(); // an open connection would keep this process alive
@@ -56,12 +63,30 @@ export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {
   return { worker, connection, deps };
 }
 
+/** What a dead worker of this host left behind is retried now (reclaim.ts); a failure here costs only speed, never the worker. */
+async function reclaim({ config }: LoadedConfig, identity: string): Promise<void> {
+  const log = createLogger('worker');
+  try {
+    const client = await connectClient(config);
+    try {
+      const reclaimed = await reclaimFromDeadWorkers(client, config.temporal.task_queue, identity);
+      if (reclaimed.activities > 0) log.info(reclaimed, 'retried the calls of a dead worker of this host at once');
+    } finally {
+      await client.connection.close();
+    }
+  } catch (e) {
+    log.warn({ err: e }, 'could not reclaim the calls of dead workers; they are retried after their heartbeat timeout');
+  }
+}
+
 export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}): Promise<void> {
   const { worker, connection, deps } = await createWorker(loaded, opts);
   // The health prober lives as long as the worker: it brings inference servers marked down back.
   deps.prober.start();
+  const reclaiming = reclaim(loaded, worker.options.identity);
   try {
     await worker.run();
+    await reclaiming;
   } finally {
     await deps.prober.stop();
     await connection.close();

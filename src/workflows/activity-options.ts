@@ -1,6 +1,8 @@
 /**
  * Timeouts and retry policies per kind of call. Long calls heartbeat, so a
- * dead worker is noticed in heartbeatTimeout, not startToCloseTimeout.
+ * dead worker is noticed in heartbeatTimeout, not startToCloseTimeout: its
+ * calls are retried on a live worker HEARTBEAT_TIMEOUT after its last beat
+ * (heartbeat-timing.ts), or at once when it is restarted on its host.
  * Failure types that retrying cannot fix are named here, not matched by text.
  */
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
@@ -8,6 +10,7 @@ import { NON_RETRYABLE_ACTIVITY_ERRORS } from '../activities/errors';
 import { NON_RETRYABLE_ENV_ERRORS } from '../envs/errors';
 import { NON_RETRYABLE_ENGINE_ERRORS } from '../gpu-bridge/errors';
 import { NON_RETRYABLE_STORE_ERRORS } from '../store/errors';
+import { HEARTBEAT_TIMEOUT } from '../activities/heartbeat-timing';
 
 /** Every boundary's errors that no retry can fix, by their class names (the failure types activities raise). */
 const NON_RETRYABLE = [...NON_RETRYABLE_ENGINE_ERRORS, ...NON_RETRYABLE_STORE_ERRORS, ...NON_RETRYABLE_ENV_ERRORS, ...NON_RETRYABLE_ACTIVITY_ERRORS];
@@ -15,7 +18,7 @@ const NON_RETRYABLE = [...NON_RETRYABLE_ENGINE_ERRORS, ...NON_RETRYABLE_STORE_ER
 /** Generation: may wait out weight syncs and long tails. */
 export const GENERATE: ActivityOptions = {
   startToCloseTimeout: '2 hours',
-  heartbeatTimeout: '60 seconds',
+  heartbeatTimeout: HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: NON_RETRYABLE },
 };
 
@@ -27,7 +30,7 @@ export const GENERATE: ActivityOptions = {
  */
 export const ENV: ActivityOptions = {
   startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '60 seconds',
+  heartbeatTimeout: HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 25, nonRetryableErrorTypes: NON_RETRYABLE },
 };
 
@@ -40,7 +43,7 @@ export const STORE: ActivityOptions = {
 /** Train step, export, weight sync: minutes; heartbeats while they run. */
 export const TRAIN: ActivityOptions = {
   startToCloseTimeout: '2 hours',
-  heartbeatTimeout: '60 seconds',
+  heartbeatTimeout: HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: NON_RETRYABLE },
 };
 

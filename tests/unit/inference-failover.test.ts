@@ -35,7 +35,7 @@ function depsFor(urls: string[]): ActivityDeps {
   const inference = new Map(urls.map((u) => [u, new InferenceClient(u)]));
   const weights = new LatestWeights(store);
   const router = new InferenceRouter(pool, inference, () => weights.current());
-  return { store, pool, inference, router, prober: new HealthProber(pool, router), weights, env: new EnvClient('http://127.0.0.1:1'), trainer: new TrainerClient('http://127.0.0.1:1'), maxResultBytes: 1 << 20 };
+  return { store, pool, inference, router, prober: new HealthProber(pool, router), weights, env: new EnvClient('http://127.0.0.1:1'), trainer: new TrainerClient('http://127.0.0.1:1'), maxResultBytes: 1 << 20, heartbeatPartialTokens: true };
 }
 
 /** Runs an activity with heartbeat details from a previous attempt (if any), recording its heartbeats. */
@@ -121,6 +121,17 @@ describe('heartbeated partial tokens', () => {
     expect(asked.map((r) => [r.path, r.body.prompt, r.body.max_tokens])).toEqual([['/v1/completions', [...CHAT_PROMPT, ...tokensAfter(3, 3)], 5]]);
     expect((await deps.store.get<TrajectoryContext>(`${RUN}/trajectories/t.json`)).response_ids).toEqual(tokensAfter(3, 8));
     expect(beats[0]).toEqual(recorded); // the first beat keeps what the attempt resumed from
+  });
+
+  it('with heartbeat_partial_tokens off, beats carry nothing and a retried attempt starts over from the prompt', async () => {
+    const rollout = rolloutActivities({ ...deps, heartbeatPartialTokens: false });
+    const recorded: GenerationProgress = { prompt: CHAT_PROMPT, choices: [{ token_ids: tokensAfter(3, 3), logprobs: [-1, -1, -1], version_spans: [{ version: 0, start: 0, end: 3 }], text: '', aborts: 0, failovers: 0, calls: 0 }] };
+    const { result, beats } = await runActivity(() => rollout.generateTurn({ contextKey: `${RUN}/trajectories/t.json`, observation: 'q', turn: 0, sampling, affinity: 'traj', runId: RUN }), structuredClone(recorded));
+
+    expect(result.tokens).toBe(8);
+    expect(beats).toEqual([]); // every beat was sent, empty (runActivity keeps only beats with details)
+    const asked = servers.flatMap((s) => s.requests).filter((r) => r.path.startsWith('/v1/'));
+    expect(asked.map((r) => [r.path, r.body.max_tokens])).toEqual([['/v1/chat/completions', 8]]); // from the prompt, the whole budget
   });
 
   it("a later turn's retry after the turn was stored returns it instead of appending it twice", async () => {

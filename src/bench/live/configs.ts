@@ -91,9 +91,12 @@ export function w1Cells(o: W1LiveOptions): W1Cell[] {
 }
 
 /** W1: one group per trajectory (G = 1), so every trajectory has its own env seed and latencies. */
-export function w1RunConfig(o: W1LiveOptions, cell: W1Cell, mode: 'lockstep' | 'env_async', runDir: string): RunConfigInput {
+export function w1RunConfig(o: W1LiveOptions, cell: W1Cell, mode: 'lockstep' | 'env_async', runDir: string, durability: 'on' | 'off' = 'on'): RunConfigInput {
   const c = { exp: 'bench-w1', seed: o.seed, groups: cell.batch, groupSize: 1, turns: o.turns, meanS: cell.mean_s, stdS: cell.std_s, llmS: o.llm_s, llmTokens: o.llm_tokens, datasetSize: o.dataset_size, timeScale: o.time_scale, mode, envCalls: o.env_calls };
-  return rolloutConfig(c, o, runDir);
+  const config = rolloutConfig(c, o, runDir);
+  if (durability === 'on') return config;
+  // Without #12's durability additions: empty heartbeats (a retried generation starts over) and the trainer state saved at the start only.
+  return { ...config, trainer_state_save_steps: 0, temporal: { ...config.temporal, worker: { heartbeat_partial_tokens: false } } };
 }
 
 export function w1DesOptions(o: W1LiveOptions, cell: W1Cell): Partial<W1Options> {

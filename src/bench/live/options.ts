@@ -36,6 +36,11 @@ export const W1LiveOptions = z.strictObject({
   dataset_size: z.number().int().min(1).default(4096).describe('Dataset size of the runs (and the DES): with the seed it fixes which env seeds a batch gets.'),
   time_scale: z.number().positive().default(0.1).describe('Multiplies every latency (env and LLM) in the run and the DES; 0.1 makes μ = 10 s a 1 s step.'),
   modes: z.array(z.enum(['lockstep', 'env_async'])).min(1).default(['lockstep', 'env_async']).describe('Which runs to make; the DES always computes both.'),
+  durability: z
+    .array(z.enum(['on', 'off']))
+    .min(1)
+    .default(['on'])
+    .describe('Runs of each mode: on, the defaults (generation heartbeats carry the partial tokens, trainer state saved at the start and every trainer_state_save_steps); off, without them (empty beats, the start save only). [on, off] runs both and reports the cost.'),
   env_calls: envCalls,
   ...StackOptions,
 });

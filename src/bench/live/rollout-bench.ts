@@ -41,16 +41,38 @@ export async function benchW1(o: W1LiveOptions, ctx: BenchContext): Promise<obje
   const cells = [];
   for (const cell of w1Cells(o)) {
     const des = desW1(w1DesOptions(o, cell));
-    const runs: Partial<Record<'lockstep' | 'env_async', RunOutcome>> = {};
-    for (const mode of o.modes) {
-      const runId = `w1-b${cell.batch}-m${cell.mean_s}-s${cell.std_s}-${mode}-${ctx.stamp}`;
-      runs[mode] = await ctx.stack.run(`w1-${mode}`, w1RunConfig(o, cell, mode, runDir(ctx, runId)), runId, o.run_timeout_s, workersFor(o, cell.batch));
+    const byDurability: Partial<Record<'on' | 'off', W1Runs>> = {};
+    for (const durability of o.durability) {
+      const runs: W1Runs = (byDurability[durability] = {});
+      for (const mode of o.modes) {
+        const runId = `w1-b${cell.batch}-m${cell.mean_s}-s${cell.std_s}-${mode}${durability === 'off' ? '-nodurability' : ''}-${ctx.stamp}`;
+        runs[mode] = await ctx.stack.run(`w1-${mode}`, w1RunConfig(o, cell, mode, runDir(ctx, runId), durability), runId, o.run_timeout_s, workersFor(o, cell.batch));
+      }
     }
-    const report = { ...w1Report(o, cell, des.modes.lockstep!.makespan_s, des.modes.env_async!.makespan_s, runs), worker_processes: workersFor(o, cell.batch) };
+    const runs = (byDurability.on ?? byDurability.off)!;
+    const cost = byDurability.on && byDurability.off ? { durability_cost: durabilityCost(byDurability.on, byDurability.off) } : {};
+    const report = { ...w1Report(o, cell, des.modes.lockstep!.makespan_s, des.modes.env_async!.makespan_s, runs), ...cost, worker_processes: workersFor(o, cell.batch) };
     ctx.emit(report);
     cells.push(report);
   }
   return cells;
+}
+
+type W1Runs = Partial<Record<'lockstep' | 'env_async', RunOutcome>>;
+
+/**
+ * What the durability additions cost per mode: the rollout makespan with them
+ * (on) and without (off), and on/off − 1 (the target is at most 3 %), with the
+ * runs without them.
+ */
+function durabilityCost(on: W1Runs, off: W1Runs) {
+  return Object.fromEntries(
+    Object.entries(off).map(([mode, without]) => {
+      const [withS, withoutS] = [on[mode as keyof W1Runs], without].map((r) => (r ? makespanOf(r) : undefined));
+      const cost = withS !== undefined && withoutS !== undefined ? Math.round((withS / withoutS - 1) * 1000) / 1000 : null;
+      return [mode, { makespan_on_s: withS ?? null, makespan_off_s: withoutS ?? null, cost, run_off: runRecord(without!) }];
+    }),
+  );
 }
 
 /** One W1 cell: both makespans, both speedups, the overheads, and the time scale that made them. */

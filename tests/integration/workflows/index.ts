@@ -1,5 +1,5 @@
 // Test-only workflows: small enough to reason about, real enough to exercise the server.
-import { condition, defineQuery, defineSignal, setHandler } from '@temporalio/workflow';
+import { condition, defineQuery, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
 
 export const release = defineSignal<[string]>('release');
 export const state = defineQuery<string>('state');
@@ -13,4 +13,14 @@ export async function waitForRelease(): Promise<string> {
   setHandler(state, () => (payload === undefined ? 'waiting' : 'released'));
   await condition(() => payload !== undefined);
   return `released with ${payload}`;
+}
+
+/** One call that only a reclaim (or a ten-minute heartbeat timeout) retries; returns what its last attempt returned. */
+export async function oneLongCall(): Promise<unknown> {
+  const { heartbeatUntilRetried } = proxyActivities<{ heartbeatUntilRetried(): Promise<unknown> }>({
+    startToCloseTimeout: '1 hour',
+    heartbeatTimeout: '10 minutes',
+    retry: { initialInterval: '100 ms' },
+  });
+  return heartbeatUntilRetried();
 }
