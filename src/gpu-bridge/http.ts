@@ -39,6 +39,11 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Longest reply body read; a longer one is refused unread. Default 256 MiB (a generation with n = 64 long samples is ~10 MB). */
   maxResponseBytes?: number;
+  /**
+   * Streams: longest wait for any byte (headers, an event, a keep-alive comment) before the server
+   * is taken for hung, an unreachable EngineUnavailableError like a dead one. Unset, only timeoutMs bounds it.
+   */
+  idleTimeoutMs?: number;
 }
 
 const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
@@ -48,20 +53,40 @@ const failureCode = (e: unknown, otherwise = String(e)) => (e as { cause?: { cod
 
 const isJsonType = (contentType: string | null) => contentType === null || /[/+]json\b/i.test(contentType);
 
-/** A request under way: its response, and how a broken connection is reported (the caller's cancellation passes through). */
+/**
+ * A request under way: its response, how a broken connection is reported (the caller's cancellation
+ * passes through), and its idle guard: `alive` when a byte arrived, `settled` when the call is over.
+ */
 interface Sent {
   res: Response;
   lost: (e: unknown) => unknown;
+  alive: () => void;
+  settled: () => void;
 }
 
-/** Sends the request; a failed connection (refused, reset, timed out) is an unreachable EngineUnavailableError. */
+/** Aborts when `ms` pass without `alive()`; never, when `ms` is undefined. */
+function idleGuard(ms: number | undefined) {
+  const idle = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const alive = () => {
+    if (ms === undefined || idle.signal.aborted) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => idle.abort(), ms);
+  };
+  alive();
+  return { signal: idle.signal, alive, settled: () => clearTimeout(timer) };
+}
+
+/** Sends the request; a failed connection (refused, reset, timed out, hung) is an unreachable EngineUnavailableError. */
 async function send(url: string, opts: RequestOptions): Promise<Sent> {
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const timeout = AbortSignal.timeout(timeoutMs);
-  const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+  const idle = idleGuard(opts.idleTimeoutMs);
+  const signal = AbortSignal.any([...(opts.signal ? [opts.signal] : []), timeout, idle.signal]);
   const lost = (e: unknown) => {
     if (opts.signal?.aborted) return opts.signal.reason ?? e;
-    return new EngineUnavailableError(`${url}: ${timeout.aborted ? `no whole answer within ${timeoutMs} ms` : failureCode(e)}`, true);
+    const why = timeout.aborted ? `no whole answer within ${timeoutMs} ms` : idle.signal.aborted ? `not a byte for ${opts.idleTimeoutMs} ms (the server is hung)` : failureCode(e);
+    return new EngineUnavailableError(`${url}: ${why}`, true);
   };
   try {
     const res = await fetch(url, {
@@ -70,8 +95,10 @@ async function send(url: string, opts: RequestOptions): Promise<Sent> {
       body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
       signal,
     });
-    return { res, lost };
+    idle.alive();
+    return { res, lost, alive: idle.alive, settled: idle.settled };
   } catch (e) {
+    idle.settled();
     throw lost(e);
   }
 }
@@ -109,7 +136,7 @@ function safeJson(text: string): unknown {
 export async function requestJson<T>(url: string, opts: RequestOptions = {}): Promise<T> {
   const sent = await send(url, opts);
   const { res } = sent;
-  const text = await readText(url, sent, opts);
+  const text = await readText(url, sent, opts).finally(sent.settled);
   if (res.status >= 400) throw statusError(url, res.status, text);
   const contentType = res.headers.get('content-type');
   if (!isJsonType(contentType)) throw new EngineRejectedError(`${url}: answered ${contentType}, not JSON (is this an engine's url?): ${excerpt(text)}`, 502);
@@ -145,8 +172,11 @@ export async function streamChecked<T>(baseUrl: string, path: string, schema: Sc
   const url = new URL(path, baseUrl).toString();
   const sent = await send(url, opts);
   const { res } = sent;
-  if (res.status >= 400) throw statusError(url, res.status, await readText(url, sent, opts));
-  if (!res.body) throw new EngineRejectedError(`${url}: a streamed answer has no body`, res.status);
+  if (res.status >= 400) throw statusError(url, res.status, await readText(url, sent, opts).finally(sent.settled));
+  if (!res.body) {
+    sent.settled();
+    throw new EngineRejectedError(`${url}: a streamed answer has no body`, res.status);
+  }
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
   let buffered = '';
@@ -159,6 +189,7 @@ export async function streamChecked<T>(baseUrl: string, path: string, schema: Sc
         throw sent.lost(e);
       }
       if (chunk.done) throw new EngineUnavailableError(`${url}: the stream ended before [DONE]`, true);
+      sent.alive();
       buffered += decoder.decode(chunk.value, { stream: true });
       let end: number;
       while ((end = buffered.indexOf('\n\n')) >= 0) {
@@ -166,11 +197,13 @@ export async function streamChecked<T>(baseUrl: string, path: string, schema: Sc
         buffered = buffered.slice(end + 2);
         const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
         if (lines.includes('event: error')) throw new EngineUnavailableError(`${url}: the stream failed: ${excerpt(data)}`);
+        if (!lines.some((l) => l.startsWith('data: '))) continue; // a comment (the server's keep-alive) or an empty event
         if (data === '[DONE]') return;
         onEvent(checked(url, schema, safeJson(data)));
       }
     }
   } finally {
+    sent.settled();
     // Ends the request if we stop reading early (the server drops the generation); a no-op after [DONE].
     reader.cancel().catch(() => undefined);
   }

@@ -26,18 +26,21 @@ import { callChecked, streamChecked, type RequestOptions } from './http';
 
 // Generation may legitimately wait a long time: a paused server holds requests until it resumes.
 const GENERATE_TIMEOUT_MS = 60 * 60_000;
+// But a waiting stream is never silent: the servers send a keep-alive comment every 5 s (python-engines
+// roles/inference/api.py SSE_KEEPALIVE_S), so a minute without a byte is a hung server, failed over like a dead one.
+const STREAM_IDLE_TIMEOUT_MS = 60_000;
 
 export class InferenceClient {
   constructor(readonly baseUrl: string) {}
 
   /** A streamed completion: each chunk (new tokens per choice) reaches `onChunk` while the generation runs. */
   streamComplete(req: CompletionRequest, onChunk: (c: CompletionChunk) => void, opts: RequestOptions = {}): Promise<void> {
-    return streamChecked(this.baseUrl, '/v1/completions', CompletionChunkSchema, onChunk, { timeoutMs: GENERATE_TIMEOUT_MS, ...opts, body: { ...req, stream: true } });
+    return streamChecked(this.baseUrl, '/v1/completions', CompletionChunkSchema, onChunk, { timeoutMs: GENERATE_TIMEOUT_MS, idleTimeoutMs: STREAM_IDLE_TIMEOUT_MS, ...opts, body: { ...req, stream: true } });
   }
 
   /** A streamed chat completion; the first chunk carries the templated prompt's token ids. */
   streamChat(req: ChatCompletionRequest, onChunk: (c: ChatCompletionChunk) => void, opts: RequestOptions = {}): Promise<void> {
-    return streamChecked(this.baseUrl, '/v1/chat/completions', ChatCompletionChunkSchema, onChunk, { timeoutMs: GENERATE_TIMEOUT_MS, ...opts, body: { ...req, stream: true } });
+    return streamChecked(this.baseUrl, '/v1/chat/completions', ChatCompletionChunkSchema, onChunk, { timeoutMs: GENERATE_TIMEOUT_MS, idleTimeoutMs: STREAM_IDLE_TIMEOUT_MS, ...opts, body: { ...req, stream: true } });
   }
 
   /** Token ids that follow a generated assistant turn: its end, the new turns, the next assistant header. */

@@ -7,7 +7,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, type LogEntry, type L
 import { createActivities, createDeps, type ActivityDeps } from '../activities';
 import type { LoadedConfig } from '../configs';
 import { createLogger, type Logger } from '../logging';
-import { HEARTBEAT_EVERY_MS } from '../activities/heartbeat-timing';
+import { HEARTBEAT_EVERY_MS } from '../workflows/heartbeat-timing';
 import { connectClient } from '../client/connect';
 import { reclaimFromDeadWorkers } from './reclaim';
 

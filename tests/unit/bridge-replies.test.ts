@@ -5,6 +5,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callChecked, EngineRejectedError, EngineUnavailableError, NON_RETRYABLE_ENGINE_ERRORS, requestJson } from '../../src/gpu-bridge';
+import { streamChecked } from '../../src/gpu-bridge/http';
+import { z } from 'zod';
 import { EngineStateSchema } from '../../src/gpu-bridge/contracts/inference';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -49,6 +51,18 @@ const routes: Record<string, Handler> = {
       if (!res.destroyed) res.once('drain', pump);
     };
     pump();
+  },
+  // Streams: a hung server (headers and one keep-alive, then silence), and a quiet one whose keep-alives span
+  // several idle timeouts before its events come.
+  '/stream-hangs': (_, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': keep-alive\n\n'),
+  '/stream-quiet': (_, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    let beats = 0;
+    const beat = setInterval(() => {
+      if (++beats <= 12) return void res.write(': keep-alive\n\n');
+      clearInterval(beat);
+      res.end('data: {"n": 1}\n\n: keep-alive\n\ndata: {"n": 2}\n\ndata: [DONE]\n\n');
+    }, 100);
   },
   '/state-wrong-types': (_, res) => json(res, 200, JSON.stringify({ backend: 7, model: ['sim'], version: 'three', paused: 'no' })),
   '/state-huge-mismatch': (_, res) => json(res, 200, JSON.stringify(Array.from({ length: 20_000 }, (_, i) => ({ i })))),
@@ -140,6 +154,15 @@ describe('bad engine replies become named errors with bounded messages', () => {
   it('no whole answer within the timeout is retryable, whether the headers or the body never come', async () => {
     expectUnavailable(await failure('/never-answers', { timeoutMs: 100 }), /: no whole answer within 100 ms$/);
     expectUnavailable(await failure('/stalls-mid-body', { timeoutMs: 100 }), /: no whole answer within 100 ms$/);
+  });
+
+  it('a stream silent past its idle timeout is a hung server: retryable, like a dead one; keep-alives keep a quiet one open and never reach the caller', async () => {
+    const events: unknown[] = [];
+    const stream = (path: string) => streamChecked(base, path, z.object({ n: z.number() }), (e) => events.push(e), { timeoutMs: 60_000, idleTimeoutMs: 400, body: {} });
+    expectUnavailable(await stream('/stream-hangs').then(() => new Error('no failure'), (e: Error) => e), /: not a byte for 400 ms \(the server is hung\)$/);
+    expect(events).toEqual([]);
+    await stream('/stream-quiet'); // 1.2 s of keep-alives, 100 ms apart, under a 400 ms idle timeout
+    expect(events).toEqual([{ n: 1 }, { n: 2 }]);
   });
 
   it('the caller cancelling is not an engine failure: its reason passes through', async () => {

@@ -124,3 +124,40 @@ async def test_min_version_is_refused_by_a_server_behind_and_served_once_it_caug
     assert served.status_code == 200 and newer_ok.status_code == 200
     spans = joined(events(served.text), 1)[0]["version_spans"] if stream else served.json()["choices"][0]["version_spans"]
     assert {s["version"] for s in spans} == {2}
+
+
+async def test_a_waiting_stream_sends_keep_alives_and_a_client_gone_mid_wait_stops_the_generation(monkeypatch):
+    """While no chunk comes the stream sends comments (the bridge takes a minute of silence for a hung
+    server); the chunks in between are untouched, and closing the stream cancels the chunk it waits for."""
+    from pydantic import BaseModel
+
+    from rollflow_engines.roles.inference import api
+
+    class Chunk(BaseModel):
+        n: int
+
+    monkeypatch.setattr(api, "SSE_KEEPALIVE_S", 0.01)
+    gate, stopped = asyncio.Event(), asyncio.Event()
+
+    async def chunks():
+        try:
+            yield Chunk(n=1)
+            await gate.wait()
+            yield Chunk(n=2)
+            await asyncio.Event().wait()  # never comes: the client leaves first
+        finally:
+            stopped.set()
+
+    sent: list[bytes] = []
+    stream = api._sse(chunks())
+    async for piece in stream:
+        sent.append(piece)
+        if sent.count(api.KEEPALIVE) == 2:
+            gate.set()
+        if len(sent) >= 2 and sent[-2:] == [api.KEEPALIVE, api.KEEPALIVE] and b'"n":2' in b"".join(sent):
+            break
+    await stream.aclose()
+    # Nothing came while the generation waited but keep-alives; the chunks passed through whole, in order.
+    assert sent[:3] == [b'data: {"n":1}\n\n', api.KEEPALIVE, api.KEEPALIVE]
+    assert [p for p in sent if p != api.KEEPALIVE] == [b'data: {"n":1}\n\n', b'data: {"n":2}\n\n']
+    await asyncio.wait_for(stopped.wait(), timeout=60)

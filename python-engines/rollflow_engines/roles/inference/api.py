@@ -2,6 +2,7 @@
 never to a particular backend."""
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -76,14 +77,33 @@ class _TextDeltas:
         return added
 
 
+# While no token comes (a paused server holds the request, a long prefill), a stream sends this comment
+# this often, so a client tells a quiet server from a hung one (the bridge's STREAM_IDLE_TIMEOUT_MS).
+SSE_KEEPALIVE_S = 5.0
+KEEPALIVE = b": keep-alive\n\n"
+
+
 async def _sse(chunks: AsyncIterator[BaseModel]) -> AsyncIterator[bytes]:
+    events = aiter(chunks)
+    pending: asyncio.Future[BaseModel] | None = None
     try:
-        async for chunk in chunks:
+        while True:
+            # The next chunk is awaited in its own task, so waiting for it can time out without cancelling it.
+            pending = asyncio.ensure_future(anext(events))
+            while not (await asyncio.wait({pending}, timeout=SSE_KEEPALIVE_S))[0]:
+                yield KEEPALIVE
+            try:
+                chunk = pending.result()
+            except StopAsyncIteration:
+                break
             yield f"data: {chunk.model_dump_json()}\n\n".encode()
     except Exception as e:  # a backend failure after the response started: say so, then end the stream
         log.exception("streamed generation failed")
         yield f"event: error\ndata: {json.dumps({'error': str(e)})}\n\n".encode()
         return
+    finally:  # the client went away mid-wait: stop the generation too
+        if pending is not None and not pending.done():
+            pending.cancel()
     yield b"data: [DONE]\n\n"
 
 
