@@ -24,15 +24,16 @@ help:
 setup: node python temporal-cli system-packages
 
 node: node_modules/.installed
+# A checkout whose node_modules or .venv is a link to another's (a git worktree) never installs into it:
+# npm ci would empty the other checkout's modules under it.
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
-	@touch $@
+	@if [ -L node_modules ]; then echo "node_modules is a link to another checkout's: not installing" >&2; exit 0; fi; \
+	  npm ci --no-audit --no-fund --loglevel=error && touch $@
 
 python: .venv/.installed
 .venv/.installed: python-engines/requirements.txt
-	python3 -m venv .venv
-	.venv/bin/pip install --quiet --disable-pip-version-check -r python-engines/requirements.txt
-	@touch $@
+	@if [ -L .venv ]; then echo ".venv is a link to another checkout's: not installing" >&2; exit 0; fi; \
+	  python3 -m venv .venv && .venv/bin/pip install --quiet --disable-pip-version-check -r python-engines/requirements.txt && touch $@
 
 temporal-cli:
 	@temporal/ensure-cli.sh >/dev/null
@@ -98,6 +99,7 @@ BENCH_W7 ?=
 CHAOS_CONFIG ?= examples/chaos-sim.yaml
 bench: setup build
 	$(ROLLFLOW) bench w1 $(BENCH_W1) --out $(BENCH_OUT)/w1.json
+	$(ROLLFLOW) bench w1 --set 'batches=[64]' --set 'latencies=[[10,1]]' --set 'modes=["env_async"]' --set 'durability=["on","off"]' --out $(BENCH_OUT)/durability.json
 	$(ROLLFLOW) bench w2 $(BENCH_W2) --out $(BENCH_OUT)/w2.json
 	$(ROLLFLOW) bench w3 $(BENCH_W3) --out $(BENCH_OUT)/w3.json
 	$(ROLLFLOW) bench w4 $(BENCH_W4) --out $(BENCH_OUT)/w4.json
