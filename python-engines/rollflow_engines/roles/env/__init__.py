@@ -20,6 +20,7 @@ change here. The only backend is ``python``.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from fastapi import FastAPI
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...edge import MiB, max_request_bytes_field
 from ...rewards import get_verifier, known_verifiers
+from ...sandbox.settings import DEFAULT_MAX_AGE_S, DEFAULT_ROOT
 
 DEFAULT_DOMAINS = {"math": "math_verify", "exact": "exact_match"}
 
@@ -44,6 +46,12 @@ class Options(BaseModel):
     max_request_bytes: int = max_request_bytes_field(8 * MiB)
     domains: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_DOMAINS),
                                     description="Sample domain -> verifier name; merged over the defaults math -> math_verify, exact -> exact_match.")
+    sandbox: Literal["bwrap", "none"] = Field(default="bwrap", description="How model-written code runs (code_exec, sandboxed envs): bwrap, "
+                                              "or none: UNSANDBOXED, for trusted code only, logged as a warning for every workspace.")
+    sandbox_root: Path = Field(default=DEFAULT_ROOT, description="Directory of sandbox workspaces (<root>/<owner>/<id>); the janitor reaps orphans "
+                                                                 "there when the server starts, periodically, and when it stops.")
+    sandbox_max_age_s: float = Field(default=DEFAULT_MAX_AGE_S, gt=0, description="The janitor removes a workspace older than this even if "
+                                                                                  "a live server holds it (its processes are killed first).")
 
     @field_validator("domains")
     @classmethod

@@ -16,6 +16,8 @@ from ...envs import get_env, known_envs
 from ...errors import ConflictError, NotFoundError, RequestError
 from ...rewards import VERIFIERS, get_verifier, known_verifiers
 from ...rewards.isolation import IsolatedRunner, IsolationError, IsolationTimeout
+from ...sandbox import SandboxSettings, configure
+from .janitor import Janitor
 from .contracts import (CloseRequest, CloseResponse, ResetRequest, ResetResponse, RewardRequest, RewardResponse,
                         StepRequest, StepResponse)
 from .metrics import EnvMetrics
@@ -47,6 +49,11 @@ class EnvRole:
         self.sessions = SessionStore(options.max_sessions, options.session_ttl_s, on_close=self._closed)
         preload = tuple(dict.fromkeys(m for v in VERIFIERS.values() if v.isolated for m in v.preload))
         self.runner = IsolatedRunner(workers=options.reward_workers, memory_mb=options.reward_memory_mb, preload=preload)
+        self.sandbox = SandboxSettings(root=options.sandbox_root, mode=options.sandbox, max_age_s=options.sandbox_max_age_s)
+        configure(self.sandbox)  # envs and verifiers of this process open their workspaces with these
+        if options.sandbox == "none":
+            log.warning("env server started with sandbox: none: model-written code will run UNSANDBOXED")
+        self.janitor = Janitor(self.sandbox, on_reaped=self.metrics.sandbox_workspaces_reaped.inc)
 
     def _closed(self, session: Session, why: str) -> None:
         self.metrics.sessions_open.labels(session.env_name).dec()
@@ -56,6 +63,7 @@ class EnvRole:
     def shutdown(self) -> None:
         self.sessions.close_all()
         self.runner.close()
+        self.janitor.stop()
 
     # ---- envs
 
@@ -167,7 +175,7 @@ def register_routes(app: FastAPI, role: EnvRole) -> None:
     def metrics() -> Response:
         return Response(role.render_metrics(), media_type=CONTENT_TYPE_LATEST)
 
-    # Close sessions and kill verifier workers when the server stops.
+    # Close sessions, kill verifier workers and remove sandbox workspaces when the server stops.
     inner = app.router.lifespan_context
 
     @asynccontextmanager
