@@ -256,12 +256,14 @@ def open_workspace(root: Path, owner: str, *, mode: Mode = "bwrap", files: dict[
         workspace = Workspace(record, owner, mode, bwrap, lease, lock_fd)
         workspace._give_to_sandbox(workspace.tmp)
         workspace.write_files(files or {})
-    except BaseException:
+    except BaseException as e:
         if lease:
             lease.release()
         if lock_fd >= 0:
             os.close(lock_fd)
         delete_tree(record)
+        if isinstance(e, OSError):  # a full disk, a lock directory we may not write: the machine's failure
+            raise SandboxError(f"could not set up the workspace {record}: {e}") from e
         raise
     with _open_lock:
         OPEN_WORKSPACES[record] = workspace
@@ -270,13 +272,15 @@ def open_workspace(root: Path, owner: str, *, mode: Mode = "bwrap", files: dict[
 
 def _make_record(owner_dir: Path) -> Path:
     for _ in range(3):  # the janitor may delete an empty owner directory between our two mkdirs
-        owner_dir.mkdir(parents=True, exist_ok=True)
         record = owner_dir / uuid.uuid4().hex[:16]
         try:
+            owner_dir.mkdir(parents=True, exist_ok=True)
             record.mkdir(mode=0o755)
             return record
         except FileNotFoundError:
             continue
+        except OSError as e:
+            raise SandboxError(f"could not create a workspace under {owner_dir}: {e}") from e
     raise SandboxError(f"could not create a workspace under {owner_dir}")
 
 
