@@ -11,7 +11,7 @@ capabilities setpriv needs to become the workspace's uid; setpriv then drops eve
 RLIMIT_NPROC binds once the uid is not root. ``--die-with-parent`` kills the sandbox when the server
 thread that started it dies; ``--new-session`` keeps it off the server's terminal. When the sandbox's
 first process (bwrap's init, pid 1 of its pid namespace) exits, the kernel kills everything else in the
-namespace: no process outlives its run.
+namespace: no process outlives its run (``Workspace.run`` waits for that init, see workspace.py).
 """
 from __future__ import annotations
 

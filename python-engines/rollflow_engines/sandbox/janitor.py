@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .errors import SandboxError
 from .uids import kill_uid
-from .workspace import LOCK_FILE, OPEN_WORKSPACES, _open_lock, delete_tree
+from .workspace import LOCK_FILE, delete_tree, open_here
 
 log = logging.getLogger(__name__)
 CREATING_GRACE_S = 60.0  # creating a workspace takes milliseconds; a lock-less directory this old is debris
@@ -61,8 +61,7 @@ def _subdirs(path: Path) -> list[Path]:
 
 
 def _reap(record: Path, owner: str, now: float, max_age_s: float, live_owners: set[str]) -> bool:
-    with _open_lock:
-        mine = OPEN_WORKSPACES.get(record)
+    mine = open_here(record)
     lock = record / LOCK_FILE
     try:
         age = now - lock.stat().st_mtime  # written once, at creation, outside the sandbox's reach
@@ -86,7 +85,8 @@ def _reap(record: Path, owner: str, now: float, max_age_s: float, live_owners: s
             held = True
         if held and not too_old:
             return False
-        if held:  # a live process's workspace past max_age_s: stop its sandbox before deleting its files
+        if held:  # a live process's workspace past max_age_s: stop its sandbox before deleting its files (its uid
+            # is still leased to that process, so no other workspace can be running under it)
             uid = json.loads(os.read(fd, 4096) or b"{}").get("uid")
             if uid is not None:
                 kill_uid(uid)

@@ -45,7 +45,3 @@ class RunResult:
     truncated: bool        # stdout or stderr was cut
     timed_out: bool        # killed at wall_s
     signal: int | None     # the signal that ended the command, when one did
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0

@@ -42,9 +42,15 @@ OWNER_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 LOCK_FILE = "lock"
 _MAX_SIGNAL = 64  # bwrap reports a command killed by signal N as exit status 128 + N, like a shell
 
-# Workspaces open in this process, by their directory: the janitor removes these through their owner.
-OPEN_WORKSPACES: dict[Path, "Workspace"] = {}
+# Workspaces open in this process, by their directory: the janitor removes these through their Workspace.
+_open: dict[Path, "Workspace"] = {}
 _open_lock = threading.Lock()
+
+
+def open_here(record: Path) -> "Workspace | None":
+    """The Workspace of ``record`` if this process has it open."""
+    with _open_lock:
+        return _open.get(record)
 
 
 class Workspace:
@@ -114,12 +120,15 @@ class Workspace:
             killed.set()
             _kill_group(proc)
 
+        status: dict = {}
         try:
             out, err, timed_out = pump(proc, stdin.encode() if stdin is not None else None, limits.wall_s, limits.output_bytes, kill)
-            if killed.is_set() and self.uid is not None:
-                kill_uid(self.uid)  # the killed sandbox's namespace is torn down asynchronously
             status = _read_status(status_r)
         finally:
+            # bwrap returns as soon as the command exits, while its init (pid 1 of the namespace) still
+            # kills the rest: wait for that, so nothing of this run is left when the next one starts.
+            if self.uid is not None and (killed.is_set() or not _namespace_ended(status.get("child-pid"))):
+                kill_uid(self.uid)
             if status_r >= 0:
                 os.close(status_r)
             with self._lock:
@@ -187,7 +196,7 @@ class Workspace:
                 pass
         finally:
             with _open_lock:
-                OPEN_WORKSPACES.pop(self.record, None)
+                _open.pop(self.record, None)
             if self._lease:
                 self._lease.release()
             os.close(self._lock_fd)
@@ -198,6 +207,25 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)  # prlimit -> setpriv -> bwrap exec one another: one process, its own group
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _namespace_ended(init_pid: int | None, timeout_s: float = 10.0) -> bool:
+    """Wait until the sandbox's init has exited (a zombie, reaped, or its pid reused): the kernel has then
+    reaped every other process of its pid namespace. False if unknown or not by ``timeout_s``."""
+    if init_pid is None:
+        return False
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{init_pid}/stat", encoding="utf-8", errors="replace") as f:
+                stat = f.read()
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        name, state = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2:stat.rfind(")") + 3]
+        if name != "bwrap" or state in ("Z", "X"):
+            return True
+        time.sleep(0.001)
+    return False
 
 
 def _read_status(fd: int) -> dict:
@@ -266,7 +294,7 @@ def open_workspace(root: Path, owner: str, *, mode: Mode = "bwrap", files: dict[
             raise SandboxError(f"could not set up the workspace {record}: {e}") from e
         raise
     with _open_lock:
-        OPEN_WORKSPACES[record] = workspace
+        _open[record] = workspace
     return workspace
 
 
