@@ -40,7 +40,7 @@ temporal-cli:
 
 # Debian's docker-compose validates docker-compose.yml offline in the tests.
 system-packages:
-	@scripts/ensure-system-packages.sh docker-compose=docker-compose
+	@scripts/ensure-system-packages.sh docker-compose=docker-compose bwrap=bubblewrap
 
 build: dist/.built
 dist/.built: node_modules/.installed tsconfig.json tsconfig.build.json $(TS_SOURCES)

@@ -47,6 +47,13 @@ class ConflictError(RequestError):
     status_code = 409
 
 
+class UnavailableError(RequestError):
+    """Thrown when the server cannot do the work for a reason of its own (its sandbox failed): the request
+    was fine, retrying (here or on another server) may succeed. Clients treat a 503 as the infrastructure's."""
+
+    status_code = 503
+
+
 class RequestTooLargeError(RequestError):
     """Thrown when a request body is longer than the server's max_request_bytes."""
 

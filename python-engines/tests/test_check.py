@@ -73,7 +73,7 @@ def test_verifiers():
     found = problems({"verifiers": [{"path": "custom_envs.qa.env_config.verifier", "name": "math_verif"}]})
     assert found == {"custom_envs.qa.env_config.verifier": {
         "path": "custom_envs.qa.env_config.verifier", "given": "math_verif",
-        "expected": 'a registered verifier: one of exact_match, math_verify; did you mean "math_verify"?'}}
+        "expected": 'a registered verifier: one of code_exec, exact_match, math_verify; did you mean "math_verify"?'}}
 
 
 def test_main_prints_json_and_exits_1_on_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

@@ -3,7 +3,7 @@
  * row ({"prompt": "...", "answer": "...", "domain": "math"}; key names are
  * configurable). Episode `seed` serves valid row `seed mod N`; the reply is
  * scored by the env server's verifier for the row's domain (math_verify,
- * exact_match, isolated there), or by `verifier` when set.
+ * exact_match, code_exec), or by `verifier` when set.
  *
  * A row that cannot be served (bad JSON or UTF-8, a missing field, a repeated
  * id, a line above max_row_bytes) never stops a run: `index` reports and
@@ -27,7 +27,7 @@ const Config = z.strictObject({
   answer_key: z.string().min(1).default('answer').describe('Row field holding the reference answer.'),
   domain_key: z.string().min(1).default('domain').describe('Row field naming the domain that picks the verifier.'),
   default_domain: z.string().min(1).default('math').describe('Domain of rows without a domain field.'),
-  verifier: z.string().min(1).optional().describe('Score every row with this verifier (exact_match | math_verify) instead of its domain\'s.'),
+  verifier: z.string().min(1).optional().describe('Score every row with this verifier (exact_match | math_verify | code_exec) instead of its domain\'s.'),
   id_key: z.string().min(1).default('id').describe('Row field holding a row\'s id, where rows have one: a repeated id is reported and its later rows skipped.'),
   max_row_bytes: z
     .number()

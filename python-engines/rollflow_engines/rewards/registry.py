@@ -15,7 +15,8 @@ class VerifierConfig(BaseModel):
 
 # fn(prompt, response, reference, config as a dict) -> (reward, info). Must be a
 # module-level function when ``isolated``: it is sent to a worker process by name.
-VerifyFn = Callable[[str, str, str, dict[str, Any]], tuple[float, dict[str, Any]]]
+# A ``sandboxed`` verifier's fn also takes the seconds it may take (the server's reward_timeout_s).
+VerifyFn = Callable[..., tuple[float, dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,9 @@ class Verifier:
     fn: VerifyFn
     Config: type[VerifierConfig] = VerifierConfig
     isolated: bool = True  # run in a worker process under the reward timeout
+    # Runs model-written code in the sandbox (which isolates it): called in a server thread with its time
+    # limit; SandboxError / SandboxUnavailable from it are the server's failure (503), not a score.
+    sandboxed: bool = False
     description: str = ""
     preload: tuple[str, ...] = field(default=())  # modules each worker imports before it reports ready
 
@@ -32,6 +36,8 @@ VERIFIERS: dict[str, Verifier] = {}
 
 
 def register_verifier(verifier: Verifier) -> Verifier:
+    if verifier.sandboxed and verifier.isolated:
+        raise ValueError(f"verifier {verifier.name!r}: sandboxed verifiers run in a server thread, not isolated")
     if verifier.name in VERIFIERS and VERIFIERS[verifier.name] != verifier:
         raise ValueError(f"verifier {verifier.name!r} is already registered")
     VERIFIERS[verifier.name] = verifier

@@ -197,7 +197,7 @@ def test_bad_requests_are_4xx_naming_the_field(client, path, body, status, field
 
 def test_unknown_env_and_domain_list_the_known_ones(client):
     assert "known envs: arithmetic, frozen_lake" in client.post("/reset", json={"env": "nope", "seed": 1}).json()["error"]
-    assert "known domains: exact, math" in client.post("/reward", json={**GOOD_REWARD, "domain": "x"}).json()["error"]
+    assert "known domains: code, exact, math" in client.post("/reward", json={**GOOD_REWARD, "domain": "x"}).json()["error"]
 
 
 @pytest.mark.parametrize("path", ["/reset", "/step", "/close", "/reward"])

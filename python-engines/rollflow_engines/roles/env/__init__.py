@@ -8,18 +8,24 @@
 
 Errors use the shared body ``{error, problems: [{field, message, given}]}``:
 400 for bad input (unknown ``env``, ``domain`` or ``verifier``, a bad
-``config.<key>``, wrong types), 404 for an unknown, closed or expired
+``config.<key>``, a ``reference`` the verifier cannot read, wrong types), 404 for an unknown, closed or expired
 ``session``, 409 for a step after ``done``, 429 when ``max_sessions`` are
 open. An action the env cannot read is not an error: the step answers with
 ``info.invalid_action: true``. A verifier that fails or overruns
-``reward_timeout_s`` scores 0 with ``info.error`` / ``info.timeout: true``.
+``reward_timeout_s`` scores 0 with ``info.error`` / ``info.timeout: true``;
+but when the server's sandbox fails (a sandboxed verifier such as
+code_exec), /reward answers 503 (code ``sandbox_failed``): the server's
+failure is never scored as the response's.
 
 Envs live in ``rollflow_engines.envs`` and verifiers in
 ``rollflow_engines.rewards``; both are registries, so adding one needs no
-change here. The only backend is ``python``.
+change here. The only backend is ``python``. Model-written code runs in the
+sandbox (``rollflow_engines.sandbox``, docs/sandbox.md) set by the options
+``sandbox``, ``sandbox_root`` and ``sandbox_max_age_s``.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from fastapi import FastAPI
@@ -27,8 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...edge import MiB, max_request_bytes_field
 from ...rewards import get_verifier, known_verifiers
+from ...sandbox.settings import DEFAULT_MAX_AGE_S, DEFAULT_ROOT
 
-DEFAULT_DOMAINS = {"math": "math_verify", "exact": "exact_match"}
+DEFAULT_DOMAINS = {"math": "math_verify", "exact": "exact_match", "code": "code_exec"}
 
 
 class Options(BaseModel):
@@ -43,7 +50,13 @@ class Options(BaseModel):
     # A request carries one action or one response to score: text a model wrote.
     max_request_bytes: int = max_request_bytes_field(8 * MiB)
     domains: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_DOMAINS),
-                                    description="Sample domain -> verifier name; merged over the defaults math -> math_verify, exact -> exact_match.")
+                                    description="Sample domain -> verifier name; merged over the defaults math -> math_verify, exact -> exact_match, code -> code_exec.")
+    sandbox: Literal["bwrap", "none"] = Field(default="bwrap", description="How model-written code runs (code_exec, sandboxed envs): bwrap, "
+                                              "or none: UNSANDBOXED, for trusted code only, logged as a warning for every workspace.")
+    sandbox_root: Path = Field(default=DEFAULT_ROOT, description="Directory of sandbox workspaces (<root>/<owner>/<id>); the janitor reaps orphans "
+                                                                 "there when the server starts, periodically, and when it stops.")
+    sandbox_max_age_s: float = Field(default=DEFAULT_MAX_AGE_S, gt=0, description="The janitor removes a workspace older than this even if "
+                                                                                  "a live server holds it (its processes are killed first).")
 
     @field_validator("domains")
     @classmethod

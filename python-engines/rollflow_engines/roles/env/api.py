@@ -1,6 +1,7 @@
 """The env role's endpoints: /reset, /step, /close (gym-like sessions), /reward (verifiers by domain), /metrics."""
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -13,9 +14,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ValidationError
 
 from ...envs import get_env, known_envs
-from ...errors import ConflictError, NotFoundError, RequestError
+from ...errors import ConflictError, NotFoundError, RequestError, UnavailableError
 from ...rewards import VERIFIERS, get_verifier, known_verifiers
 from ...rewards.isolation import IsolatedRunner, IsolationError, IsolationTimeout
+from ...sandbox import SandboxError, SandboxSettings, SandboxUnavailable, configure
+from .janitor import Janitor
 from .contracts import (CloseRequest, CloseResponse, ResetRequest, ResetResponse, RewardRequest, RewardResponse,
                         StepRequest, StepResponse)
 from .metrics import EnvMetrics
@@ -47,6 +50,11 @@ class EnvRole:
         self.sessions = SessionStore(options.max_sessions, options.session_ttl_s, on_close=self._closed)
         preload = tuple(dict.fromkeys(m for v in VERIFIERS.values() if v.isolated for m in v.preload))
         self.runner = IsolatedRunner(workers=options.reward_workers, memory_mb=options.reward_memory_mb, preload=preload)
+        self.sandbox = SandboxSettings(root=options.sandbox_root, mode=options.sandbox, max_age_s=options.sandbox_max_age_s)
+        configure(self.sandbox)  # envs and verifiers of this process open their workspaces with these
+        if options.sandbox == "none":
+            log.warning("env server started with sandbox: none: model-written code will run UNSANDBOXED")
+        self.janitor = Janitor(self.sandbox, on_reaped=self.metrics.sandbox_workspaces_reaped.inc)
 
     def _closed(self, session: Session, why: str) -> None:
         self.metrics.sessions_open.labels(session.env_name).dec()
@@ -56,6 +64,7 @@ class EnvRole:
     def shutdown(self) -> None:
         self.sessions.close_all()
         self.runner.close()
+        self.janitor.stop()
 
     # ---- envs
 
@@ -120,12 +129,22 @@ class EnvRole:
         try:
             if verifier.isolated:
                 reward, extra = await self.runner.run(verifier.fn, args, self.options.reward_timeout_s)
+            elif verifier.sandboxed:  # waits on sandboxed programs: off the event loop, bounded by the time limit it is given
+                reward, extra = await asyncio.to_thread(verifier.fn, *args, self.options.reward_timeout_s)
             else:
                 reward, extra = verifier.fn(*args)
             reward = float(reward)
             if not math.isfinite(reward):
                 raise ValueError(f"verifier returned a non-finite reward {reward!r}")
             info.update(extra)
+            if info["timeout"]:
+                self.metrics.reward_timeouts.labels(req.domain, name).inc()
+        except RequestError:
+            raise  # the request itself is wrong (a malformed reference): a 4xx naming the field, not a score
+        except (SandboxError, SandboxUnavailable) as e:  # the server failed, not the response: never a score
+            log.error("verifier %s: the sandbox failed: %s", name, e)
+            self.metrics.reward_infra_errors.labels(req.domain, name).inc()
+            raise UnavailableError("sandbox", f"verifier {name} could not run the response: {e}", code="sandbox_failed") from e
         except IsolationTimeout:
             reward = 0.0
             info.update(timeout=True, error=f"verification took longer than reward_timeout_s={self.options.reward_timeout_s:g} s")
@@ -167,7 +186,7 @@ def register_routes(app: FastAPI, role: EnvRole) -> None:
     def metrics() -> Response:
         return Response(role.render_metrics(), media_type=CONTENT_TYPE_LATEST)
 
-    # Close sessions and kill verifier workers when the server stops.
+    # Close sessions, kill verifier workers and remove sandbox workspaces when the server stops.
     inner = app.router.lifespan_context
 
     @asynccontextmanager

@@ -1,0 +1,47 @@
+"""The env server's sandbox janitor: reaps orphaned workspaces at start, periodically, and at shutdown.
+
+The first sweep runs before the server answers (workspaces a crashed predecessor left behind); then a
+daemon thread sweeps every ``interval_s``; ``stop`` sweeps once more with no owner live, so every
+workspace this server still holds is removed with its processes.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+
+from ...sandbox import SandboxSettings, reap_orphans
+
+log = logging.getLogger(__name__)
+MAX_INTERVAL_S = 60.0
+
+
+def sweep_interval(max_age_s: float) -> float:
+    """Often enough that nothing outlives max_age_s by much more than a quarter of it; at most a minute."""
+    return min(MAX_INTERVAL_S, max(0.5, max_age_s / 4))
+
+
+class Janitor:
+    def __init__(self, settings: SandboxSettings, on_reaped=lambda n: None):
+        self.settings, self._on_reaped = settings, on_reaped
+        self._stop = threading.Event()
+        self.sweep(live_owners={settings.owner})
+        self._thread = threading.Thread(target=self._loop, name="rollflow-sandbox-janitor", daemon=True)
+        self._thread.start()
+
+    def sweep(self, live_owners: set[str]) -> int:
+        try:
+            removed = reap_orphans(self.settings.root, max_age_s=self.settings.max_age_s, live_owners=live_owners)
+        except OSError as e:  # an unreadable root must not stop the server; the next sweep tries again
+            log.warning("sandbox janitor: cannot sweep %s: %s", self.settings.root, e)
+            return 0
+        self._on_reaped(removed)
+        return removed
+
+    def _loop(self) -> None:
+        while not self._stop.wait(sweep_interval(self.settings.max_age_s)):
+            self.sweep(live_owners={self.settings.owner})
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sweep(live_owners=set())

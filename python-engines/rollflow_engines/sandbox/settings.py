@@ -1,0 +1,43 @@
+"""This process's sandbox settings: where workspaces live, in which mode, and whose they are.
+
+Envs are built by name with no arguments and verifiers are plain functions, so they take their
+settings from here: ``current().open(files)`` opens a workspace owned by this process. The env role
+sets them from its options (``sandbox``, ``sandbox_root``, ``sandbox_max_age_s``) when it starts; the
+owner is this process (``OWNER``), so the janitor of each env server knows its own workspaces.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .workspace import Mode, Workspace, open_workspace
+
+DEFAULT_ROOT = Path(tempfile.gettempdir()) / "rollflow-sandboxes"
+DEFAULT_MAX_AGE_S = 6 * 3600.0
+OWNER = f"pid{os.getpid()}-{uuid.uuid4().hex[:8]}"  # unique even when pids repeat across restarts
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    root: Path = DEFAULT_ROOT
+    mode: Mode = "bwrap"
+    max_age_s: float = DEFAULT_MAX_AGE_S
+    owner: str = field(default=OWNER)
+
+    def open(self, files: dict[str, str] | None = None) -> Workspace:
+        return open_workspace(self.root, self.owner, mode=self.mode, files=files)
+
+
+_current = SandboxSettings()
+
+
+def configure(settings: SandboxSettings) -> None:
+    global _current
+    _current = settings
+
+
+def current() -> SandboxSettings:
+    return _current
