@@ -1,0 +1,134 @@
+"""The ``swe_lite`` env: fix a planted bug in a small generated Python repository, in a sandbox.
+
+The first observation gives the issue, the repository's files and the action format (actions.py).
+Each step applies one action in the episode's workspace: ``<bash>`` runs in the bubblewrap sandbox
+(no network, writes only in the workspace, capped CPU, memory, processes, time and output),
+``<view>`` and ``<replace>`` read and edit files from the server side (paths that lead outside the
+workspace are refused). The episode ends at ``<submit/>`` or when a budget runs out (``max_turns``,
+or ``max_episode_chars`` of replies: the env sees text, not tokens); then the hidden tests run on
+the final files in a fresh sandbox (grading.py): reward 1 when every FAIL_TO_PASS and
+PASS_TO_PASS test passes, else 0.
+
+A sandbox that fails is the server's failure, never the model's: the step answers 503 and changes
+nothing, so the client's retry applies the action again. A command the model ran that fails or
+times out is an ordinary observation.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from ...errors import UnavailableError
+from ...sandbox import Limits, SandboxError, SandboxUnavailable, Workspace, current
+from ..base import BaseEnv, EnvConfig, StepResult
+from ..registry import register_env
+from .actions import FORMAT, Bash, Invalid, Replace, Submit, View, parse_action
+from .grading import Grade, grade
+from .tasks import TIERS, Task, generate_task, task_for_seed
+
+TRUNCATED = "\n[… truncated: {} more characters]"
+
+
+class SweLiteConfig(EnvConfig):
+    tiers: list[int] = Field(default_factory=lambda: list(TIERS), min_length=1, description="Difficulty tiers the seed draws tasks from (1, 2, 3).")
+    task: str | None = Field(default=None, description="One task id (t1-000 … t3-019) for every seed, instead of drawing by seed.")
+    max_turns: int = Field(default=30, ge=1, le=50, description="Actions before the episode is graded as it stands.")
+    max_episode_chars: int = Field(default=200_000, ge=1, description="Characters of replies in the episode before it is graded as it stands (the env sees text, not tokens).")
+    observation_chars: int = Field(default=4000, ge=200, description="Longest observation; longer ones are cut with a marker.")
+    command_timeout_s: float = Field(default=20.0, gt=0, le=600, description="Wall-clock limit of one <bash> command.")
+    grading_timeout_s: float = Field(default=120.0, gt=0, le=1800, description="Wall-clock limit of the hidden tests' run.")
+
+
+def truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + TRUNCATED.format(len(text) - limit)
+
+
+def _sandbox_failed(e: Exception) -> UnavailableError:
+    return UnavailableError("sandbox", f"the env server's sandbox failed: {e}", None)
+
+
+@register_env
+class SweLiteEnv(BaseEnv):
+    name = "swe_lite"
+    Config = SweLiteConfig
+    description = "Fix a planted bug in a small Python repository (bash, view, replace, submit); hidden tests decide."
+    # Tasks and commands are deterministic, so replaying the recorded actions on a fresh workspace rebuilds the episode.
+    on_env_loss = "replay"
+
+    def reset(self, seed: int, config: SweLiteConfig) -> str:
+        if any(t not in TIERS for t in config.tiers):
+            raise ValueError(f"config.tiers: {config.tiers} has a tier outside {list(TIERS)}")
+        self.config = config
+        self.task: Task = generate_task(config.task) if config.task else task_for_seed(seed, tuple(config.tiers))
+        self.turn = self.invalid = self.chars = self.sandbox_errors = 0
+        self.grade_result: Grade | None = None
+        self.submitted = False
+        try:
+            self.ws: Workspace | None = current().open(files=self.task.files)
+        except (SandboxError, SandboxUnavailable) as e:
+            raise _sandbox_failed(e) from e
+        listing = "\n".join(f"  {path}" for path in sorted(self.task.files))
+        return (f"Task {self.task.id}. Issue: {self.task.issue}\n\nThe repository (your working directory):\n{listing}\n\n"
+                f"Fix the issue in the code; hidden tests will check it when you submit.\n{FORMAT}")
+
+    def info(self) -> dict[str, Any]:
+        g = self.grade_result
+        return {"task": self.task.id, "tier": self.task.tier, "turn": self.turn, "invalid_actions": self.invalid,
+                "sandbox_errors": self.sandbox_errors, "submitted": self.submitted,
+                "tests_passed_fraction": g.fraction if g else None, "success": bool(g and g.resolved)}
+
+    def step(self, action: str) -> StepResult:
+        parsed = parse_action(action)
+        try:  # the action's effects first: a sandbox failure must leave the episode as it was
+            observation, done = self._apply(parsed)
+            over_budget = not done and (self.turn + 1 >= self.config.max_turns or self.chars + len(action) >= self.config.max_episode_chars)
+            grade_now = done or over_budget
+            result = grade(self.task, self.ws, Limits(wall_s=self.config.grading_timeout_s, cpu_s=int(self.config.grading_timeout_s))) if grade_now else None
+        except (SandboxError, SandboxUnavailable) as e:
+            self.sandbox_errors += 1
+            raise _sandbox_failed(e) from e
+        self.turn += 1
+        self.chars += len(action)
+        self.invalid += isinstance(parsed, Invalid)
+        self.submitted = isinstance(parsed, Submit)
+        if result is not None:
+            self.grade_result = result
+            ended = "Submitted." if self.submitted else "Out of budget (turns or reply characters): graded as it stands."
+            observation = f"{ended} Hidden tests: {'all passed' if result.resolved else 'not all passed'}."
+        info = {**self.info(), "invalid_action": isinstance(parsed, Invalid)}
+        reward = 1.0 if result is not None and result.resolved else 0.0
+        return StepResult(truncate(observation, self.config.observation_chars), reward, result is not None, info)
+
+    def _apply(self, action) -> tuple[str, bool]:
+        """The observation of ``action`` and whether it ends the episode; SandboxError when the sandbox fails."""
+        if isinstance(action, Invalid):
+            return f"Invalid action: {action.why}\n{FORMAT}", False
+        if isinstance(action, Submit):
+            return "", True
+        if isinstance(action, Bash):
+            r = self.ws.run(action.command, limits=Limits(wall_s=self.config.command_timeout_s, cpu_s=max(1, int(self.config.command_timeout_s))))
+            status = "timed out" if r.timed_out else f"exit {r.exit_code}" if r.exit_code is not None else f"killed by signal {r.signal}"
+            return f"[{status}]\n{r.stdout}{r.stderr}", False
+        try:
+            path = self.ws.resolve(action.path)
+        except ValueError as e:
+            return f"Error: {e}", False
+        if not path.is_file():
+            return f"Error: {action.path} is not a file.", False
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if isinstance(action, View):
+            lines = text.splitlines()
+            start, end = action.start or 1, min(action.end or len(lines), len(lines))
+            return "\n".join(f"{n:4d}  {lines[n - 1]}" for n in range(start, end + 1)) or f"({action.path} has no lines {start}–{end})", False
+        assert isinstance(action, Replace)
+        count = text.count(action.old)
+        if count != 1:
+            return f"Error: the old text occurs {count} times in {action.path}; it must occur exactly once.", False
+        self.ws.write_files({action.path: text.replace(action.old, action.new)})
+        return f"Replaced 1 occurrence in {action.path}.", False
+
+    def close(self) -> None:
+        if getattr(self, "ws", None) is not None:
+            self.ws.remove()
+            self.ws = None

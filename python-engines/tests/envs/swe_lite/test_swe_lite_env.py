@@ -1,0 +1,117 @@
+"""The swe_lite env through its BaseEnv interface, on the real sandbox: actions, invalid actions,
+budgets, truncation, paths that lead outside, a sandbox failure (the server's, never the model's)."""
+import pytest
+
+from rollflow_engines.envs.swe_lite.env import SweLiteConfig, SweLiteEnv
+from rollflow_engines.errors import UnavailableError
+from rollflow_engines.sandbox import SandboxError
+
+
+@pytest.fixture
+def env():
+    e = SweLiteEnv()
+    yield e
+    e.close()
+
+
+def start(env, **config):
+    return env.reset(0, SweLiteConfig(task="t1-002", **config))
+
+
+def fix_actions(task):
+    return [f'<replace path="{p}"><old>{old}</old><new>{new}</new></replace>' for p, old, new in task.fix]
+
+
+def test_the_first_observation_names_the_task_issue_files_and_format(env):
+    obs = start(env)
+    assert "Task t1-002" in obs and env.task.issue in obs and "<submit/>" in obs
+    assert all(path in obs for path in env.task.files)
+
+
+def test_a_fixed_repository_submitted_scores_1_an_unfixed_one_0(env):
+    start(env)
+    for action in fix_actions(env.task):
+        assert not env.step(f"I will fix it.\n{action}").done
+    end = env.step("<submit/>")
+    assert (end.reward, end.done, end.info["success"], end.info["tests_passed_fraction"], end.info["turn"]) == (1.0, True, True, 1.0, 2)
+    other = SweLiteEnv()
+    try:
+        other.reset(0, SweLiteConfig(task="t1-002"))
+        unfixed = other.step("<submit/>")
+        assert (unfixed.reward, unfixed.done, unfixed.info["success"]) == (0.0, True, False)
+        assert 0 < unfixed.info["tests_passed_fraction"] < 1  # the PASS_TO_PASS tests pass, the others do not
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("reply", ["", "I think the bug is in core.py", "<bash>ls</bash><bash>pwd</bash>", "<bash>ls", "<view start=\"5\" end=\"2\">a.py</view>", "\xff\x00" * 50])
+def test_an_unreadable_reply_is_an_invalid_action_with_the_format_not_an_error(env, reply):
+    start(env)
+    r = env.step(reply)
+    assert r.info["invalid_action"] and r.info["invalid_actions"] == 1 and not r.done
+    assert r.observation.startswith("Invalid action:") and "<submit/>" in r.observation
+
+
+def test_commands_run_in_the_workspace_and_their_failures_are_observations(env):
+    start(env)
+    assert "core.py" in env.step("<bash>ls */</bash>").observation
+    failed = env.step("<bash>python -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), timeout=3)'</bash>").observation
+    assert failed.startswith("[exit 1]") and "Error" in failed  # no network: the model's failure, shown to it
+
+
+def test_long_output_is_cut_with_a_marker(env):
+    start(env, observation_chars=500)
+    obs = env.step("<bash>python -c \"print('x' * 10000)\"</bash>").observation
+    assert len(obs) < 600 and "[… truncated:" in obs
+
+
+def test_a_command_over_its_time_limit_is_cut_and_said_so(env):
+    start(env, command_timeout_s=1)
+    assert env.step("<bash>sleep 30</bash>").observation.startswith("[timed out]")
+
+
+def test_paths_that_lead_outside_the_workspace_are_refused_and_planted_links_not_followed(env):
+    start(env)
+    assert env.step("<view>../../../etc/passwd</view>").observation.startswith("Error:")
+    env.step("<bash>ln -s /etc/passwd leak.txt</bash>")
+    assert "root:" not in env.step("<view>leak.txt</view>").observation
+    assert "root:" not in env.step('<replace path="leak.txt"><old>root</old><new>x</new></replace>').observation
+
+
+def test_replace_needs_the_old_text_exactly_once(env):
+    start(env)
+    path = next(p for p in env.task.files if p.endswith("core.py"))
+    r = env.step(f'<replace path="{path}"><old>return</old><new>yield</new></replace>')
+    assert "occurs" in r.observation and "exactly once" in r.observation and not r.info["invalid_action"]
+
+
+def test_the_turn_budget_grades_the_episode_as_it_stands(env):
+    start(env, max_turns=3)
+    assert not env.step("<bash>true</bash>").done
+    assert not env.step("hmm").done
+    last = env.step("<bash>true</bash>")
+    assert last.done and last.reward == 0.0 and not last.info["submitted"] and "Out of budget" in last.observation
+
+
+def test_the_reply_character_budget_grades_too(env):
+    start(env, max_episode_chars=100)
+    r = env.step("<bash>true</bash>" + " " * 100)
+    assert r.done and "Out of budget" in r.observation
+
+
+def test_a_sandbox_failure_is_the_servers_503_and_changes_nothing(env, monkeypatch):
+    start(env)
+    def broken(*args, **kwargs):
+        raise SandboxError("bwrap: cannot create namespace")
+    monkeypatch.setattr(env.ws, "run", broken)
+    with pytest.raises(UnavailableError, match="sandbox failed"):
+        env.step("<bash>ls</bash>")
+    assert (env.turn, env.invalid, env.info()["sandbox_errors"]) == (0, 0, 1)
+
+
+def test_close_removes_the_workspace(env):
+    start(env)
+    path = env.ws.path
+    assert path.exists()
+    env.close()
+    assert not path.exists()
