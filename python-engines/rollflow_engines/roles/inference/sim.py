@@ -23,12 +23,33 @@ from time import monotonic
 from ...errors import RequestError
 from ...exports import ServedModel
 from .engine import SamplingParams, Seq, SteppedEngine, derive_seed
+from . import swe_oracle
 from .metrics import InferenceMetrics
 from .options import Options, SimLength
 
 # Synthetic chat tokenization: a role marker, then one token per UTF-8 byte.
 ROLE_MARKERS = {"system": 3, "user": 4, "assistant": 5}
 OTHER_ROLE_MARKER, END_OF_TURN, BYTE_OFFSET = 6, 7, 8
+
+
+def _bytes_of(token_ids: list[int]) -> bytes:
+    return bytes(t - BYTE_OFFSET for t in token_ids if BYTE_OFFSET <= t < BYTE_OFFSET + 256)
+
+
+def conversation(prompt: list[int]) -> list[str]:
+    """The texts of a chat prompt's user and assistant turns, in order (chat_prompt's synthetic tokens read back)."""
+    texts: list[str] = []
+    role, current = None, []
+    for t in [*prompt, END_OF_TURN]:
+        if t == END_OF_TURN:
+            if role in (ROLE_MARKERS["user"], ROLE_MARKERS["assistant"]):
+                texts.append(_bytes_of(current).decode("utf-8", errors="ignore"))
+            role, current = None, []
+        elif role is None and t in (*ROLE_MARKERS.values(), OTHER_ROLE_MARKER):
+            role = t
+        else:
+            current.append(t)
+    return texts[:-1] if texts and prompt and prompt[-1] == ROLE_MARKERS["assistant"] else texts
 
 
 def lognormal_mean(rng: random.Random, mean: float, sigma: float) -> float:
@@ -79,14 +100,20 @@ class SimEngine(SteppedEngine):
         return [END_OF_TURN, *self.chat_prompt(messages)]
 
     def decode(self, token_ids: list[int]) -> str | None:
-        return None
+        # Random tokens have no text; a scripted policy's are the bytes of its reply.
+        return _bytes_of(token_ids).decode("utf-8", errors="ignore") if self.sim.policy else None
 
     def _admit(self, seq: Seq) -> None:
         p = seq.params
         source = ("seed", p.seed) if p.seed is not None else ("prompt", tuple(seq.prompt))
         rng = random.Random(derive_seed(self.seed, source, seq.index))
+        if self.sim.policy:  # the reply's bytes, then eos, at the latency model's pace
+            text = swe_oracle.reply(self.sim.policy, conversation(seq.prompt), derive_seed(self.seed, source, seq.index))
+            script = [(BYTE_OFFSET + b) % self.vocab_size for b in text.encode()]
+            seq.state = (rng, len(script) + 1, script)
+            return
         length = p.sim_response_length or draw_length(rng, self.sim.length, self._prompt_factor(seq.prompt))
-        seq.state = (rng, length)
+        seq.state = (rng, length, None)
 
     def _prompt_factor(self, prompt: list[int]) -> float:
         """The prompt's own length factor: the same for every request and sample of it."""
@@ -96,10 +123,12 @@ class SimEngine(SteppedEngine):
         return lognormal_mean(random.Random(derive_seed(self.seed, "prompt-length", tuple(prompt))), 1.0, sigma)
 
     def _next_token(self, seq: Seq) -> tuple[int, float]:
-        rng, length = seq.state
+        rng, length, script = seq.state
         logprob = -0.001 - rng.expovariate(1.0)
         if len(seq.tokens) == length - 1:
             return self.eos_id, logprob
+        if script is not None:
+            return script[len(seq.tokens)], logprob
         token = rng.randrange(self.vocab_size - 1)
         return (token + 1 if token >= self.eos_id else token), logprob
 
