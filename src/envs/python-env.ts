@@ -6,8 +6,12 @@
  * EnvSessionLostError; under on_env_loss replay the activity then calls
  * `rebuild` (reset with the same seed, the recorded actions replayed) and
  * steps again. Each env declares its on_env_loss on the server (BaseEnv
- * on_env_loss), which reports it with every reset. A server that cannot be
- * reached at all is an EngineUnavailableError, retried until it is back.
+ * on_env_loss), which reports it with every reset. An env that saves its
+ * episode (swe_lite: its workspace, after each step that may change it)
+ * names the snapshot in the step's info.snapshot; `rebuild` then resets with
+ * `restore` and replays only the actions after it, so no command runs twice.
+ * A server that cannot be reached at all is an EngineUnavailableError,
+ * retried until it is back.
  */
 import { EngineRejectedError, type EnvClient } from '../gpu-bridge';
 import type { Env } from './env';
@@ -17,6 +21,8 @@ export interface PythonEnvState {
   session: string;
   seed: number;
   actions: string[];
+  /** The latest snapshot the env saved, and how many of `actions` it holds. */
+  snapshot?: { id: string; actions: number };
 }
 
 export interface PythonEnvConfig {
@@ -26,10 +32,11 @@ export interface PythonEnvConfig {
 }
 
 const isLostSession = (e: unknown) => e instanceof EngineRejectedError && e.status === 404;
+const snapshotOf = (info: Record<string, unknown>) => (typeof info.snapshot === 'string' ? info.snapshot : undefined);
 
 export function pythonEnv(client: EnvClient, env: string): Env<PythonEnvState, PythonEnvConfig> {
-  const open = async (config: PythonEnvConfig, seed: number, signal?: AbortSignal) =>
-    client.reset({ env: config.env, seed, config: config.config }, { signal });
+  const open = async (config: PythonEnvConfig, seed: number, signal?: AbortSignal, restore?: string) =>
+    client.reset({ env: config.env, seed, config: config.config, ...(restore ? { restore } : {}) }, { signal });
 
   return {
     name: env,
@@ -51,12 +58,17 @@ export function pythonEnv(client: EnvClient, env: string): Env<PythonEnvState, P
         throw e;
       }
       if (r.done) await client.close({ session }, { signal }).catch(() => undefined); // best effort: sessions also expire
-      return { state: { ...state, actions: [...state.actions, action] }, observation: r.observation, reward: r.reward, done: r.done, info: r.info };
+      const actions = [...state.actions, action];
+      const snapshot = snapshotOf(r.info);
+      return { state: { ...state, actions, ...(snapshot ? { snapshot: { id: snapshot, actions: actions.length } } : {}) }, observation: r.observation, reward: r.reward, done: r.done, info: r.info };
     },
 
     async rebuild(config, state, signal) {
-      const { session } = await open(config, state.seed, signal);
-      for (const past of state.actions) await client.step({ session, action: past }, { signal });
+      const { snapshot } = state;
+      // From the latest snapshot when there is one (a server that lost it answers 404: then from the start).
+      const restored = snapshot ? await open(config, state.seed, signal, snapshot.id).catch((e: unknown) => (isLostSession(e) ? undefined : Promise.reject(e))) : undefined;
+      const { session } = restored ?? (await open(config, state.seed, signal));
+      for (const past of state.actions.slice(restored ? snapshot!.actions : 0)) await client.step({ session, action: past }, { signal });
       return { ...state, session };
     },
   };

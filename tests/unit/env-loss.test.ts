@@ -12,6 +12,9 @@ import { EngineRejectedError, EngineUnavailableError, type EnvClient } from '../
 class FakeEnvServer {
   calls: string[] = [];
   down = false;
+  /** Steps that save a snapshot (as swe_lite's bash and replace do): the actions so far, by id. */
+  saveOn = new Set<string>();
+  readonly snapshots = new Map<string, string[]>();
   private sessions = new Map<string, { seed: number; actions: string[] }>();
   private next = 0;
 
@@ -24,11 +27,13 @@ class FakeEnvServer {
       if (this.down) throw new EngineUnavailableError('http://127.0.0.1:1/step: ECONNREFUSED');
     };
     return {
-      reset: async ({ seed }: { seed: number }) => {
+      reset: async ({ seed, restore }: { seed: number; restore?: string }) => {
         up();
+        const saved = restore === undefined ? [] : this.snapshots.get(restore);
+        if (!saved) throw new EngineRejectedError(`/reset: HTTP 404 restore: no snapshot ${restore}`, 404);
         const session = `s${this.next++}`;
-        this.sessions.set(session, { seed, actions: [] });
-        this.calls.push(`reset ${seed}`);
+        this.sessions.set(session, { seed, actions: [...saved] });
+        this.calls.push(`reset ${seed}${restore ? ` from ${restore}` : ''}`);
         return { session, observation: `seed ${seed}:`, info: {}, on_env_loss: 'replay' as const };
       },
       step: async ({ session, action }: { session: string; action: string }) => {
@@ -37,7 +42,9 @@ class FakeEnvServer {
         if (!s) throw new EngineRejectedError(`/step: HTTP 404 unknown session ${session}`, 404);
         s.actions.push(action);
         this.calls.push(`step ${session} ${action}`);
-        return { observation: `seed ${s.seed}: ${s.actions.join(' ')}`, reward: 0, done: false, info: {} };
+        const snapshot = this.saveOn.has(action) ? `snap-${this.snapshots.size}` : undefined;
+        if (snapshot) this.snapshots.set(snapshot, [...s.actions]);
+        return { observation: `seed ${s.seed}: ${s.actions.join(' ')}`, reward: 0, done: false, info: snapshot ? { snapshot } : {} };
       },
       close: async () => ({ closed: true as const }),
     } as unknown as EnvClient;
@@ -70,6 +77,29 @@ describe('envStep on a lost env session', () => {
     expect(r).toMatchObject({ replayed: true, observation: 'seed 5: Left Down Right' });
     expect(server.calls).toEqual(['reset 5', 'step s1 Left', 'step s1 Down', 'step s1 Right']);
     expect(r.state).toMatchObject({ session: 's1', actions: ['Left', 'Down', 'Right'] });
+  });
+
+  it('an env that saved a snapshot resumes from it: only the actions after it are applied again', async () => {
+    const { server, start, step } = setup();
+    server.saveOn.add('Left'); // Left changed the env's state (a command); Down did not (a view)
+    const state = await start();
+    expect(state).toMatchObject({ snapshot: { id: 'snap-0', actions: 1 } });
+    server.lose();
+    server.calls = [];
+    const r = await step(state);
+    expect(server.calls).toEqual(['reset 5 from snap-0', 'step s1 Down', 'step s1 Right']); // Left never runs again
+    expect(r).toMatchObject({ replayed: true, observation: 'seed 5: Left Down Right' });
+  });
+
+  it('a snapshot the servers no longer have (404) falls back to replaying every action', async () => {
+    const { server, start, step } = setup();
+    server.saveOn.add('Left');
+    const state = await start();
+    server.lose();
+    server.snapshots.clear();
+    server.calls = [];
+    expect(await step(state)).toMatchObject({ observation: 'seed 5: Left Down Right' });
+    expect(server.calls).toEqual(['reset 5', 'step s1 Left', 'step s1 Down', 'step s1 Right']);
   });
 
   it.each([['restart' as const], ['drop' as const]])('on_env_loss %s: the lost session goes to the workflow as EnvSessionLostError, untouched', async (onLoss) => {

@@ -68,6 +68,11 @@ class BaseEnv(ABC):
     def close(self) -> None:
         """Release resources; the default holds none."""
 
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Continue the episode from a snapshot this env saved (``info.snapshot``, envs/snapshots.py), right
+        after ``reset`` with the episode's seed and config. Envs that save none cannot restore."""
+        raise NotImplementedError(f"env {self.name!r} saves no snapshots")
+
 
 _OPEN_TAG = re.compile(r"<answer>", re.IGNORECASE)
 _CLOSE_TAG = re.compile(r"</answer>", re.IGNORECASE)

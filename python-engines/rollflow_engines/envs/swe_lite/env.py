@@ -21,10 +21,11 @@ from pydantic import Field
 
 from ...errors import UnavailableError
 from ...sandbox import Limits, SandboxError, SandboxUnavailable, Workspace, current
+from .. import snapshots
 from ..base import BaseEnv, EnvConfig, StepResult
 from ..registry import register_env
 from .actions import FORMAT, Bash, Invalid, Replace, Submit, View, parse_action
-from .grading import Grade, grade
+from .grading import Grade, final_files, grade
 from .tasks import TIERS, Task, generate_task, task_for_seed
 
 TRUNCATED = "\n[… truncated: {} more characters]"
@@ -64,6 +65,7 @@ class SweLiteEnv(BaseEnv):
         self.turn = self.invalid = self.chars = self.sandbox_errors = 0
         self.grade_result: Grade | None = None
         self.submitted = False
+        self.snapshot: str | None = None
         try:
             self.ws: Workspace | None = current().open(files=self.task.files)
         except (SandboxError, SandboxUnavailable) as e:
@@ -96,7 +98,9 @@ class SweLiteEnv(BaseEnv):
             self.grade_result = result
             ended = "Submitted." if self.submitted else "Out of budget (turns or reply characters): graded as it stands."
             observation = f"{ended} Hidden tests: {'all passed' if result.resolved else 'not all passed'}."
-        info = {**self.info(), "invalid_action": isinstance(parsed, Invalid)}
+        if result is None and isinstance(parsed, (Bash, Replace)):  # the workspace may have changed: save it
+            self._save_snapshot()
+        info = {**self.info(), "invalid_action": isinstance(parsed, Invalid), **({"snapshot": self.snapshot} if self.snapshot else {})}
         reward = 1.0 if result is not None and result.resolved else 0.0
         return StepResult(truncate(observation, self.config.observation_chars), reward, result is not None, info)
 
@@ -128,7 +132,29 @@ class SweLiteEnv(BaseEnv):
         self.ws.write_files({action.path: text.replace(action.old, action.new)})
         return f"Replaced 1 occurrence in {action.path}.", False
 
+    # ---- snapshots: the workspace and the counters after each step that may change the workspace
+
+    def _counters(self) -> dict[str, int]:
+        return {"turn": self.turn, "invalid": self.invalid, "chars": self.chars, "sandbox_errors": self.sandbox_errors}
+
+    def _save_snapshot(self) -> None:
+        previous, self.snapshot = self.snapshot, snapshots.save({"task": self.task.id, "counters": self._counters(), "files": final_files(self.ws.path)})
+        snapshots.remove(previous)
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        if snapshot.get("task") != self.task.id:
+            raise ValueError(f"the snapshot is of task {snapshot.get('task')!r}, not of this episode's {self.task.id!r}")
+        self.ws.remove()
+        try:
+            self.ws = current().open(files=snapshot["files"])
+        except (SandboxError, SandboxUnavailable) as e:
+            raise _sandbox_failed(e) from e
+        counters = snapshot["counters"]
+        self.turn, self.invalid, self.chars, self.sandbox_errors = counters["turn"], counters["invalid"], counters["chars"], counters["sandbox_errors"]
+
     def close(self) -> None:
+        if getattr(self, "grade_result", None) is not None:  # over: nobody resumes it (an unfinished episode's snapshot outlives its session)
+            snapshots.remove(getattr(self, "snapshot", None))
         if getattr(self, "ws", None) is not None:
             self.ws.remove()
             self.ws = None

@@ -32,6 +32,7 @@ from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...edge import MiB, max_request_bytes_field
+from ...envs import snapshots
 from ...rewards import get_verifier, known_verifiers
 from ...sandbox.settings import DEFAULT_MAX_AGE_S, DEFAULT_ROOT
 
@@ -57,6 +58,8 @@ class Options(BaseModel):
                                                                  "there when the server starts, periodically, and when it stops.")
     sandbox_max_age_s: float = Field(default=DEFAULT_MAX_AGE_S, gt=0, description="The janitor removes a workspace older than this even if "
                                                                                   "a live server holds it (its processes are killed first).")
+    snapshot_dir: Path = Field(default=snapshots.DEFAULT_DIR, description="Where envs that resume episodes (swe_lite) save their "
+                                                                          "snapshots; env servers that share it resume each other's episodes.")
 
     @field_validator("domains")
     @classmethod

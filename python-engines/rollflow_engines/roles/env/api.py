@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ValidationError
 
-from ...envs import get_env, known_envs
+from ...envs import BaseEnv, get_env, known_envs, snapshots
 from ...errors import ConflictError, NotFoundError, RequestError, UnavailableError
 from ...rewards import VERIFIERS, get_verifier, known_verifiers
 from ...rewards.isolation import IsolatedRunner, IsolationError, IsolationTimeout
@@ -52,6 +52,7 @@ class EnvRole:
         self.runner = IsolatedRunner(workers=options.reward_workers, memory_mb=options.reward_memory_mb, preload=preload)
         self.sandbox = SandboxSettings(root=options.sandbox_root, mode=options.sandbox, max_age_s=options.sandbox_max_age_s)
         configure(self.sandbox)  # envs and verifiers of this process open their workspaces with these
+        snapshots.configure(options.snapshot_dir)
         if options.sandbox == "none":
             log.warning("env server started with sandbox: none: model-written code will run UNSANDBOXED")
         self.janitor = Janitor(self.sandbox, on_reaped=self.metrics.sandbox_workspaces_reaped.inc)
@@ -75,6 +76,15 @@ class EnvRole:
         config = _validate_config(cls.Config, req.config)
         env = cls()
         observation = env.reset(req.seed, config)
+        if req.restore is not None:
+            if type(env).restore is BaseEnv.restore:
+                env.close()
+                raise RequestError("restore", f"env {req.env!r} saves no snapshots to restore", req.restore)
+            try:
+                env.restore(snapshots.load(req.restore))
+            except BaseException:
+                env.close()
+                raise
         info = env.info()
         try:
             session = self.sessions.open(req.env, env)
@@ -84,6 +94,8 @@ class EnvRole:
             raise
         self.metrics.sessions_open.labels(req.env).inc()
         self.metrics.resets.labels(req.env).inc()
+        if req.restore is not None:
+            self.metrics.restores.labels(req.env).inc()
         return ResetResponse(session=session.id, observation=observation, info=info, on_env_loss=cls.on_env_loss)
 
     def step(self, req: StepRequest) -> StepResponse:

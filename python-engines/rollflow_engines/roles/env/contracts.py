@@ -29,6 +29,7 @@ class ResetRequest(_Request):
     env: str = Field(min_length=1, description="A registered env name, e.g. frozen_lake or arithmetic.")
     seed: int = Field(ge=0, le=MAX_SAFE_INTEGER, description="The episode is a pure function of (env, seed, config).")
     config: dict[str, Any] = Field(default_factory=dict, description="Env settings, validated by the env; unknown keys are errors.")
+    restore: str | None = Field(default=None, min_length=1, description="A snapshot id from an earlier step's info.snapshot: the episode continues from it (404 when it is gone).")
 
 
 class ResetResponse(_Response):

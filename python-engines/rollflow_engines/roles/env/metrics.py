@@ -13,6 +13,7 @@ class EnvMetrics:
         self.sessions_expired = Counter(PREFIX + "sessions_expired", "Sessions closed for being idle longer than session_ttl_s.", ["env"], registry=r)
         self.sessions_rejected = Counter(PREFIX + "sessions_rejected", "Resets refused because max_sessions were open.", registry=r)
         self.resets = Counter(PREFIX + "resets", "Episodes started (/reset).", ["env"], registry=r)
+        self.restores = Counter(PREFIX + "restores", "Episodes resumed from a snapshot (/reset with restore).", ["env"], registry=r)
         self.steps = Counter(PREFIX + "steps", "Env steps (/step).", ["env"], registry=r)
         self.invalid_actions = Counter(PREFIX + "invalid_actions", "Steps whose action the env could not read.", ["env"], registry=r)
         self.episodes = Counter(PREFIX + "episodes_done", "Episodes that ended, by success.", ["env", "success"], registry=r)

@@ -1,0 +1,93 @@
+"""Durable episode state: after each step that may change the workspace, swe_lite saves a snapshot
+(the files and its counters) and names it in info.snapshot. A fresh env, on any server sharing the
+snapshot directory, restores it and continues without running any command again."""
+from pathlib import Path
+
+import pytest
+
+from rollflow_engines.envs import snapshots
+from rollflow_engines.envs.swe_lite.env import SweLiteConfig, SweLiteEnv
+from rollflow_engines.errors import NotFoundError
+
+CONFIG = SweLiteConfig(task="t1-000")
+APPEND = "<bash>echo ran >> runs.log</bash>"
+
+
+@pytest.fixture
+def envs():
+    made: list[SweLiteEnv] = []
+
+    def make() -> SweLiteEnv:
+        made.append(SweLiteEnv())
+        return made[-1]
+    yield make
+    for e in made:
+        e.close()
+
+
+def test_a_restored_episode_continues_where_it_was_without_running_anything_again(envs, tmp_path):
+    first = envs()
+    first.reset(0, CONFIG)
+    assert "snapshot" not in first.step("<view>README</view>").info  # a view changes nothing: no snapshot
+    saved = first.step(APPEND).info["snapshot"]
+    first.step("not an action")  # after the snapshot: an invalid action, nothing to save
+
+    second = envs()  # another server's env: the same seed and config, then the snapshot
+    second.reset(0, CONFIG)
+    second.restore(snapshots.load(saved))
+    assert (second.ws.path / "runs.log").read_text() == "ran\n"  # the command's effect, not a second run of it
+    assert second.info()["turn"] == 2
+    assert second.step(APPEND).info["turn"] == 3
+    assert (second.ws.path / "runs.log").read_text() == "ran\nran\n"
+
+
+def test_each_snapshot_replaces_the_last_and_a_finished_episode_leaves_none(envs, tmp_path):
+    env = envs()
+    env.reset(0, CONFIG)
+    one = env.step(APPEND).info["snapshot"]
+    two = env.step(APPEND).info["snapshot"]
+    assert one != two and not (tmp_path / "snapshots" / one).exists() and (tmp_path / "snapshots" / two).exists()
+    env.step("<submit/>")
+    env.close()
+    assert list((tmp_path / "snapshots").iterdir()) == []
+
+
+def test_a_missing_snapshot_is_a_404_naming_restore_and_another_tasks_is_refused(envs):
+    with pytest.raises(NotFoundError, match="no snapshot"):
+        snapshots.load("0" * 32)
+    with pytest.raises(NotFoundError):
+        snapshots.load("../../etc/passwd")
+    env = envs()
+    env.reset(0, CONFIG)
+    saved = env.step(APPEND).info["snapshot"]
+    other = envs()
+    other.reset(0, SweLiteConfig(task="t2-000"))
+    with pytest.raises(ValueError, match="not of this episode"):
+        other.restore(snapshots.load(saved))
+
+
+def test_over_http_a_lost_session_resumes_on_another_server_from_its_snapshot(tmp_path):
+    """Two env servers sharing a snapshot directory: the first one's episode continues on the second
+    (reset with restore); an env that saves no snapshots, or an unknown id, is a named 4xx."""
+    from fastapi.testclient import TestClient
+
+    from rollflow_engines.app import create_app
+    from rollflow_engines.config import ServeConfig
+
+    options = {"snapshot_dir": str(tmp_path / "shared"), "sandbox_root": str(tmp_path / "sandboxes")}
+    def server():
+        return TestClient(create_app(ServeConfig(role="env", options=options)), raise_server_exceptions=False)
+    request = {"env": "swe_lite", "seed": 0, "config": {"task": "t1-000"}}
+    with server() as a:
+        session = a.post("/reset", json=request).json()["session"]
+        saved = a.post("/step", json={"session": session, "action": APPEND}).json()["info"]["snapshot"]
+    with server() as b:  # the first server is gone with its session and workspace
+        resumed = b.post("/reset", json={**request, "restore": saved})
+        assert resumed.status_code == 200, resumed.text
+        assert resumed.json()["info"]["turn"] == 1
+        out = b.post("/step", json={"session": resumed.json()["session"], "action": "<bash>cat runs.log</bash>"}).json()
+        assert out["observation"] == "[exit 0]\nran\n" and out["info"]["turn"] == 2
+        gone = b.post("/reset", json={**request, "restore": "0" * 32})
+        no_snapshots = b.post("/reset", json={"env": "arithmetic", "seed": 0, "restore": saved})
+    assert gone.status_code == 404 and gone.json()["problems"][0]["field"] == "restore"
+    assert no_snapshots.status_code == 400 and no_snapshots.json()["problems"][0]["field"] == "restore"
