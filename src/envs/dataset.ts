@@ -28,6 +28,10 @@ const Config = z.strictObject({
   domain_key: z.string().min(1).default('domain').describe('Row field naming the domain that picks the verifier.'),
   default_domain: z.string().min(1).default('math').describe('Domain of rows without a domain field.'),
   verifier: z.string().min(1).optional().describe('Score every row with this verifier (exact_match | math_verify | code_exec) instead of its domain\'s.'),
+  verifier_config: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('Settings sent with every reply to its verifier, which validates them (e.g. code_exec: { mode: fraction }); a key it does not know fails the first reward with a 400 naming config.<key>.'),
   id_key: z.string().min(1).default('id').describe('Row field holding a row\'s id, where rows have one: a repeated id is reported and its later rows skipped.'),
   max_row_bytes: z
     .number()
@@ -84,7 +88,10 @@ export function dataset(client: EnvClient): Env<DatasetState, DatasetConfig> & {
     async step(config, state, action, signal) {
       const { rows } = await load(config);
       const row = rows[state.row % rows.length]!;
-      const scored = await client.reward({ domain: row.domain, prompt: row.prompt, response: action, reference: row.answer, ...(config.verifier ? { verifier: config.verifier } : {}) }, { signal });
+      const scored = await client.reward(
+        { domain: row.domain, prompt: row.prompt, response: action, reference: row.answer, ...(config.verifier ? { verifier: config.verifier } : {}), ...(config.verifier_config ? { config: config.verifier_config } : {}) },
+        { signal },
+      );
       return { state, observation: '', reward: scored.reward, done: true, info: { row: state.row, ...scored.info } };
     },
   };

@@ -1,5 +1,8 @@
 // The dataset env's file parsing: valid rows in file order, malformed rows
 // reported by line and counted, never fatal.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dataset } from '../../src/envs/dataset';
 import { describeIndex, parseRows } from '../../src/envs/dataset-rows';
@@ -79,5 +82,24 @@ describe('dataset rows', () => {
     const { index } = parse('{"prompt": "a", "answer": "1"}\n{oops\n{oops');
     expect(describeIndex(index)).toMatch(/^1 rows, 2 malformed rows skipped \(2 not_json; line 2: not JSON .*; line 3: not JSON .*\)$/);
     expect(describeIndex({ size: 4, malformed: 0, skipped: {}, problems: [] })).toBe('4 rows');
+  });
+});
+
+describe('dataset scoring', () => {
+  it('sends verifier and verifier_config with every reply; without them, neither', async () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'rollflow-dataset-')), 'rows.jsonl');
+    writeFileSync(file, '{"prompt": "p", "answer": "{}", "domain": "code"}\n');
+    const sent: unknown[] = [];
+    const client = { reward: async (req: unknown) => (sent.push(req), { reward: 0.5, info: {} }) } as unknown as EnvClient;
+    const env = dataset(client);
+    for (const raw of [{ path: file, verifier: 'code_exec', verifier_config: { mode: 'fraction' } }, { path: file }]) {
+      const c = env.parseConfig(raw);
+      const { state } = await env.reset(c, 0);
+      await env.step(c, state, 'reply');
+    }
+    expect(sent).toEqual([
+      { domain: 'code', prompt: 'p', response: 'reply', reference: '{}', verifier: 'code_exec', config: { mode: 'fraction' } },
+      { domain: 'code', prompt: 'p', response: 'reply', reference: '{}' },
+    ]);
   });
 });
