@@ -20,7 +20,7 @@ SYSTEM_DIRS = ("/usr", "/etc")
 TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 
-def _python_dirs() -> list[Path]:
+def python_dirs() -> list[Path]:
     """The interpreter's installation and venv, resolved, where /usr does not already cover them."""
     dirs = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}
     return sorted(d for d in dirs if not any(d.is_relative_to(s) for s in SYSTEM_DIRS))
@@ -39,7 +39,7 @@ def filesystem_args(workspace: Path, tmp: Path) -> list[str]:
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    python = _python_dirs()
+    python = python_dirs()
     for parent in sorted({p for d in python for p in d.parents if p != Path("/")}, key=lambda p: len(p.parts)):
         args += ["--perms", "0755", "--dir", str(parent)]  # bwrap would make them 0700, closed to the sandbox's uid
     for d in python:

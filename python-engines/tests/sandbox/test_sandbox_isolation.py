@@ -3,8 +3,10 @@ import json
 import os
 import socket
 import threading
+from pathlib import Path
 
 from rollflow_engines.sandbox import open_workspace
+from rollflow_engines.sandbox.mounts import python_dirs
 
 
 def test_writes_land_only_in_the_workspace(workspace, tmp_path):
@@ -27,14 +29,22 @@ def test_a_sandbox_cannot_read_a_sibling_workspace_or_the_run_dir(root, tmp_path
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "secret.txt").write_text("run secret")
+    repo = Path(__file__).resolve().parents[3]
     with open_workspace(root, "tests", files={"mine.txt": "a"}) as a, open_workspace(root, "tests", files={"theirs.txt": "b"}) as b:
         assert a.run(["cat", "mine.txt"]).stdout == "a"
-        for path in (b.path / "theirs.txt", run_dir / "secret.txt", __file__, "/work/main/Makefile", "/run/lock"):
+        for path in (b.path / "theirs.txt", run_dir / "secret.txt", __file__, repo / "Makefile", "/run/lock"):
             r = a.run(["cat", str(path)])
             assert r.exit_code != 0 and "No such file or directory" in r.stderr, (path, r)
-        # Of /work and the home directory only the empty parents of the Python installation and venv exist.
-        r = a.run("ls -A /work /work/main /root")
-        assert r.stdout.split() == ["/root:", ".pyenv", "/work:", "main", "/work/main:", ".venv"], r
+        # Of the repository and the home directory only the empty parents of the Python installation and venv
+        # exist, wherever the checkout and the venv are.
+        for host_dir in (repo, Path.home().resolve()):
+            r = a.run(["ls", "-A", str(host_dir)])
+            assert r.stdout.split() == _entries_leading_to_python(host_dir), (host_dir, r)
+
+
+def _entries_leading_to_python(host_dir: Path) -> list[str]:
+    """What ``ls -A host_dir`` prints inside a sandbox: the children on the way to a bound Python dir."""
+    return sorted({d.relative_to(host_dir).parts[0] for d in python_dirs() if d.is_relative_to(host_dir) and d != host_dir})
 
 
 def test_the_servers_environment_does_not_reach_the_sandbox(workspace, monkeypatch):
