@@ -1,5 +1,5 @@
 // SWE-lite episodes inside a real run (real dev server, sim engines, started by the CLI): two steps of
-// examples/swe-lite-scripted.yaml, whose scripted policy solves about half the episodes and flails in
+// examples/swe-lite.yaml, whose scripted policy solves about half the episodes and flails in
 // the rest. Every command runs in the bubblewrap sandbox and every episode is graded by its hidden
 // tests. Checked on what the env server counted (episodes started, ended solved or not, closed, the
 // flailers' invalid actions) and on the run: both steps trained, no group failed.
@@ -18,7 +18,7 @@ interface Example {
 }
 
 beforeAll(async () => {
-  const example = parse(readFileSync(path.join(ROOT, 'examples/swe-lite-scripted.yaml'), 'utf8')) as Example;
+  const example = parse(readFileSync(path.join(ROOT, 'examples/swe-lite.yaml'), 'utf8')) as Example;
   const inferenceOptions = example.engines!.inference[0]!.options; // the scripted policy
   delete example.engines; // the stack puts sim engines on free ports
   stack = await upSimStack('swe-lite-test', stringify(example), inferenceOptions);

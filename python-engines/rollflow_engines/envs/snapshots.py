@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 import tempfile
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,21 @@ def load(snapshot: str) -> dict[str, Any]:
     if not (set(snapshot) <= _ID_CHARS and path.is_file()):
         raise NotFoundError("restore", f"no snapshot {snapshot!r} in {_dir}", snapshot)
     return json.loads(zlib.decompress(path.read_bytes()))
+
+
+def reap(max_age_s: float) -> int:
+    """Removes snapshots (and half-written parts) not written for ``max_age_s``: those of episodes nobody resumed."""
+    if not _dir.is_dir():
+        return 0
+    cutoff, removed = time.time() - max_age_s, 0
+    for path in _dir.iterdir():
+        try:
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:  # removed meanwhile by its episode's end or another server's janitor
+            pass
+    return removed
 
 
 def remove(snapshot: str | None) -> None:

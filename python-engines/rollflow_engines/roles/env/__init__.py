@@ -60,6 +60,8 @@ class Options(BaseModel):
                                                                                   "a live server holds it (its processes are killed first).")
     snapshot_dir: Path = Field(default=snapshots.DEFAULT_DIR, description="Where envs that resume episodes (swe_lite) save their "
                                                                           "snapshots; env servers that share it resume each other's episodes.")
+    snapshot_max_age_s: float = Field(default=86_400.0, gt=0, description="The janitor removes a snapshot not written for this long (an "
+                                                                           "episode nobody resumed); a run resuming later replays that episode from its start.")
 
     @field_validator("domains")
     @classmethod

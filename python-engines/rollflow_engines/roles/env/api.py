@@ -55,7 +55,8 @@ class EnvRole:
         snapshots.configure(options.snapshot_dir)
         if options.sandbox == "none":
             log.warning("env server started with sandbox: none: model-written code will run UNSANDBOXED")
-        self.janitor = Janitor(self.sandbox, on_reaped=self.metrics.sandbox_workspaces_reaped.inc)
+        self.janitor = Janitor(self.sandbox, options.snapshot_max_age_s, on_reaped=self.metrics.sandbox_workspaces_reaped.inc,
+                               on_snapshots_reaped=self.metrics.snapshots_reaped.inc)
 
     def _closed(self, session: Session, why: str) -> None:
         self.metrics.sessions_open.labels(session.env_name).dec()

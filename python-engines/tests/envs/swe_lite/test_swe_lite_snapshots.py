@@ -91,3 +91,26 @@ def test_over_http_a_lost_session_resumes_on_another_server_from_its_snapshot(tm
         no_snapshots = b.post("/reset", json={"env": "arithmetic", "seed": 0, "restore": saved})
     assert gone.status_code == 404 and gone.json()["problems"][0]["field"] == "restore"
     assert no_snapshots.status_code == 400 and no_snapshots.json()["problems"][0]["field"] == "restore"
+
+
+def test_the_janitor_removes_snapshots_nobody_resumed_for_snapshot_max_age_s_and_counts_them(tmp_path):
+    import os
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from rollflow_engines.app import create_app
+    from rollflow_engines.config import ServeConfig
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    abandoned, recent, half_written = shared / ("a" * 32), shared / ("b" * 32), shared / ".c.part"
+    for f in (abandoned, recent, half_written):
+        f.write_bytes(b"x")
+    two_hours_ago = time.time() - 7200
+    for f in (abandoned, half_written):
+        os.utime(f, (two_hours_ago, two_hours_ago))
+    options = {"snapshot_dir": str(shared), "sandbox_root": str(tmp_path / "sandboxes"), "snapshot_max_age_s": 3600}
+    with TestClient(create_app(ServeConfig(role="env", options=options))) as server:  # the first sweep runs at start
+        assert sorted(shared.iterdir()) == [recent]
+        assert "rollflow_env_snapshots_reaped_total 2.0" in server.get("/metrics").text
