@@ -5,7 +5,7 @@ import asyncio
 import logging
 import math
 import time
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Response
@@ -76,7 +76,8 @@ class EnvRole:
             raise RequestError("env", f"unknown env {req.env!r}; known envs: {', '.join(known_envs())}", req.env)
         config = _validate_config(cls.Config, req.config)
         env = cls()
-        observation = env.reset(req.seed, config)
+        with self._counting_unavailable(req.env):
+            observation = env.reset(req.seed, config)
         if req.restore is not None:
             if type(env).restore is BaseEnv.restore:
                 env.close()
@@ -106,7 +107,8 @@ class EnvRole:
                 raise NotFoundError("session", "session was closed", req.session)
             if session.done:
                 raise ConflictError("session", "the episode is over (a step returned done); /close it and /reset a new one", req.session)
-            observation, reward, done, info = session.env.step(req.action)
+            with self._counting_unavailable(session.env_name):
+                observation, reward, done, info = session.env.step(req.action)
             session.done = done
         self.sessions.touch(session)
         info = {"invalid_action": False, **info}
@@ -114,8 +116,24 @@ class EnvRole:
         if info["invalid_action"]:
             self.metrics.invalid_actions.labels(session.env_name).inc()
         if done:
-            self.metrics.episodes.labels(session.env_name, str(bool(info.get("success"))).lower()).inc()
+            self._episode_ended(session.env_name, info)
         return StepResponse(observation=observation, reward=reward, done=done, info=info)
+
+    def _episode_ended(self, env_name: str, info: dict[str, Any]) -> None:
+        self.metrics.episodes.labels(env_name, str(bool(info.get("success"))).lower()).inc()
+        if isinstance(info.get("turn"), int):
+            self.metrics.episode_turns.labels(env_name).observe(info["turn"])
+        if isinstance(info.get("tests_passed_fraction"), (int, float)):
+            self.metrics.episode_tests_passed.labels(env_name).observe(info["tests_passed_fraction"])
+
+    @contextmanager
+    def _counting_unavailable(self, env_name: str):
+        """Counts the env's own infrastructure failures (its sandbox failed: a 503) and lets them through."""
+        try:
+            yield
+        except UnavailableError:
+            self.metrics.sandbox_errors.labels(env_name).inc()
+            raise
 
     def close(self, req: CloseRequest) -> CloseResponse:
         self.sessions.close(req.session)

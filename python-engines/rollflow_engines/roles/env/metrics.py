@@ -17,6 +17,12 @@ class EnvMetrics:
         self.steps = Counter(PREFIX + "steps", "Env steps (/step).", ["env"], registry=r)
         self.invalid_actions = Counter(PREFIX + "invalid_actions", "Steps whose action the env could not read.", ["env"], registry=r)
         self.episodes = Counter(PREFIX + "episodes_done", "Episodes that ended, by success.", ["env", "success"], registry=r)
+        self.episode_turns = Histogram(PREFIX + "episode_turns", "Turns (actions) of an ended episode, for envs that report info.turn.", ["env"],
+                                       registry=r, buckets=(1, 2, 3, 5, 8, 10, 15, 20, 30, 40, 50))
+        self.episode_tests_passed = Histogram(PREFIX + "episode_tests_passed_fraction", "Share of the hidden tests an ended episode passed, for "
+                                              "envs that grade with tests (info.tests_passed_fraction).", ["env"], registry=r,
+                                              buckets=(0, 0.25, 0.5, 0.75, 0.99, 1))
+        self.sandbox_errors = Counter(PREFIX + "sandbox_errors", "Env steps or resets the sandbox failed (answered 503: the server's failure, not the model's).", ["env"], registry=r)
         self.rewards = Counter(PREFIX + "rewards", "Responses scored (/reward).", ["domain", "verifier"], registry=r)
         self.reward_timeouts = Counter(PREFIX + "reward_timeouts", "Verifications cut by reward_timeout_s (scored 0).", ["domain", "verifier"], registry=r)
         self.reward_errors = Counter(PREFIX + "reward_errors", "Verifications that failed (scored 0, info.error).", ["domain", "verifier"], registry=r)

@@ -115,3 +115,31 @@ def test_close_removes_the_workspace(env):
     assert path.exists()
     env.close()
     assert not path.exists()
+
+
+def test_the_server_reports_turns_tests_passed_and_sandbox_errors_as_metrics(tmp_path, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from rollflow_engines.app import create_app
+    from rollflow_engines.config import ServeConfig
+    from rollflow_engines.envs.swe_lite.tasks import generate_task
+    from rollflow_engines.sandbox.workspace import Workspace
+
+    options = {"snapshot_dir": str(tmp_path / "snapshots"), "sandbox_root": str(tmp_path / "sandboxes")}
+    with TestClient(create_app(ServeConfig(role="env", options=options)), raise_server_exceptions=False) as server:
+        def episode(actions):
+            session = server.post("/reset", json={"env": "swe_lite", "seed": 0, "config": {"task": "t1-002"}}).json()["session"]
+            return [server.post("/step", json={"session": session, "action": a}) for a in actions]
+        episode([*fix_actions(generate_task("t1-002")), "<submit/>"])  # solved in 2 turns: every test passes
+        episode(["<submit/>"])  # submitted unfixed: only the pass-to-pass tests pass
+        def broken(*args, **kwargs):
+            raise SandboxError("bwrap: cannot create namespace")
+        monkeypatch.setattr(Workspace, "run", broken)
+        failed = episode(["<bash>ls</bash>"])[0]
+        metrics = server.get("/metrics").text
+    assert failed.status_code == 503
+    assert 'rollflow_env_episode_turns_count{env="swe_lite"} 2.0' in metrics
+    assert 'rollflow_env_episode_turns_sum{env="swe_lite"} 3.0' in metrics
+    assert 'rollflow_env_episode_tests_passed_fraction_count{env="swe_lite"} 2.0' in metrics
+    assert 'rollflow_env_episode_tests_passed_fraction_bucket{env="swe_lite",le="0.99"} 1.0' in metrics  # the unfixed one
+    assert 'rollflow_env_sandbox_errors_total{env="swe_lite"} 1.0' in metrics
