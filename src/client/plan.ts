@@ -23,7 +23,11 @@ function pickEnvs({ config, source }: LoadedConfig, manager: EnvManager | undefi
   const partition = manager?.num_groups_partition ?? tags.map((_, i) => Math.floor(groups / tags.length) + (i < groups % tags.length ? 1 : 0));
   return tags.map((tag, i) => {
     const env = config.custom_envs[tag]!;
-    return { tag, groupsPerStep: partition[i]!, spec: { type: env.env_type, config: env.env_config, maxTurns: env.max_steps, calls: env.env_calls, ...(env.on_env_loss ? { onLoss: env.on_env_loss } : {}) }, maxTokens: env.max_tokens_per_step ?? gen.max_new_tokens };
+    const perTurn = env.max_tokens_per_step ?? gen.max_new_tokens;
+    const budget = env.max_tokens_per_episode;
+    const spec = { type: env.env_type, config: env.env_config, maxTurns: env.max_steps, calls: env.env_calls, ...(env.on_env_loss ? { onLoss: env.on_env_loss } : {}), ...(budget !== undefined ? { maxEpisodeTokens: budget } : {}) };
+    // The first turn may not exceed the episode's budget either (it is also a one-request group's only turn).
+    return { tag, groupsPerStep: partition[i]!, spec, maxTokens: budget === undefined ? perTurn : Math.min(perTurn, budget) };
   }).filter((e) => e.groupsPerStep > 0);
 }
 

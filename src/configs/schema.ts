@@ -134,6 +134,9 @@ export const CustomEnvSchema = z
     env_type: z.string().min(1).describe('Registered env implementation, e.g. frozen_lake or latency_sim.'),
     max_steps: count(1).default(1).describe('Most turns per episode.'),
     max_tokens_per_step: count(1).optional().describe('Most tokens the model may generate per turn; defaults to generating_args.max_new_tokens.'),
+    max_tokens_per_episode: count(1)
+      .optional()
+      .describe('(rollflow) Most tokens the model may generate in one episode, over all its turns: each turn may generate at most what is left, and the episode ends (done, with the reward earned so far) once it is spent. Unset: max_steps × max_tokens_per_step bounds it.'),
     env_config: z.record(z.string(), z.unknown()).default({}).describe('Arguments passed to the env constructor.'),
     env_calls: z
       .enum(['auto', 'activity', 'local'])

@@ -99,7 +99,7 @@ async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
     throw ApplicationFailure.nonRetryable(`env ${input.env.type} asks each sample for its own generation settings; set is_num_return_sequences_expand: true`, 'EnvConfigError');
   }
   const turns = await generateGroupTurn({ contextKeys: trajectories.map((t) => contextKey(t.runId, t.uid)), observation: episodes[0]!.observation, sampling: input.sampling, affinity: input.groupUid, runId: input.runId, ...(generation ? { generation } : {}) });
-  const stepped = await Promise.all(trajectories.map((t, i) => stepEnv(t, episodes[i]!, turns[i]!.action, calls)));
+  const stepped = await Promise.all(trajectories.map((t, i) => stepEnv(t, episodes[i]!, turns[i]!, calls)));
   // An episode the env server lost and restarted (on_env_loss restart) is played out alone; the others are done.
   const played = await Promise.all(trajectories.map((t, i) => playOut(t, stepped[i]!, calls)));
   return Promise.all(trajectories.map((t, i) => finishEpisode(t, played[i]!, calls)));

@@ -61,7 +61,7 @@ export async function lockstepRollout(input: LockstepInput): Promise<GroupResult
     // Barrier 2: every env steps; the turn ends with the slowest.
     const steps = await Promise.all(turn.map((i, k) => {
       const a = actions[k]!;
-      return a.ok ? settle(stepEnv(trajectories[i]!, (slots[i] as { ep: Episode }).ep, a.value.action, calls[i])) : Promise.resolve(a);
+      return a.ok ? settle(stepEnv(trajectories[i]!, (slots[i] as { ep: Episode }).ep, a.value, calls[i])) : Promise.resolve(a);
     }));
     turn.forEach((i, k) => {
       const s = steps[k]!;

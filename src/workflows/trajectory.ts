@@ -35,6 +35,11 @@ export interface EnvSpec {
   calls?: 'auto' | 'activity' | 'local';
   /** custom_envs.<tag>.on_env_loss; absent = what the env declares at reset (EnvReset.onLoss). */
   onLoss?: EnvLossPolicy;
+  /**
+   * custom_envs.<tag>.max_tokens_per_episode: tokens the episode may generate over all its turns. Absent in every
+   * run from before it, which keep their commands unchanged: only a run with a budget caps turns or ends early.
+   */
+  maxEpisodeTokens?: number;
 }
 
 export interface TrajectoryInput {
@@ -77,6 +82,8 @@ export interface Episode {
   /** Env sessions rebuilt by replay, and times the episode started over; absent = 0. */
   replays?: number;
   restarts?: number;
+  /** Tokens generated so far, kept only under an episode token budget (EnvSpec.maxEpisodeTokens). */
+  tokens?: number;
 }
 
 /**
@@ -95,11 +102,14 @@ export async function startEpisode(input: TrajectoryInput, calls: EpisodeCalls =
 
 /** The model's answer to the episode's latest observation. */
 export function generateFor(input: TrajectoryInput, ep: Episode): Promise<TurnSummary> {
-  return generateTurn({ contextKey: contextKey(input.runId, input.uid), observation: ep.observation, turn: ep.turns, sampling: input.sampling, affinity: input.uid, runId: input.runId, ...(ep.generation ? { generation: ep.generation } : {}) });
+  const budget = input.env.maxEpisodeTokens;
+  const sampling = budget === undefined ? input.sampling : { ...input.sampling, max_tokens: Math.min(input.sampling.max_tokens, budget - (ep.tokens ?? 0)) };
+  return generateTurn({ contextKey: contextKey(input.runId, input.uid), observation: ep.observation, turn: ep.turns, sampling, affinity: input.uid, runId: input.runId, ...(ep.generation ? { generation: ep.generation } : {}) });
 }
 
-/** Applies the model's action to the env; the episode is done when the env says so or the turns run out. */
-export async function stepEnv(input: TrajectoryInput, ep: Episode, action: string, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
+/** Applies the model's action to the env; the episode is done when the env says so, or the turns or its token budget run out. */
+export async function stepEnv(input: TrajectoryInput, ep: Episode, turn: Pick<TurnSummary, 'action' | 'tokens'>, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
+  const { action } = turn;
   const onLoss = input.env.onLoss ?? ep.onLoss;
   let step;
   try {
@@ -111,7 +121,10 @@ export async function stepEnv(input: TrajectoryInput, ep: Episode, action: strin
   }
   const turns = ep.turns + 1;
   const replays = (ep.replays ?? 0) + (step.replayed ? 1 : 0);
-  return { ...ep, state: step.state, observation: step.observation, reward: ep.reward + step.reward, turns, done: step.done || turns >= input.env.maxTurns, ...(replays ? { replays } : {}) };
+  const budget = input.env.maxEpisodeTokens;
+  const tokens = budget === undefined ? undefined : (ep.tokens ?? 0) + turn.tokens;
+  const spent = tokens !== undefined && tokens >= budget!;
+  return { ...ep, state: step.state, observation: step.observation, reward: ep.reward + step.reward, turns, done: step.done || turns >= input.env.maxTurns || spent, ...(replays ? { replays } : {}), ...(tokens !== undefined ? { tokens } : {}) };
 }
 
 /**
@@ -130,7 +143,7 @@ export async function playOut(input: TrajectoryInput, start: Episode, calls: Epi
   let ep = start;
   while (!ep.done && ep.turns < input.env.maxTurns) {
     const turn = await generateFor(input, ep);
-    ep = await stepEnv(input, ep, turn.action, calls);
+    ep = await stepEnv(input, ep, turn, calls);
   }
   return ep;
 }

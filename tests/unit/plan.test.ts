@@ -56,6 +56,13 @@ describe('run plan', () => {
     expect(() => plan({ custom_envs: { c: { ...envs.c, env_calls: 'remote' } } })).toThrow(/custom_envs\.c\.env_calls.*"remote".*auto.*activity.*local/s);
   });
 
+  it('carries max_tokens_per_episode only when set, and caps the first turn by it', () => {
+    const p = plan({ custom_envs: { ...envs, b: { ...envs.b, max_tokens_per_episode: 10 }, a: { ...envs.a, max_tokens_per_episode: 2000 } }, train_env_manager: { num_env_groups: 3, group_size: 1, tags: ['a', 'b', 'c'] } });
+    expect(p.envs.map((e) => [e.tag, e.spec.maxEpisodeTokens, e.maxTokens])).toEqual([['a', 2000, 512], ['b', 10, 10], ['c', undefined, 512]]);
+    expect('maxEpisodeTokens' in p.envs[2]!.spec).toBe(false); // absent, as in every run from before the key: their workflows branch the same
+    expect(() => plan({ custom_envs: { c: { ...envs.c, max_tokens_per_episode: 0 } } })).toThrow(/custom_envs\.c\.max_tokens_per_episode/);
+  });
+
   it('carries each env\'s on_env_loss only when set (unset, the env\'s own declaration applies); a wrong value names the key and the choices', () => {
     const p = plan({ custom_envs: { ...envs, b: { ...envs.b, on_env_loss: 'restart' } }, train_env_manager: { num_env_groups: 2, group_size: 1, tags: ['a', 'b'] } });
     expect(p.envs.map((e) => e.spec.onLoss)).toEqual([undefined, 'restart']);

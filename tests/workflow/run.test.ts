@@ -256,6 +256,36 @@ describe('run workflow (stub activities)', () => {
   });
 });
 
+describe('episode token budget (custom_envs.<tag>.max_tokens_per_episode)', () => {
+  const modes: [string, Partial<RunPlan>][] = [
+    ['trajectory workflows', {}],
+    ['lockstep', { rolloutMode: 'lockstep' }],
+  ];
+
+  it.each(modes)('(%s) each turn may generate what is left of the budget, and the episode ends once it is spent', async (name, over) => {
+    const plan = testPlan(`budget-${name.replace(/\W/g, '')}`, { maxSteps: 1, ...over });
+    // An env that never ends an episode itself within 10 turns; the stub model writes 3 tokens a turn.
+    plan.envs = plan.envs.map((e) => ({ ...e, spec: { ...e.spec, maxTurns: 10, maxEpisodeTokens: 7 } }));
+    scenario(plan.runId, { episodeSteps: 10 });
+    const done = await (await startRun(plan)).result();
+    expect(done.step).toBe(1);
+    const turns = callsOf(plan.runId, 'generateTurn');
+    const dispatched = done.totals.dispatchedGroups * G;
+    // Budget 7 at 3 tokens a turn: caps 7, 4, 1 (turn 2 spends it), then the episode is over.
+    expect(turns.map((t) => t.sampling.max_tokens).sort()).toEqual(Array.from({ length: dispatched }, () => [1, 4, 7]).flat().sort());
+    expect(callsOf(plan.runId, 'envStep')).toHaveLength(3 * dispatched);
+  });
+
+  it('without a budget the same episodes run to max_steps at the per-turn cap', async () => {
+    const plan = testPlan('budget-none', { maxSteps: 1 });
+    plan.envs = plan.envs.map((e) => ({ ...e, spec: { ...e.spec, maxTurns: 4 } }));
+    scenario(plan.runId, { episodeSteps: 10 });
+    const done = await (await startRun(plan)).result();
+    const dispatched = done.totals.dispatchedGroups * G;
+    expect(callsOf(plan.runId, 'generateTurn').map((t) => t.sampling.max_tokens)).toEqual(Array.from({ length: 4 * dispatched }, () => 8));
+  });
+});
+
 describe('env loss (on_env_loss) and infrastructure failures', () => {
   /** A metric summed over the run's step records. */
   const summed = (runId: string, key: string) => callsOf(runId, 'appendMetrics').reduce((n, c) => n + Number(c.record[key] ?? 0), 0);

@@ -62,6 +62,8 @@ export interface Scenario {
    * does: under replay (or no policy) it rebuilds and steps (`replayed`), else throws EnvSessionLostError.
    */
   loseSessions?: number;
+  /** Steps after which the stub env ends an episode (done); absent = 1, a single-turn env. */
+  episodeSteps?: number;
 }
 
 const scenarios = new Map<string, Scenario>();
@@ -157,7 +159,7 @@ export const stubs: StubActivities = {
     const { runId, workflowId } = record('envReset', input);
     if (scenario(runId).failReset?.(workflowId)) throw new EnvConfigError('stub env: no such key "x"');
     const { declares } = scenario(runId);
-    return { state: { member: input.sample ?? 0 }, observation: `prompt ${input.seed}`, info: {}, ...(declares ? { onLoss: declares } : {}) };
+    return { state: { member: input.sample ?? 0, steps: 0 }, observation: `prompt ${input.seed}`, info: {}, ...(declares ? { onLoss: declares } : {}) };
   },
   async envStep(input) {
     const s = scenario(record('envStep', input).runId);
@@ -167,7 +169,9 @@ export const stubs: StubActivities = {
       if ((input.onLoss ?? 'replay') !== 'replay') throw new EnvSessionLostError('stub env: the env server no longer has the session');
     }
     // Member i scores i: rewards always vary within a group, so the std filter keeps every group.
-    return { state: input.state, observation: '', reward: (input.state as { member: number }).member, done: true, info: {}, ...(lost ? { replayed: true as const } : {}) };
+    const state = input.state as { member: number; steps: number };
+    const steps = state.steps + 1;
+    return { state: { ...state, steps }, observation: '', reward: state.member, done: steps >= (s.episodeSteps ?? 1), info: {}, ...(lost ? { replayed: true as const } : {}) };
   },
   async generateTurn(input) {
     await scenario(record('generateTurn', input).runId).generate.wait(input.affinity);
