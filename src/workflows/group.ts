@@ -8,6 +8,7 @@
 import { ApplicationFailure, executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities, Sampling } from '../activities';
 import { GENERATE } from './activity-options';
+import { sumEnvInfo, type EnvInfoSums } from './env-info';
 import { summarizeFailure, type FailureSummary } from './failure';
 import { childWorkflowId, contextKey, sampleUid } from './ids';
 // The run's own message (a cycle with run.ts, used only inside functions: safe).
@@ -142,5 +143,8 @@ export function summarize(input: GroupInput, results: TrajectorySummary[]): Grou
     storeKeys: results.map((r) => r.sampleKey),
     envReplays: results.reduce((n, r) => n + (r.envReplays ?? 0), 0),
     envRestarts: results.reduce((n, r) => n + (r.envRestarts ?? 0), 0),
+    ...withEnvInfo(sumEnvInfo(results.map((r) => r.envInfo))),
   };
 }
+
+const withEnvInfo = (envInfo: EnvInfoSums | undefined) => (envInfo ? { envInfo } : {});

@@ -7,6 +7,7 @@
  * staleness bound and the stale policy in applyStalePolicy(). Both are
  * stated there, once.
  */
+import type { EnvInfoSums } from './env-info';
 import { groupUid } from './ids';
 import { IntervalSet, type Range } from './interval-set';
 
@@ -58,6 +59,8 @@ export interface GroupResult extends GroupRef {
   /** Env sessions its trajectories rebuilt by replay, and episodes they started over (on_env_loss); absent = 0. */
   envReplays?: number;
   envRestarts?: number;
+  /** Its samples' env info (env-info.ts): per key, the sum and how many reported it; absent when none did. */
+  envInfo?: EnvInfoSums;
 }
 
 /** What happened between two batches, reported in the later one's step record (rollout/infra_failed, rollout/env_*). */

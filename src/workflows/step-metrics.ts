@@ -5,6 +5,7 @@
  * record, and the clocks behind the idle ratios. Pure: the run workflow owns
  * the times and passes them in.
  */
+import { envInfoMetrics, sumEnvInfo } from './env-info';
 import { summarizeBatch, type Batch } from './run-state';
 import type { ValidationResult } from './validate';
 
@@ -90,6 +91,7 @@ export function stepRecord(head: RecordHead, batch: Batch, t: StepTimes, trained
     [METRIC.envReplayed]: batch.events.envReplays,
     [METRIC.envRestarted]: batch.events.envRestarts,
   };
+  Object.assign(record, envInfoMetrics(sumEnvInfo(batch.groups.map((g) => g.envInfo))));
   for (const [k, v] of Object.entries(trained.metrics)) record[`${TRAINER_PREFIX}${k}`] = v;
   return record;
 }

@@ -12,6 +12,7 @@ import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/work
 import type { Activities, Sampling, TurnSummary } from '../activities';
 import type { EnvLossPolicy, EpisodeGeneration } from '../envs/env';
 import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE } from './activity-options';
+import { numericInfo } from './env-info';
 import { isEnvSessionLost } from './failure';
 import { contextKey, sampleKey } from './ids';
 
@@ -66,6 +67,8 @@ export interface TrajectorySummary {
   /** Env sessions rebuilt by replay, and times the episode started over (on_env_loss); absent in summaries from before them. */
   envReplays?: number;
   envRestarts?: number;
+  /** The numbers of the episode's last env info (env-info.ts); absent when the env reported none. */
+  envInfo?: Record<string, number>;
 }
 
 /** Where one episode stands between calls; plain JSON (the lockstep workflow carries it across continue-as-new). */
@@ -84,6 +87,8 @@ export interface Episode {
   restarts?: number;
   /** Tokens generated so far, kept only under an episode token budget (EnvSpec.maxEpisodeTokens). */
   tokens?: number;
+  /** The numbers of the latest env step's info (env-info.ts), reported with the trajectory. */
+  envInfo?: Record<string, number>;
 }
 
 /**
@@ -124,7 +129,8 @@ export async function stepEnv(input: TrajectoryInput, ep: Episode, turn: Pick<Tu
   const budget = input.env.maxEpisodeTokens;
   const tokens = budget === undefined ? undefined : (ep.tokens ?? 0) + turn.tokens;
   const spent = tokens !== undefined && tokens >= budget!;
-  return { ...ep, state: step.state, observation: step.observation, reward: ep.reward + step.reward, turns, done: step.done || turns >= input.env.maxTurns || spent, ...(replays ? { replays } : {}), ...(tokens !== undefined ? { tokens } : {}) };
+  const envInfo = numericInfo(step.info);
+  return { ...ep, ...(envInfo ? { envInfo } : {}), state: step.state, observation: step.observation, reward: ep.reward + step.reward, turns, done: step.done || turns >= input.env.maxTurns || spent, ...(replays ? { replays } : {}), ...(tokens !== undefined ? { tokens } : {}) };
 }
 
 /**
@@ -150,7 +156,7 @@ export async function playOut(input: TrajectoryInput, start: Episode, calls: Epi
 
 export async function finishEpisode(input: TrajectoryInput, ep: Episode, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<TrajectorySummary> {
   const done = await calls.finishTrajectory({ contextKey: contextKey(input.runId, input.uid), sampleKey: sampleKey(input.runId, input.uid), uid: input.uid, groupId: input.groupId, reward: ep.reward });
-  return { uid: input.uid, reward: ep.reward, turns: ep.turns, ...done, envReplays: ep.replays ?? 0, envRestarts: ep.restarts ?? 0 };
+  return { uid: input.uid, reward: ep.reward, turns: ep.turns, ...done, envReplays: ep.replays ?? 0, envRestarts: ep.restarts ?? 0, ...(ep.envInfo ? { envInfo: ep.envInfo } : {}) };
 }
 
 /** The calls an env's settings ask for, where `auto` resolves to `whenAuto`. */

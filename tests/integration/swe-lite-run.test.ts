@@ -7,8 +7,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { runDataDir } from '../../src/workflows/ids';
 import type { RunStatus } from '../../src/workflows/run';
-import { ROOT } from './helpers/dev-server';
+import { METRIC } from '../../src/workflows/step-metrics';
+import { readJsonl, ROOT } from './helpers/dev-server';
 import { upSimStack, type SimStack } from './helpers/sim-stack';
 
 let stack: SimStack;
@@ -50,4 +52,13 @@ it('scripted episodes run in the sandbox and are graded: some solved, some not, 
   expect(unsolved).toBeGreaterThan(0);
   expect(m.get('rollflow_env_invalid_actions_total{env="swe_lite"}')).toBeGreaterThan(0); // the flailers' unreadable replies
   expect(m.get('rollflow_env_sessions_open{env="swe_lite"}')).toBe(0);
+
+  // The episodes' env info reaches the step records: turns, share of hidden tests passed, success (= the reward here).
+  const records = readJsonl<Record<string, number>>(path.join(runDataDir(path.join(stack.server.stateDir, 'run'), 'swe'), 'metrics.jsonl'));
+  expect(records).toHaveLength(2);
+  for (const r of records) {
+    expect(r['env/turn']).toBeGreaterThan(1);
+    expect(r['env/tests_passed_fraction']).toBeGreaterThan(0);
+    expect(r['env/success']).toBeCloseTo(r[METRIC.rewardMean]!, 9);
+  }
 });

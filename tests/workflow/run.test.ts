@@ -274,6 +274,10 @@ describe('episode token budget (custom_envs.<tag>.max_tokens_per_episode)', () =
     // Budget 7 at 3 tokens a turn: caps 7, 4, 1 (turn 2 spends it), then the episode is over.
     expect(turns.map((t) => t.sampling.max_tokens).sort()).toEqual(Array.from({ length: dispatched }, () => [1, 4, 7]).flat().sort());
     expect(callsOf(plan.runId, 'envStep')).toHaveLength(3 * dispatched);
+    // The env's last info (the stub counts its steps) reaches the step record as env/<key>; text does not.
+    const [record] = callsOf(plan.runId, 'appendMetrics').filter((c) => (c.file ?? 'metrics.jsonl') === 'metrics.jsonl').map((c) => c.record);
+    expect(record).toMatchObject({ 'env/steps': 3 });
+    expect(record).not.toHaveProperty('env/task');
   });
 
   it('without a budget the same episodes run to max_steps at the per-turn cap', async () => {

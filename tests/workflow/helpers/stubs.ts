@@ -171,7 +171,7 @@ export const stubs: StubActivities = {
     // Member i scores i: rewards always vary within a group, so the std filter keeps every group.
     const state = input.state as { member: number; steps: number };
     const steps = state.steps + 1;
-    return { state: { ...state, steps }, observation: '', reward: state.member, done: steps >= (s.episodeSteps ?? 1), info: {}, ...(lost ? { replayed: true as const } : {}) };
+    return { state: { ...state, steps }, observation: '', reward: state.member, done: steps >= (s.episodeSteps ?? 1), info: { steps, task: 'stub' }, ...(lost ? { replayed: true as const } : {}) };
   },
   async generateTurn(input) {
     await scenario(record('generateTurn', input).runId).generate.wait(input.affinity);
