@@ -47,6 +47,13 @@ class ConflictError(RequestError):
     status_code = 409
 
 
+class UnscoredError(RequestError):
+    """Thrown when a verifier could not score a response (an LLM judge gave no readable grade): never a made-up
+    score. The request was fine and the server too; the sample has no reward."""
+
+    status_code = 422
+
+
 class UnavailableError(RequestError):
     """Thrown when the server cannot do the work for a reason of its own (its sandbox failed): the request
     was fine, retrying (here or on another server) may succeed. Clients treat a 503 as the infrastructure's."""

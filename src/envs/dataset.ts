@@ -14,12 +14,12 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { z } from 'zod';
-import type { EnvClient } from '../gpu-bridge';
+import { EngineRejectedError, type EnvClient } from '../gpu-bridge';
 import type { Env } from './env';
 import { parseRows, type DatasetIndex, type DatasetRow } from './dataset-rows';
 import { formatProblem } from '../configs/errors';
 import { parseEnvConfig } from './env-config';
-import { EnvConfigError } from './errors';
+import { EnvConfigError, RewardUnscoredError } from './errors';
 
 const Config = z.strictObject({
   path: z.string().min(1).describe('JSON-lines file, one row per prompt (absolute, or relative to the worker\'s working directory).'),
@@ -88,10 +88,12 @@ export function dataset(client: EnvClient): Env<DatasetState, DatasetConfig> & {
     async step(config, state, action, signal) {
       const { rows } = await load(config);
       const row = rows[state.row % rows.length]!;
-      const scored = await client.reward(
-        { domain: row.domain, prompt: row.prompt, response: action, reference: row.answer, ...(config.verifier ? { verifier: config.verifier } : {}), ...(config.verifier_config ? { config: config.verifier_config } : {}) },
-        { signal },
-      );
+      const scored = await client
+        .reward(
+          { domain: row.domain, prompt: row.prompt, response: action, reference: row.answer, ...(config.verifier ? { verifier: config.verifier } : {}), ...(config.verifier_config ? { config: config.verifier_config } : {}) },
+          { signal },
+        )
+        .catch((e: unknown) => Promise.reject(e instanceof EngineRejectedError && e.code === 'reward_unscored' ? new RewardUnscoredError(e.message) : e));
       return { state, observation: '', reward: scored.reward, done: true, info: { row: state.row, ...scored.info } };
     },
   };

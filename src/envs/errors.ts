@@ -27,8 +27,17 @@ export class EnvSessionLostError extends Error {
   override readonly name = 'EnvSessionLostError';
 }
 
+/**
+ * Thrown when the env's verifier could not score a response (an LLM judge gave no readable grade: the env
+ * server's 422 reward_unscored). Never a made-up reward: the trajectory fails, its group is not trained, and
+ * the run counts its samples as unscored. Not retried: the verifier already asked its judge again.
+ */
+export class RewardUnscoredError extends Error {
+  override readonly name = 'RewardUnscoredError';
+}
+
 /** Failure types no retry policy should retry: retrying cannot fix a bad config, bring back an env that gave up, or a lost session. */
-export const NON_RETRYABLE_ENV_ERRORS = [EnvConfigError.name, EnvGaveUpError.name, EnvSessionLostError.name];
+export const NON_RETRYABLE_ENV_ERRORS = [EnvConfigError.name, EnvGaveUpError.name, EnvSessionLostError.name, RewardUnscoredError.name];
 
 /** Env failures that are the env's, never the model's: an env that gave up, a session lost (on_env_loss: drop). */
 export const INFRA_ENV_ERRORS = [EnvGaveUpError.name, EnvSessionLostError.name];

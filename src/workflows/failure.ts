@@ -4,7 +4,7 @@
  * innermost cause says why. Workflows, the CLI and the bench report that one.
  */
 import { ApplicationFailure, TimeoutFailure } from '@temporalio/common';
-import { EnvSessionLostError, INFRA_ENV_ERRORS } from '../envs/errors';
+import { EnvSessionLostError, INFRA_ENV_ERRORS, RewardUnscoredError } from '../envs/errors';
 import { INFRA_ENGINE_ERRORS } from '../gpu-bridge/errors';
 
 /** The innermost error of a cause chain. */
@@ -45,10 +45,17 @@ export function isInfraFailure(err: unknown): boolean {
   return false;
 }
 
-/** What a group keeps of a failure: the innermost message and whether the infrastructure caused it. */
+/** A verifier could not score a response (RewardUnscoredError): neither the model's 0 nor the infrastructure's failure. */
+export function isUnscored(err: unknown): boolean {
+  const e = innermostCause(err);
+  return e instanceof ApplicationFailure && e.type === RewardUnscoredError.name;
+}
+
+/** What a group keeps of a failure: the innermost message, whether the infrastructure caused it, and whether a response went unscored. */
 export interface FailureSummary {
   message: string;
   infra: boolean;
+  unscored?: true;
 }
 
-export const summarizeFailure = (err: unknown): FailureSummary => ({ message: causeMessage(err), infra: isInfraFailure(err) });
+export const summarizeFailure = (err: unknown): FailureSummary => ({ message: causeMessage(err), infra: isInfraFailure(err), ...(isUnscored(err) ? { unscored: true as const } : {}) });

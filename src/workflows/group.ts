@@ -112,7 +112,7 @@ async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
  * (no reward is made up for it); `infra` tells the run whose fault it was.
  */
 export function failedGroup(input: GroupInput, failure: FailureSummary): GroupResult {
-  return { ...input.ref, startVersion: input.startVersion, endVersion: input.startVersion, samples: input.groupSize, accepted: false, rewardMean: 0, tokens: 0, partialSamples: 0, maxSpan: 0, storeKeys: [], error: failure.message, ...(failure.infra ? { infra: true } : {}) };
+  return { ...input.ref, startVersion: input.startVersion, endVersion: input.startVersion, samples: input.groupSize, accepted: false, rewardMean: 0, tokens: 0, partialSamples: 0, maxSpan: 0, storeKeys: [], error: failure.message, ...(failure.infra ? { infra: true } : {}), ...(failure.unscored ? { unscored: true } : {}) };
 }
 
 export async function reportToRun(runId: string, result: GroupResult): Promise<void> {

@@ -17,7 +17,7 @@ import type { GroupResult } from './run-state';
 import { episodeCalls, finishEpisode, generateFor, startEpisode, stepEnv, type Episode, type TrajectorySummary } from './trajectory';
 
 /** One trajectory's progress: its episode, or why it failed for good (its whole group then fails; `infra` absent in slots carried before it existed). */
-export type Slot = { ep: Episode } | { error: string; infra?: boolean };
+export type Slot = { ep: Episode } | { error: string; infra?: boolean; unscored?: true };
 
 export interface LockstepInput {
   runId: string;
@@ -39,7 +39,7 @@ async function settle<T>(p: Promise<T>): Promise<Settled<T>> {
   }
 }
 
-const failedSlot = ({ message, infra }: FailureSummary): Slot => ({ error: message, infra });
+const failedSlot = ({ message, infra, unscored }: FailureSummary): Slot => ({ error: message, infra, ...(unscored ? { unscored } : {}) });
 
 export async function lockstepRollout(input: LockstepInput): Promise<GroupResult[]> {
   const trajectories = input.groups.flatMap(trajectoryInputs);
@@ -74,7 +74,7 @@ export async function lockstepRollout(input: LockstepInput): Promise<GroupResult
     }
   }
 
-  const finished = await Promise.all(slots.map((s, i): Promise<Settled<TrajectorySummary>> => ('ep' in s ? settle(finishEpisode(trajectories[i]!, s.ep, calls[i])) : Promise.resolve({ ok: false, failure: { message: s.error, infra: s.infra ?? false } }))));
+  const finished = await Promise.all(slots.map((s, i): Promise<Settled<TrajectorySummary>> => ('ep' in s ? settle(finishEpisode(trajectories[i]!, s.ep, calls[i])) : Promise.resolve({ ok: false, failure: { message: s.error, infra: s.infra ?? false, ...(s.unscored ? { unscored: s.unscored } : {}) } }))));
   const results = input.groups.map((g, gi) => {
     const mine = finished.filter((_, i) => groupOf[i] === gi);
     const failure = mine.find((r) => !r.ok);

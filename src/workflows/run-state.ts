@@ -56,6 +56,8 @@ export interface GroupResult extends GroupRef {
   error?: string;
   /** With `error`: the infrastructure failed (workflows/failure.ts isInfraFailure), not the model or the config. */
   infra?: boolean;
+  /** With `error`: a verifier could not score a response (an LLM judge gave no readable grade); never a made-up reward. */
+  unscored?: true;
   /** Env sessions its trajectories rebuilt by replay, and episodes they started over (on_env_loss); absent = 0. */
   envReplays?: number;
   envRestarts?: number;
@@ -69,12 +71,14 @@ export interface StepEvents {
   infraFailedSamples: number;
   envReplays: number;
   envRestarts: number;
+  /** Samples of groups failed because a response could not be scored (GroupResult.unscored). */
+  unscoredSamples: number;
 }
 
 /** The version a group's staleness counts from: its dispatch, or its oldest token if a server served it older weights. */
 export const baseVersion = (g: GroupResult): number => Math.min(g.startVersion, g.oldestVersion ?? g.startVersion);
 
-const noEvents = (): StepEvents => ({ infraFailedSamples: 0, envReplays: 0, envRestarts: 0 });
+const noEvents = (): StepEvents => ({ infraFailedSamples: 0, envReplays: 0, envRestarts: 0, unscoredSamples: 0 });
 
 export interface Batch {
   step: number;
@@ -153,6 +157,8 @@ export interface RunTotals {
   /** Groups that failed because the infrastructure did (engine or env down past retries, env lost with drop, a timeout), and their samples. */
   infraFailedGroups: number;
   infraFailedSamples: number;
+  /** Samples of failed groups (among failedGroups) that had a response no verifier could score (an LLM judge's unreadable grade). */
+  unscoredSamples: number;
   /** Env sessions rebuilt by replay, and episodes started over, in the groups reported (on_env_loss). */
   envReplays: number;
   envRestarts: number;
@@ -169,7 +175,7 @@ export interface RunTotals {
 
 export const emptyTotals = (): RunTotals => ({
   dispatchedGroups: 0, consumedSamples: 0, trainedSamples: 0, filteredGroups: 0, droppedSamples: 0, restartedSamples: 0, staleAcceptedSamples: 0,
-  duplicateResults: 0, failedGroups: 0, infraFailedGroups: 0, infraFailedSamples: 0, envReplays: 0, envRestarts: 0, stalenessSum: 0, stalenessMax: 0, partialSamples: 0, maxPartialSpan: 0, lastRewardMean: 0, peakSamplesInSystem: 0,
+  duplicateResults: 0, failedGroups: 0, infraFailedGroups: 0, infraFailedSamples: 0, unscoredSamples: 0, envReplays: 0, envRestarts: 0, stalenessSum: 0, stalenessMax: 0, partialSamples: 0, maxPartialSpan: 0, lastRewardMean: 0, peakSamplesInSystem: 0,
 });
 
 /** Groups that failed, whatever the cause (the benches' failed-group counts). */
@@ -284,6 +290,10 @@ export class RunState {
         this.totals.infraFailedSamples += result.samples;
         this.events.infraFailedSamples += result.samples;
       } else this.totals.failedGroups++;
+      if (result.unscored) {
+        this.totals.unscoredSamples += result.samples;
+        this.events.unscoredSamples += result.samples;
+      }
       return 'failed';
     }
     if (!result.accepted) {

@@ -31,6 +31,8 @@ export const METRIC = {
   infraFailed: 'rollout/infra_failed',
   envReplayed: 'rollout/env_replayed',
   envRestarted: 'rollout/env_restarted',
+  /** Since the previous step's batch: samples of groups failed because a response could not be scored (an LLM judge gave no readable grade); never trained. */
+  rewardUnscored: 'rollout/reward_unscored',
 } as const;
 
 /** The trainer's metrics land under this prefix (losses/…, actor/…, staleness/oldest_token_*: see the trainer's batch metrics). */
@@ -90,6 +92,7 @@ export function stepRecord(head: RecordHead, batch: Batch, t: StepTimes, trained
     [METRIC.infraFailed]: batch.events.infraFailedSamples,
     [METRIC.envReplayed]: batch.events.envReplays,
     [METRIC.envRestarted]: batch.events.envRestarts,
+    [METRIC.rewardUnscored]: batch.events.unscoredSamples,
   };
   Object.assign(record, envInfoMetrics(sumEnvInfo(batch.groups.map((g) => g.envInfo))));
   for (const [k, v] of Object.entries(trained.metrics)) record[`${TRAINER_PREFIX}${k}`] = v;

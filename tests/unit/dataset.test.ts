@@ -5,8 +5,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dataset } from '../../src/envs/dataset';
+import { RewardUnscoredError } from '../../src/envs/errors';
 import { describeIndex, parseRows } from '../../src/envs/dataset-rows';
-import type { EnvClient } from '../../src/gpu-bridge';
+import { EngineRejectedError, type EnvClient } from '../../src/gpu-bridge';
 
 const config = dataset({} as EnvClient).parseConfig({ path: '/data.jsonl' });
 const parse = (text: string | Buffer, keys = config) => parseRows(typeof text === 'string' ? Buffer.from(text) : text, keys);
@@ -101,5 +102,20 @@ describe('dataset scoring', () => {
       { domain: 'code', prompt: 'p', response: 'reply', reference: '{}', verifier: 'code_exec', config: { mode: 'fraction' } },
       { domain: 'code', prompt: 'p', response: 'reply', reference: '{}' },
     ]);
+  });
+
+  it('a 422 reward_unscored is RewardUnscoredError (no reward at all); any other refusal stays as it was', async () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'rollflow-dataset-')), 'rows.jsonl');
+    writeFileSync(file, '{"prompt": "p", "answer": "a", "domain": "chat"}\n');
+    const refusing = (e: Error) => dataset({ reward: async () => Promise.reject(e) } as unknown as EnvClient);
+    for (const [error, expected] of [
+      [new EngineRejectedError('HTTP 422 response: no readable grade', 422, 'reward_unscored'), RewardUnscoredError],
+      [new EngineRejectedError('HTTP 400 config.template: unknown placeholder', 400), EngineRejectedError],
+    ] as const) {
+      const env = refusing(error);
+      const c = env.parseConfig({ path: file, verifier: 'llm_judge' });
+      const { state } = await env.reset(c, 0);
+      await expect(env.step(c, state, 'reply')).rejects.toBeInstanceOf(expected);
+    }
   });
 });

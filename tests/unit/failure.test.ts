@@ -1,7 +1,7 @@
 // Which failures are the infrastructure's: the chains Temporal builds around an activity's error, classified.
 import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure, RetryState, TimeoutFailure, TimeoutType } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { EnvConfigError, EnvGaveUpError, EnvSessionLostError } from '../../src/envs/errors';
+import { EnvConfigError, EnvGaveUpError, EnvSessionLostError, RewardUnscoredError } from '../../src/envs/errors';
 import { EngineRejectedError, EngineUnavailableError, TokenizationDriftError } from '../../src/gpu-bridge/errors';
 import { isInfraFailure, summarizeFailure } from '../../src/workflows/failure';
 
@@ -26,6 +26,7 @@ describe('isInfraFailure', () => {
     ['a bad env config', raised(new EnvConfigError('config.size: expected a number'))],
     ['an engine refusing the request (4xx)', raised(new EngineRejectedError('HTTP 400', 400))],
     ['a tokenization drift', raised(new TokenizationDriftError('turn 2'))],
+    ['a response no verifier could score', raised(new RewardUnscoredError('no readable grade'))],
     ['an error raised in the workflow', ApplicationFailure.nonRetryable('asks each sample for its own settings', 'EnvConfigError')],
   ])('%s is not', (_, cause) => {
     expect(isInfraFailure(viaActivity(cause))).toBe(false);
@@ -34,5 +35,6 @@ describe('isInfraFailure', () => {
   it('keeps the innermost message beside the kind', () => {
     expect(summarizeFailure(viaActivity(raised(new EngineUnavailableError('env down'))))).toEqual({ message: 'env down', infra: true });
     expect(summarizeFailure(new Error('plain'))).toEqual({ message: 'plain', infra: false });
+    expect(summarizeFailure(viaActivity(raised(new RewardUnscoredError('no readable grade'))))).toEqual({ message: 'no readable grade', infra: false, unscored: true });
   });
 });

@@ -222,13 +222,25 @@ describe('RunState failed groups', () => {
     s.onGroupResult(result(d, 0, 2, { envRestarts: 1 }));
     const first = s.takeBatch()!;
     expect(first.groups.map((g) => g.position)).toEqual([c.position, d.position]); // neither failed group is trained
-    expect(first.events).toEqual({ infraFailedSamples: 2, envReplays: 3, envRestarts: 1 });
+    expect(first.events).toEqual({ infraFailedSamples: 2, envReplays: 3, envRestarts: 1, unscoredSamples: 0 });
     s.onStepDone(first);
     const [e, f] = [s.dispatch(), s.dispatch()];
     s.onGroupResult(result(e, 1, 2));
     s.onGroupResult(result(f, 1, 2));
-    expect(s.takeBatch()!.events).toEqual({ infraFailedSamples: 0, envReplays: 0, envRestarts: 0 });
+    expect(s.takeBatch()!.events).toEqual({ infraFailedSamples: 0, envReplays: 0, envRestarts: 0, unscoredSamples: 0 });
     expect(s.totals).toMatchObject({ envReplays: 3, envRestarts: 1, infraFailedSamples: 2 });
+  });
+
+  it('counts groups with an unscored response as failed (not infrastructure) and their samples as unscored, in the next batch', () => {
+    const s = new RunState(limits(4, 2, 1), 10);
+    const [a, b, c] = [s.dispatch(), s.dispatch(), s.dispatch()];
+    expect(s.onGroupResult(result(a, 0, 2, { accepted: false, error: 'the judge gave no readable grade', unscored: true }))).toBe('failed');
+    expect(s.totals).toMatchObject({ failedGroups: 1, infraFailedGroups: 0, unscoredSamples: 2 });
+    s.onGroupResult(result(b, 0, 2));
+    s.onGroupResult(result(c, 0, 2));
+    const batch = s.takeBatch()!;
+    expect(batch.groups.map((g) => g.position)).toEqual([b.position, c.position]);
+    expect(batch.events.unscoredSamples).toBe(2);
   });
 
   it('the failing stop counts both kinds and its summary names each', () => {
@@ -247,7 +259,7 @@ describe('RunState failed groups', () => {
     const back = RunState.restore(JSON.parse(JSON.stringify(s.snapshot())));
     back.onGroupResult(result(back.dispatch(), 0, 2));
     back.onGroupResult(result(back.dispatch(), 0, 2));
-    expect(back.takeBatch()!.events).toEqual({ infraFailedSamples: 2, envReplays: 1, envRestarts: 0 });
+    expect(back.takeBatch()!.events).toEqual({ infraFailedSamples: 2, envReplays: 1, envRestarts: 0, unscoredSamples: 0 });
   });
 });
 

@@ -9,7 +9,7 @@ const group = (position: number, rewardMean: number, partialSamples: number, max
 
 describe('stepRecord', () => {
   it('sums the batch, times the phases and passes the trainer metrics under train/', () => {
-    const batch: Batch = { step: 3, version: 3, groups: [group(0, 0.5, 1, 2), group(1, 0.25, 0, 1)], staleness: { mean: 0.5, max: 1 }, events: { infraFailedSamples: 4, envReplays: 2, envRestarts: 1 } };
+    const batch: Batch = { step: 3, version: 3, groups: [group(0, 0.5, 1, 2), group(1, 0.25, 0, 1)], staleness: { mean: 0.5, max: 1 }, events: { infraFailedSamples: 4, envReplays: 2, envRestarts: 1, unscoredSamples: 2 } };
     const b = summarizeBatch(batch);
     expect(b).toEqual({ samples: 8, tokens: 80, rewardMean: 0.375, partialSamples: 1, maxSpan: 2 }); // (0.5·4 + 0.25·4) / 8
     // previous step ended at 0; batch ready at 6 s, trained at 9 s, synced at 10 s; 2 s with nothing running
@@ -20,7 +20,7 @@ describe('stepRecord', () => {
       [METRIC.stalenessMean]: 0.5, [METRIC.stalenessMax]: 1, [METRIC.partialRatio]: 1 / 8, [METRIC.partialMaxSpan]: 2,
       [METRIC.waitBatch]: 6, [METRIC.train]: 3, [METRIC.syncWeights]: 1,
       [METRIC.trainerIdle]: 0.6, [METRIC.rolloutIdle]: 0.2, [METRIC.syncAborted]: 3,
-      [METRIC.infraFailed]: 4, [METRIC.envReplayed]: 2, [METRIC.envRestarted]: 1,
+      [METRIC.infraFailed]: 4, [METRIC.envReplayed]: 2, [METRIC.envRestarted]: 1, [METRIC.rewardUnscored]: 2,
       'train/losses/total': 0.1,
     });
   });

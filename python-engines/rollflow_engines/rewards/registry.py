@@ -28,6 +28,9 @@ class Verifier:
     # Runs model-written code in the sandbox (which isolates it): called in a server thread with its time
     # limit; SandboxError / SandboxUnavailable from it are the server's failure (503), not a score.
     sandboxed: bool = False
+    # Calls another server (an LLM judge): in a server thread with its time limit, like a sandboxed one.
+    # UnavailableError from it (the other server is down) is a 503, not a score.
+    remote: bool = False
     description: str = ""
     preload: tuple[str, ...] = field(default=())  # modules each worker imports before it reports ready
 
@@ -36,8 +39,8 @@ VERIFIERS: dict[str, Verifier] = {}
 
 
 def register_verifier(verifier: Verifier) -> Verifier:
-    if verifier.sandboxed and verifier.isolated:
-        raise ValueError(f"verifier {verifier.name!r}: sandboxed verifiers run in a server thread, not isolated")
+    if (verifier.sandboxed or verifier.remote) and verifier.isolated:
+        raise ValueError(f"verifier {verifier.name!r}: sandboxed and remote verifiers run in a server thread, not isolated")
     if verifier.name in VERIFIERS and VERIFIERS[verifier.name] != verifier:
         raise ValueError(f"verifier {verifier.name!r} is already registered")
     VERIFIERS[verifier.name] = verifier

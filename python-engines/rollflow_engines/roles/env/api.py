@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ValidationError
 
 from ...envs import BaseEnv, get_env, known_envs, snapshots
-from ...errors import ConflictError, NotFoundError, RequestError, UnavailableError
+from ...errors import ConflictError, NotFoundError, RequestError, UnavailableError, UnscoredError
 from ...rewards import VERIFIERS, get_verifier, known_verifiers
 from ...rewards.isolation import IsolatedRunner, IsolationError, IsolationTimeout
 from ...sandbox import SandboxError, SandboxSettings, SandboxUnavailable, configure
@@ -160,7 +160,7 @@ class EnvRole:
         try:
             if verifier.isolated:
                 reward, extra = await self.runner.run(verifier.fn, args, self.options.reward_timeout_s)
-            elif verifier.sandboxed:  # waits on sandboxed programs: off the event loop, bounded by the time limit it is given
+            elif verifier.sandboxed or verifier.remote:  # waits on sandboxed programs or another server: off the event loop, bounded by the time limit it is given
                 reward, extra = await asyncio.to_thread(verifier.fn, *args, self.options.reward_timeout_s)
             else:
                 reward, extra = verifier.fn(*args)
@@ -170,6 +170,12 @@ class EnvRole:
             info.update(extra)
             if info["timeout"]:
                 self.metrics.reward_timeouts.labels(req.domain, name).inc()
+        except UnscoredError:
+            self.metrics.reward_unscored.labels(req.domain, name).inc()
+            raise  # no score exists for this response: a 422, never a made-up 0
+        except UnavailableError:
+            self.metrics.reward_infra_errors.labels(req.domain, name).inc()
+            raise  # the server a remote verifier needs is down: a 503, retried, never a score
         except RequestError:
             raise  # the request itself is wrong (a malformed reference): a 4xx naming the field, not a score
         except (SandboxError, SandboxUnavailable) as e:  # the server failed, not the response: never a score

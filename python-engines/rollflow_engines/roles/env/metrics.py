@@ -26,7 +26,8 @@ class EnvMetrics:
         self.rewards = Counter(PREFIX + "rewards", "Responses scored (/reward).", ["domain", "verifier"], registry=r)
         self.reward_timeouts = Counter(PREFIX + "reward_timeouts", "Verifications cut by reward_timeout_s (scored 0).", ["domain", "verifier"], registry=r)
         self.reward_errors = Counter(PREFIX + "reward_errors", "Verifications that failed (scored 0, info.error).", ["domain", "verifier"], registry=r)
-        self.reward_infra_errors = Counter(PREFIX + "reward_infra_errors", "Verifications the server could not run (its sandbox failed): answered 503, not scored.", ["domain", "verifier"], registry=r)
+        self.reward_unscored = Counter(PREFIX + "reward_unscored", "Responses a verifier could not score (an LLM judge gave no readable grade): answered 422, never a 0.", ["domain", "verifier"], registry=r)
+        self.reward_infra_errors = Counter(PREFIX + "reward_infra_errors", "Verifications the server could not run (its sandbox failed, a judge server was down): answered 503, not scored.", ["domain", "verifier"], registry=r)
         self.snapshots_reaped = Counter(PREFIX + "snapshots_reaped", "Episode snapshots the janitor removed for age (episodes nobody resumed).", registry=r)
         self.sandbox_workspaces_reaped = Counter(PREFIX + "sandbox_workspaces_reaped", "Sandbox workspaces the janitor removed (orphaned, over age, or left at shutdown).", registry=r)
         self.reward_seconds = Histogram(PREFIX + "reward_seconds", "Time to score one response, queueing included.", ["verifier"], registry=r,
