@@ -54,6 +54,9 @@ class VerifierItem(BaseModel):
 
     path: str
     name: str
+    # The settings sent with every reply (the dataset env's verifier_config), checked against the verifier's Config.
+    config: dict[str, Any] | None = None
+    config_path: str | None = None
 
 
 class CheckRequest(BaseModel):
@@ -140,6 +143,12 @@ def check_env(item: EnvItem, other_env_types: list[str]) -> list[dict[str, Any]]
 def check_verifier(item: VerifierItem) -> list[dict[str, Any]]:
     if get_verifier(item.name) is None:
         return [problem(item.path, f"a registered verifier: {one_of(known_verifiers(), item.name)}", item.name)]
+    if item.config is not None:
+        Config = get_verifier(item.name).Config
+        try:
+            Config.model_validate(item.config)
+        except ValidationError as e:
+            return validation_problems(e, item.config_path or f"{item.path}_config", Config)
     return []
 
 

@@ -73,7 +73,16 @@ def test_verifiers():
     found = problems({"verifiers": [{"path": "custom_envs.qa.env_config.verifier", "name": "math_verif"}]})
     assert found == {"custom_envs.qa.env_config.verifier": {
         "path": "custom_envs.qa.env_config.verifier", "given": "math_verif",
-        "expected": 'a registered verifier: one of code_exec, exact_match, math_verify; did you mean "math_verify"?'}}
+        "expected": 'a registered verifier: one of code_exec, exact_match, llm_judge, math_verify; did you mean "math_verify"?'}}
+
+
+def test_verifier_settings_are_checked_against_the_verifier():
+    item = {"path": "custom_envs.qa.env_config.verifier", "name": "llm_judge", "config_path": "custom_envs.qa.env_config.verifier_config"}
+    found = problems({"verifiers": [{**item, "config": {"url": "http://127.0.0.1:8302", "template": "Grade {answer}", "atempts": 2}}]})
+    assert set(found) == {"custom_envs.qa.env_config.verifier_config.template", "custom_envs.qa.env_config.verifier_config.atempts"}
+    assert "unknown placeholder {answer}" in found["custom_envs.qa.env_config.verifier_config.template"]["expected"]
+    assert 'did you mean "attempts"' in found["custom_envs.qa.env_config.verifier_config.atempts"]["expected"]
+    assert problems({"verifiers": [{**item, "config": {"url": "http://127.0.0.1:8302", "template": "Grade {response}"}}]}) == {}
 
 
 def test_main_prints_json_and_exits_1_on_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

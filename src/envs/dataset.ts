@@ -27,7 +27,7 @@ const Config = z.strictObject({
   answer_key: z.string().min(1).default('answer').describe('Row field holding the reference answer.'),
   domain_key: z.string().min(1).default('domain').describe('Row field naming the domain that picks the verifier.'),
   default_domain: z.string().min(1).default('math').describe('Domain of rows without a domain field.'),
-  verifier: z.string().min(1).optional().describe('Score every row with this verifier (exact_match | math_verify | code_exec) instead of its domain\'s.'),
+  verifier: z.string().min(1).optional().describe('Score every row with this verifier (exact_match | math_verify | code_exec | llm_judge) instead of its domain\'s.'),
   verifier_config: z
     .record(z.string(), z.unknown())
     .optional()

@@ -48,11 +48,13 @@ export function launchedEngines(config: RunConfig): LaunchedEngine[] {
     ...config.engines.inference.map((e, i) => ({ role: 'inference' as const, configPath: `engines.inference[${i}]`, ...e })),
     { role: 'trainer' as const, configPath: 'engines.trainer', ...config.engines.trainer },
     { role: 'env' as const, configPath: 'engines.env', ...config.engines.env },
+    // The llm_judge's server: an inference server with only its own options (not the policy's model).
+    ...(config.engines.judge ? [{ role: 'inference' as const, configPath: 'engines.judge', ...config.engines.judge, ownOptionsOnly: true }] : []),
   ];
   return all
     .filter((e) => e.launch)
     .map((e) => {
-      const fromConfig = optionsFromConfig(config, e.role, e.backend);
+      const fromConfig = 'ownOptionsOnly' in e ? {} : optionsFromConfig(config, e.role, e.backend);
       const own = Object.keys(e.options);
       const port = new URL(e.url).port;
       const name = `engine-${e.role}-${port}`;

@@ -56,7 +56,7 @@ function localProblems(loaded: LoadedConfig, run: boolean): ConfigProblem[] {
 interface CheckRequest {
   engines: { path: string; role: string; backend: string; options: Record<string, unknown> }[];
   envs: { path: string; env_type: string; env_config: Record<string, unknown> }[];
-  verifiers: { path: string; name: string }[];
+  verifiers: { path: string; name: string; config?: unknown; config_path?: string }[];
   other_env_types: string[];
 }
 
@@ -76,7 +76,9 @@ function pythonRequest({ config }: LoadedConfig): { request: CheckRequest; notes
     } else if (!TS_ENV_TYPES.includes(env.env_type)) {
       request.envs.push({ path, env_type: env.env_type, env_config: env.env_config });
     } else if (typeof verifier === 'string') {
-      request.verifiers.push({ path: `${path}.env_config.verifier`, name: verifier }); // the dataset env scores through the env server's verifiers
+      // The dataset env scores through the env server's verifiers, with verifier_config as their settings.
+      const settings = env.env_config.verifier_config;
+      request.verifiers.push({ path: `${path}.env_config.verifier`, name: verifier, ...(settings !== undefined ? { config: settings, config_path: `${path}.env_config.verifier_config` } : {}) });
     }
   }
   return { request, notes };

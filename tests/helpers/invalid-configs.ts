@@ -29,13 +29,13 @@ export const BASE_CONFIG = {
   train_env_manager: { num_env_groups: 2, group_size: 2, trajectories_per_step: 2, tags: ['slow', 'arith'], num_groups_partition: [1, 1] },
   val_env_manager: { num_env_groups: 1, group_size: 1, tags: ['arith'] },
   custom_envs: {
-    slow: { env_type: 'latency_sim', max_steps: 2, max_tokens_per_step: 4, env_config: { turns: 2 } },
+    slow: { env_type: 'latency_sim', max_steps: 2, max_tokens_per_step: 4, max_tokens_per_episode: 6, env_config: { turns: 2 } },
     arith: { env_type: 'arithmetic', env_config: { max_operand: 9 } },
   },
   rewards: { exact: { type: 'exact_match', tag_included: ['exact'] } },
   domain_interleave_probs: { exact: 1 },
   temporal: { worker: { max_concurrent_workflow_tasks: 4, max_cached_workflows: 10 } },
-  engines: { inference: [{ url: 'http://127.0.0.1:8301', options: { max_batch: 4 } }] },
+  engines: { inference: [{ url: 'http://127.0.0.1:8301', options: { max_batch: 4 } }], judge: { url: 'http://127.0.0.1:8302', options: { model: 'tiny:default' } } },
   sample_store: { path: 'samples' },
   run_dir: 'runs/invalid-configs',
 };

@@ -26,6 +26,21 @@ describe('engine options from the run config', () => {
     expect(o.trainer).toMatchObject({ model: 'tiny:default', learning_rate: 5e-4 });
   });
 
+  it('a judge server (engines.judge) is launched with its own options only, never the policy\'s model', () => {
+    const raw = {
+      actor_infer: { model_args: { model_name_or_path: '/models/policy' } },
+      engines: { inference: [{ url: 'http://127.0.0.1:8301', backend: 'torch' }], judge: { url: 'http://127.0.0.1:8302', options: { model: 'tiny:default+warm:add' } } },
+    };
+    const engines = launchedEngines(parseConfig(raw, 'test', '/work').config);
+    expect(engines.map((e) => [e.configPath, e.role, e.backend, e.options])).toEqual([
+      ['engines.inference[0]', 'inference', 'torch', { model: '/models/policy' }],
+      ['engines.trainer', 'trainer', 'sim', {}],
+      ['engines.env', 'env', 'python', {}],
+      ['engines.judge', 'inference', 'torch', { model: 'tiny:default+warm:add' }],
+    ]);
+    expect(launchedEngines(parseConfig({}, 'test', '/work').config).map((e) => e.configPath)).not.toContain('engines.judge'); // none unless configured
+  });
+
   it('gives sim servers nothing they would not understand', () => {
     const o = optionsOf({ engines: { inference: [{ url: 'http://127.0.0.1:8301', backend: 'sim', options: { max_batch: 4 } }] } });
     expect([o.inference, o.trainer]).toEqual([{ max_batch: 4 }, {}]);

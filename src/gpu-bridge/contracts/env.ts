@@ -58,7 +58,7 @@ export const RewardRequestSchema = z.strictObject({
   prompt: z.string().max(MAX_TEXT).optional(),
   response: z.string().max(MAX_TEXT),
   reference: z.string().max(MAX_TEXT),
-  verifier: z.string().min(1).optional().describe("Use this verifier (exact_match | math_verify | code_exec) instead of the domain's."),
+  verifier: z.string().min(1).optional().describe("Use this verifier (exact_match | math_verify | code_exec | llm_judge) instead of the domain's."),
   config: z.record(z.string(), z.unknown()).optional().describe('Verifier settings, validated by the verifier.'),
 });
 
