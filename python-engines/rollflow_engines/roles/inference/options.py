@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from ...edge import MiB, max_request_bytes_field
+from .swe_escape import SweEscapeOptions
 from .swe_oracle import SweOracleOptions
 
 
@@ -45,7 +46,9 @@ class SimOptions(BaseModel):
     c1: float = Field(default=0.0, ge=0, description="Extra seconds per decode step per running sequence.")
     prefill_per_token: float = Field(default=0.0, ge=0, description="Seconds per prompt token when a sequence joins.")
     time_scale: float = Field(default=1.0, ge=0, description="Multiplies every sim latency; 0 = no waiting at all.")
-    policy: SweOracleOptions | None = Field(default=None, description="A scripted policy instead of random tokens: swe_oracle answers SWE-lite episodes with valid actions (swe_oracle.py).")
+    policy: Annotated[SweOracleOptions | SweEscapeOptions, Field(discriminator="kind")] | None = Field(
+        default=None, description="A scripted policy instead of random tokens: swe_oracle answers SWE-lite episodes with valid actions "
+                                  "(swe_oracle.py); swe_escape sends sandbox-escape attempts (swe_escape.py).")
 
     @model_validator(mode="after")
     def _eos_in_vocab(self) -> "SimOptions":

@@ -23,7 +23,7 @@ from time import monotonic
 from ...errors import RequestError
 from ...exports import ServedModel
 from .engine import SamplingParams, Seq, SteppedEngine, derive_seed
-from . import swe_oracle
+from . import swe_escape, swe_oracle
 from .metrics import InferenceMetrics
 from .options import Options, SimLength
 
@@ -108,7 +108,8 @@ class SimEngine(SteppedEngine):
         source = ("seed", p.seed) if p.seed is not None else ("prompt", tuple(seq.prompt))
         rng = random.Random(derive_seed(self.seed, source, seq.index))
         if self.sim.policy:  # the reply's bytes, then eos, at the latency model's pace
-            text = swe_oracle.reply(self.sim.policy, conversation(seq.prompt), derive_seed(self.seed, source, seq.index))
+            policy = swe_escape if self.sim.policy.kind == "swe_escape" else swe_oracle
+            text = policy.reply(self.sim.policy, conversation(seq.prompt), derive_seed(self.seed, source, seq.index))
             script = [(BYTE_OFFSET + b) % self.vocab_size for b in text.encode()]
             seq.state = (rng, len(script) + 1, script)
             return
