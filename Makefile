@@ -17,7 +17,7 @@ help:
 	@echo "make test   - set up, lint, type-check, run vitest + pytest"
 	@echo "make down   - stop the embedded stack;  make status - show it"
 	@echo "make cluster-up / cluster-down / cluster-status - the local Temporal cluster on PostgreSQL (builds the server once)"
-	@echo "make bench  - W1-W5 and W7 on the real system beside their DES, then the long chaos schedule; tables and plots in bench/results/ (well over an hour)"
+	@echo "make bench  - W1-W5, W7 and W8 on the real system beside their DES, then the long chaos schedule; tables and plots in bench/results/ (well over an hour)"
 	@echo "make record-histories - record the replay tests' workflow histories from this checkout (docs/versioning.md says when)"
 	@echo "make bench-learning - the learning runs (sync vs async, long tail, FrozenLake) on the torch engines (about 90 minutes)"
 
@@ -86,7 +86,7 @@ cluster-status:
 # Benchmarks on the real system (embedded Temporal on its own ports and state
 # dir, sim engines), each beside its discrete-event simulation: W1-W5 and W7 of
 # bench/README.md. The default sets take well over an hour on 2 cores (W2's alone took 20 minutes);
-# BENCH_W1/BENCH_W2/BENCH_W3/BENCH_W4/BENCH_W5/BENCH_W7 take more --set options (full sweeps: see bench/results/*.md).
+# BENCH_W1/BENCH_W2/BENCH_W3/BENCH_W4/BENCH_W5/BENCH_W7/BENCH_W8 take more --set options (full sweeps: see bench/results/*.md).
 BENCH_OUT ?= bench/results
 BENCH_W1 ?=
 BENCH_W2 ?=
@@ -105,7 +105,8 @@ bench: setup build
 	$(ROLLFLOW) bench w4 $(BENCH_W4) --out $(BENCH_OUT)/w4.json
 	$(ROLLFLOW) bench w5 $(BENCH_W5) --out $(BENCH_OUT)/w5.json
 	$(ROLLFLOW) bench w7 $(BENCH_W7) --out $(BENCH_OUT)/w7.json
-	for w in w1 w2 w3 w4 w5 w7; do .venv/bin/python bench/report.py $$w $(BENCH_OUT)/$$w*.json; done
+	$(ROLLFLOW) bench w8 $(BENCH_W8) --out $(BENCH_OUT)/w8.json
+	for w in w1 w2 w3 w4 w5 w7 w8; do .venv/bin/python bench/report.py $$w $(BENCH_OUT)/$$w*.json; done
 	export ROLLFLOW_STATE=$(CURDIR)/.state/chaos; $(ROLLFLOW) chaos $(CHAOS_CONFIG) --every 60 --seed 1 --out $(BENCH_OUT)/chaos.md; \
 	  ok=$$?; $(ROLLFLOW) dev down $(CHAOS_CONFIG); exit $$ok
 

@@ -322,6 +322,47 @@ def w7_plot(reps: list[dict], png: Path, names: list[str]) -> None:
     fig.savefig(png, dpi=110)
 
 
+def w8_table(rep: dict) -> list[str]:
+    rows = [
+        "| episodes | lockstep s | env_async s | measured speedup | DES speedup | DES lockstep s | DES env_async s | overhead env_async | "
+        "env step median / p99 s | submit (grading) median / p99 s | generate median s | reward mean | left behind (workspaces, processes) | load before runs |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|---|",
+    ]
+    for c in rep["cells"]:
+        env, submit = c["env_step_s"]["all"], c["env_step_s"].get("submit", {})
+        left = "; ".join(f"{m} {l['workspaces']}, {l['sandbox_processes']}" for m, l in c["left_behind"].items())
+        loads = " / ".join(f"{r['load1_before']:.1f}" for r in c["runs"].values())
+        rows.append(
+            f"| {c['episodes']} | {num(c['baseline_makespan_s'])} | {num(c['rollflow_makespan_s'])} | {num(c['measured_speedup'], '{:.2f}×')} | "
+            f"{c['des_speedup']:.2f}× | {c['des_baseline_makespan_s']:.1f} | {c['des_rollflow_makespan_s']:.1f} | {pct(c['overhead'])} | "
+            f"{num(env['median_s'], '{:.2f}')} / {num(env['p99_s'], '{:.2f}')} | {num(submit.get('median_s'), '{:.2f}')} / {num(submit.get('p99_s'), '{:.2f}')} | "
+            f"{num(c['generate_s']['median_s'], '{:.2f}')} | {num(c['reward_mean'].get('env_async'), '{:.2f}')} | {left} | {loads} |"
+        )
+        cost = c.get("sandbox_cost")
+        if cost and "sandboxed_true" in cost:
+            rows += ["", f"Sandbox cost ({cost['sandboxed_true']['n']} runs each): a sandboxed `true` median {cost['sandboxed_true']['median_ms']} ms "
+                     f"(p99 {cost['sandboxed_true']['p99_ms']}) against a bare subprocess {cost['bare_subprocess_true']['median_ms']} ms: "
+                     f"{cost['overhead_median_ms']} ms per command; a workspace opened and removed: median {cost['open_and_remove_workspace']['median_ms']} ms "
+                     f"(p99 {cost['open_and_remove_workspace']['p99_ms']}); load average then {cost['loadavg_before'][0]:.1f}."]
+    return rows
+
+
+def w8_plot(reps: list[dict], png: Path, names: list[str]) -> None:
+    cells = sorted((c for r in reps for c in r["cells"]), key=lambda c: c["episodes"])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xs = [c["episodes"] for c in cells]
+    for key, label in [("baseline_makespan_s", "lockstep (measured)"), ("rollflow_makespan_s", "env_async (measured)"),
+                       ("des_baseline_makespan_s", "lockstep (DES)"), ("des_rollflow_makespan_s", "env_async (DES)")]:
+        ax.plot(xs, [c[key] for c in cells], marker="o", linestyle="--" if "des" in key else "-", label=label)
+    ax.set_xlabel("SWE-lite episodes in the step")
+    ax.set_ylabel("rollout makespan (s)")
+    ax.set_title("W8: SWE-lite, lockstep vs env_async")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
 TITLES = {
     "w1": "W1: env-level async rollout vs lockstep (ROLL Flash Fig. 9)",
     "w2": "W2: redundant env rollout (ROLL Flash Fig. 10)",
@@ -329,9 +370,10 @@ TITLES = {
     "w4": "W4: prompt replication (ROLL Flash Fig. 8)",
     "w5": "W5: async vs sync training (ROLL Flash Prop. 1–2)",
     "w7": "W7: orchestration scale on the embedded dev server",
+    "w8": "W8: SWE-lite episodes in the sandbox, lockstep vs env_async",
 }
-TABLES = {"w1": w1_table, "w2": w2_table, "w3": w3_table, "w4": w4_table, "w5": w5_table, "w7": w7_table}
-PLOTS = {"w1": w1_plot, "w2": w2_plot, "w3": w3_plot, "w4": w4_plot, "w5": w5_plot, "w7": w7_plot}
+TABLES = {"w1": w1_table, "w2": w2_table, "w3": w3_table, "w4": w4_table, "w5": w5_table, "w7": w7_table, "w8": w8_table}
+PLOTS = {"w1": w1_plot, "w2": w2_plot, "w3": w3_plot, "w4": w4_plot, "w5": w5_plot, "w7": w7_plot, "w8": w8_plot}
 
 
 def main(argv: list[str]) -> int:

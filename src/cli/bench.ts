@@ -59,14 +59,18 @@ function describeCell(c: Record<string, unknown>): string {
   if (c.workload === 'w4') {
     return `w4 ${c.prompts}×${c.n} on ${c.servers} servers scale ${c.time_scale}: n per request ${s(c.baseline_makespan_s)}, replicated ${s(c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup ?? 'n/a'}×), overhead ${pct(c.overhead)}`;
   }
+  if (c.workload === 'w8') {
+    const left = Object.entries((c.left_behind ?? {}) as Record<string, { workspaces: number; sandbox_processes: number }>).map(([m, l]) => `${m} ${l.workspaces} workspaces, ${l.sandbox_processes} processes`).join('; ');
+    return `w8 ${c.episodes} SWE-lite episodes: lockstep ${s(c.baseline_makespan_s)}, env_async ${s(c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup}×), overhead ${pct(c.overhead)}; left behind: ${left}`;
+  }
   return `w5 α=${c.alpha}: ${c.samples_per_s ?? 'n/a'} samples/s, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup ?? 'n/a'}×), overhead ${pct(c.overhead)}, idle trainer ${pct(c.trainer_idle_ratio)} rollout ${pct(c.rollout_idle_ratio)}`;
 }
 
 export function benchCommand(out: (line: string) => void, err: (line: string) => void): Command {
   return new Command('bench')
     .exitOverride()
-    .description('run a bench/README.md workload on the real system (w1-w5, w7) beside its DES; --des-only: the DES alone (w1-w5)')
-    .argument('<workload>', 'w1 | w2 | w3 | w4 | w5 | w7 (real system), or w1-w5 with --des-only')
+    .description('run a bench/README.md workload on the real system (w1-w5, w7, w8) beside its DES; --des-only: the DES alone (w1-w5)')
+    .argument('<workload>', 'w1 | w2 | w3 | w4 | w5 | w7 | w8 (real system), or w1-w5 with --des-only')
     .option('--set <key=value>', 'a workload option (see src/bench/live/options.ts, or des/ for --des-only); repeatable', (v: string, prev: string[] = []) => [...prev, v])
     .option('--des-only', 'print the simulator\'s result as JSON and exit (no Temporal, fast)')
     .option('--sweep', 'with --des-only on w1-w4: the DES options of bench/README.md\'s whole grid')
@@ -93,7 +97,7 @@ async function bench(workload: string, flags: BenchFlags, out: (line: string) =>
     const results = live ? liveDes(workload, parseLiveOptions(workload, raw)) : flags.sweep ? desSweep(w, raw) : [runDes(w, raw)];
     return out(JSON.stringify(results.length === 1 ? results[0] : results, null, 2));
   }
-  if (!isLiveWorkload(workload)) throw new ConfigError('bench', [{ path: 'workload', given: workload, expected: 'w1, w2, w3, w4, w5 or w7' }]);
+  if (!isLiveWorkload(workload)) throw new ConfigError('bench', [{ path: 'workload', given: workload, expected: 'w1, w2, w3, w4, w5, w7 or w8' }]);
   const report = await runLiveBench(workload, raw, {
     stateDir: path.resolve(flags.stateDir!),
     keepStack: flags.keepStack ?? false,

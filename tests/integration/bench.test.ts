@@ -60,3 +60,25 @@ describe('rollflow bench w1', () => {
     expect(readdirSync(path.join(state, 'pids'))).toEqual([]);
   });
 });
+
+describe('rollflow bench w8', () => {
+  it('runs SWE-lite episodes in both modes, feeds the DES with what the env_async run met, and finds nothing left behind', async () => {
+    const state = mkdtempSync(path.join(tmpdir(), 'rollflow-bench-'));
+    const sets = ['groups=2', 'group_size=2', 'tiers=[1]', 'max_turns=6', 'flail_turns=4', 'solve_after_turns=1', 'sandbox_runs=3', `port_base=${await freePortBase()}`, 'run_timeout_s=240'];
+    const r = spawnSync(path.join(ROOT, 'bin/rollflow'), ['bench', 'w8', ...sets.flatMap((s) => ['--set', s]), '--state-dir', state], { encoding: 'utf8', timeout: 300_000 });
+    expect(r.status, r.stderr).toBe(0);
+    const cell = JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, unknown> & Record<string, number>;
+    expect(cell).toMatchObject({ workload: 'w8', episodes: 4, des_fed_by: "the env_async run's 4 trajectories" });
+    expect(cell.measured_speedup).toBeCloseTo(cell.baseline_makespan_s! / cell.rollflow_makespan_s!, 3);
+    expect(cell.overhead).toBeCloseTo(cell.rollflow_makespan_s! / cell.des_rollflow_makespan_s! - 1, 3);
+    // every turn of the env_async run's 4 trajectories was read back: one generation and one env step each
+    const steps = cell.env_step_s as unknown as Record<string, { n: number }>;
+    expect((cell.turns as unknown as { n: number }).n).toBe(4);
+    expect(steps.all!.n).toBe((cell.generate_s as unknown as { n: number }).n);
+    expect(steps.all!.n).toBeGreaterThan(4);
+    expect(steps.submit!.n).toBeGreaterThan(0);
+    expect(cell.left_behind).toEqual({ lockstep: { workspaces: 0, sandbox_processes: 0 }, env_async: { workspaces: 0, sandbox_processes: 0 } });
+    expect((cell.sandbox_cost as unknown as { sandboxed_true: { n: number } }).sandboxed_true.n).toBe(3);
+    expect(r.stderr).toMatch(/rollflow bench: w8 4 SWE-lite episodes: .*left behind: lockstep 0 workspaces, 0 processes; env_async 0 workspaces, 0 processes/);
+  });
+});

@@ -10,7 +10,7 @@ import { desW2 } from '../des/w2-redundant-rollout';
 import { desW3 } from '../des/w3-queue-scheduling';
 import { desW4 } from '../des/w4-prompt-replication';
 import { desW5 } from '../des/w5-async-training';
-import type { DesResult } from '../des/result';
+import { DesOptionsError, type DesResult } from '../des/result';
 import { w1Cells, w1DesOptions, w7DesOptions } from './configs';
 import { parseLiveOptions, w2DesOptions, w3DesOptions, w4DesOptions, type LiveOptionsByWorkload, type LiveWorkload, type W5LiveOptions } from './options';
 import { benchW1, benchW7 } from './rollout-bench';
@@ -19,8 +19,9 @@ import { benchW2 } from './w2-bench';
 import { benchW3 } from './w3-bench';
 import { benchW4 } from './w4-bench';
 import { benchW5 } from './w5-bench';
+import { benchW8 } from './w8-bench';
 
-export { isLiveWorkload, parseLiveOptions, W1LiveOptions, W2LiveOptions, W3LiveOptions, W4LiveOptions, W5LiveOptions, W7LiveOptions, type LiveWorkload } from './options';
+export { isLiveWorkload, parseLiveOptions, W1LiveOptions, W2LiveOptions, W3LiveOptions, W4LiveOptions, W5LiveOptions, W7LiveOptions, W8LiveOptions, type LiveWorkload } from './options';
 export { w1Cells, w1DesOptions, w1RunConfig, w2RunConfig, w3RunConfig, w4RunConfig, w5Pools, w5RunConfig, w5TrainStepS, w7DesOptions, w7RunConfig } from './configs';
 export { activitiesPerTrajectory, dispatchRamp, overhead, dispatchIndex, rolloutMakespan, summarizeSteps, speedup } from './report';
 export { w1Report, w7Report } from './rollout-bench';
@@ -55,6 +56,7 @@ export function liveDes<W extends LiveWorkload>(workload: W, o: LiveOptionsByWor
   if (workload === 'w2') return [desW2(w2DesOptions(o as LiveOptionsByWorkload['w2']))];
   if (workload === 'w3') return [desW3(w3DesOptions(o as LiveOptionsByWorkload['w3']))];
   if (workload === 'w4') return [desW4(w4DesOptions(o as LiveOptionsByWorkload['w4']))];
+  if (workload === 'w8') throw new DesOptionsError('w8: its DES is fed by the latencies a live run met (des/w8-measured.ts); there is no --des-only');
   const w5 = o as W5LiveOptions;
   const { seed, batch, group_size, steps, alphas, workers, beta, mean_gen_s, sigma_sample, max_gen_s, train_s_per_sample, dataset_size, time_scale } = w5;
   const rollflow_alpha = alphas.includes(2) ? 2 : Math.max(...alphas);
@@ -88,6 +90,7 @@ export async function runLiveBench<W extends LiveWorkload>(workload: W, raw: unk
     else if (workload === 'w2') await benchW2(options as LiveOptionsByWorkload['w2'], ctx);
     else if (workload === 'w3') await benchW3(options as LiveOptionsByWorkload['w3'], ctx);
     else if (workload === 'w4') await benchW4(options as LiveOptionsByWorkload['w4'], ctx);
+    else if (workload === 'w8') await benchW8(options as LiveOptionsByWorkload['w8'], ctx);
     else await benchW5(options as LiveOptionsByWorkload['w5'], ctx);
     return report();
   } catch (e) {

@@ -123,7 +123,24 @@ export const W3LiveOptions = W3Options.extend({
 });
 export type W3LiveOptions = z.output<typeof W3LiveOptions>;
 
-export const LIVE_SCHEMAS = { w1: W1LiveOptions, w2: W2LiveOptions, w3: W3LiveOptions, w4: W4LiveOptions, w5: W5LiveOptions, w7: W7LiveOptions };
+/** W8: SWE-lite episodes (the sim's scripted swe_oracle policy, real sandboxed commands) in lockstep and env_async. */
+export const W8LiveOptions = z.strictObject({
+  seed: z.number().int().min(0).default(1).describe('Run seed: fixes the tasks (env seeds) and each episode\'s plan (solve or flail).'),
+  groups: z.number().int().min(1).default(50).describe('Env groups of the one step (each a task).'),
+  group_size: z.number().int().min(1).default(4).describe('Episodes per group: B = groups × group_size episodes (200 by default).'),
+  tiers: z.array(z.number().int().min(1).max(3)).min(1).default([1, 2, 3]).describe('SWE-lite tiers the tasks come from.'),
+  max_turns: z.number().int().min(1).max(50).default(12).describe('Turns per episode at most (the env grades the last one).'),
+  solve_prob: z.number().min(0).max(1).default(0.5).describe('Share of episodes the scripted policy solves.'),
+  solve_after_turns: z.number().int().min(0).default(3).describe('Turns a solver explores (views, commands) before it edits.'),
+  flail_turns: z.number().int().min(1).default(8).describe('Turns a flailer acts (commands, invalid replies, a harmless edit) before it submits.'),
+  seconds_per_token: seconds.default(0.002).describe('The sim\'s decode time per reply byte (a reply is tens to hundreds of bytes).'),
+  modes: z.array(z.enum(['lockstep', 'env_async'])).min(1).default(['lockstep', 'env_async']).describe('Which runs to make; the DES is fed by the env_async run\'s measured latencies.'),
+  sandbox_runs: z.number().int().min(0).default(50).describe('Runs of bench/engines/sandbox_bench.py (sandbox create/destroy and command overhead), 0 to skip.'),
+  ...StackOptions,
+});
+export type W8LiveOptions = z.output<typeof W8LiveOptions>;
+
+export const LIVE_SCHEMAS = { w1: W1LiveOptions, w2: W2LiveOptions, w3: W3LiveOptions, w4: W4LiveOptions, w5: W5LiveOptions, w7: W7LiveOptions, w8: W8LiveOptions };
 export type LiveWorkload = keyof typeof LIVE_SCHEMAS;
 export interface LiveOptionsByWorkload {
   w1: W1LiveOptions;
@@ -132,6 +149,7 @@ export interface LiveOptionsByWorkload {
   w4: W4LiveOptions;
   w5: W5LiveOptions;
   w7: W7LiveOptions;
+  w8: W8LiveOptions;
 }
 
 export function isLiveWorkload(w: string): w is LiveWorkload {

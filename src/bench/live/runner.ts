@@ -8,6 +8,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { tsToMs } from '@temporalio/common/lib/time';
+import type { temporal } from '@temporalio/proto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import path from 'node:path';
@@ -245,19 +246,27 @@ export class BenchStack {
    * front of the engines (the DES puts it all there at time 0).
    */
   async generateScheduledAt(runId: string): Promise<number[]> {
+    const times: number[] = [];
+    for (const history of await this.histories(runId, ['trajectory', 'group'])) {
+      for (const e of history) {
+        const name = e.activityTaskScheduledEventAttributes?.activityType?.name ?? '';
+        if (name.startsWith('generate') && e.eventTime) times.push(tsToMs(e.eventTime));
+      }
+    }
+    return times;
+  }
+
+  /** The event histories of run `runId`'s workflows of the given types (of the last-run config's server). */
+  async histories(runId: string, types: readonly string[]): Promise<temporal.api.history.v1.IHistoryEvent[][]> {
     if (!this.lastLoaded) return [];
     const client = await connectClient(this.lastLoaded.config);
     try {
-      const times: number[] = [];
+      const out: temporal.api.history.v1.IHistoryEvent[][] = [];
       for await (const wf of client.workflow.list({ query: `RollflowRunId = '${runId}'` })) {
-        if (wf.type !== 'trajectory' && wf.type !== 'group') continue;
-        const history = await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
-        for (const e of history.events ?? []) {
-          const name = e.activityTaskScheduledEventAttributes?.activityType?.name ?? '';
-          if (name.startsWith('generate') && e.eventTime) times.push(tsToMs(e.eventTime));
-        }
+        if (!types.includes(wf.type)) continue;
+        out.push((await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory()).events ?? []);
       }
-      return times;
+      return out;
     } finally {
       await client.connection.close();
     }

@@ -1,0 +1,161 @@
+/**
+ * W8 on the real system: one step of B SWE-lite episodes (real repositories, real sandboxed commands and
+ * hidden-test grading on the env server; the sim backend's scripted swe_oracle policy at its latency per
+ * byte) in lockstep and in env_async. The DES is fed by what the env_async run met: each trajectory's
+ * activity execution times, read from its workflow history (des/w8-measured.ts). After the runs: what was
+ * left behind (workspaces, sandbox processes, open sessions), the env steps' latencies by action, and the
+ * sandbox's own cost (bench/engines/sandbox_bench.py).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { tsToMs } from '@temporalio/common/lib/time';
+import type { temporal } from '@temporalio/proto';
+import type { RunConfigInput } from '../../configs';
+import { ROOT } from '../../paths';
+import { envAsyncMakespan, lockstepMakespan, type TrajectoryTimes } from '../des/w8-measured';
+import { stackSection } from './configs';
+import type { W8LiveOptions } from './options';
+import { rolloutMakespan, versus } from './report';
+import { runRecord, type BenchContext } from './rollout-bench';
+import type { RunOutcome } from './runner';
+
+/** The sandbox's uid pool starts here (python-engines/rollflow_engines/sandbox/uids.py UID_BASE). */
+const SANDBOX_UID_BASE = 1_500_000_000;
+/** SWE-lite has 60 tasks; the dataset size maps env seeds onto them. */
+const TASKS = 60;
+
+const sandboxRoot = (ctx: BenchContext) => path.join(ctx.stack.dir, 'sandboxes');
+
+export function w8RunConfig(o: W8LiveOptions, mode: 'lockstep' | 'env_async', runDir: string, sandboxes: string): RunConfigInput {
+  const B = o.groups * o.group_size;
+  const stack = stackSection(o, {
+    inference: { max_batch: Math.max(64, B), sim: { c0: o.seconds_per_token, c1: 0, policy: { kind: 'swe_oracle', solve_prob: o.solve_prob, solve_after_turns: o.solve_after_turns, flail_turns: o.flail_turns } } },
+    trainer: { sim_seconds_per_sample: 0 },
+  });
+  return {
+    exp_name: 'bench-w8',
+    seed: o.seed,
+    max_steps: 1,
+    async_generation_ratio: 0,
+    stale_policy: 'accept',
+    dataset_size: TASKS,
+    run_dir: runDir,
+    rollout_mode: mode,
+    train_env_manager: { num_env_groups: o.groups, group_size: o.group_size, tags: ['swe'] },
+    custom_envs: { swe: { env_type: 'swe_lite', max_steps: o.max_turns, max_tokens_per_step: 512, env_calls: 'activity', env_config: { max_turns: o.max_turns, tiers: o.tiers } } },
+    actor_infer: { generating_args: { max_new_tokens: 512 } },
+    ...stack,
+    engines: { ...stack.engines, env: { ...stack.engines!.env!, options: { sandbox_root: sandboxes, snapshot_dir: path.join(sandboxes, '..', 'snapshots') } } },
+  };
+}
+
+interface Execution {
+  type: string;
+  seconds: number;
+  input: unknown;
+}
+
+/** A workflow's activities in scheduling order, each with its execution time (started to completed) and input. */
+export function executions(events: readonly temporal.api.history.v1.IHistoryEvent[]): Execution[] {
+  const scheduled = new Map<string, { type: string; input: unknown }>();
+  const started = new Map<string, number>();
+  const done: (Execution & { order: number })[] = [];
+  for (const e of events) {
+    const id = String(e.eventId);
+    const s = e.activityTaskScheduledEventAttributes;
+    if (s) scheduled.set(id, { type: s.activityType?.name ?? '', input: s.input?.payloads?.[0] ? defaultPayloadConverter.fromPayload(s.input.payloads[0]) : undefined });
+    const st = e.activityTaskStartedEventAttributes;
+    if (st && e.eventTime) started.set(String(st.scheduledEventId), tsToMs(e.eventTime));
+    const c = e.activityTaskCompletedEventAttributes;
+    if (c && e.eventTime) {
+      const key = String(c.scheduledEventId);
+      const at = started.get(key);
+      const what = scheduled.get(key);
+      if (at !== undefined && what) done.push({ ...what, seconds: (tsToMs(e.eventTime) - at) / 1000, order: Number(c.scheduledEventId) });
+    }
+  }
+  return done.sort((a, b) => a.order - b.order).map(({ order: _order, ...x }) => x);
+}
+
+/** A trajectory workflow's activities as the DES's row: reset, (generate, env step) per turn, sample write. */
+export function trajectoryTimes(execs: readonly Execution[]): TrajectoryTimes {
+  const of = (type: string) => execs.filter((x) => x.type === type).map((x) => x.seconds);
+  const gens = of('generateTurn');
+  const envs = of('envStep');
+  return { reset_s: of('envReset')[0] ?? 0, turns: gens.map((gen_s, k) => ({ gen_s, env_s: envs[k] ?? 0 })), finish_s: of('finishTrajectory')[0] ?? 0 };
+}
+
+/** What an env step's action was: its tag, or invalid. */
+export function actionKind(action: string): string {
+  const tags = ['bash', 'view', 'replace', 'submit'].filter((t) => action.includes(`<${t}`));
+  return tags.length === 1 ? tags[0]! : 'invalid';
+}
+
+/** Median, p90, p99 and max of some values, with their count; `unit` suffixes the keys (median_s for seconds). */
+export function distribution(values: readonly number[], unit = '_s') {
+  const s = [...values].sort((a, b) => a - b);
+  const at = (q: number) => (s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))]! : null);
+  const r = (x: number | null) => (x === null ? null : Math.round(x * 1000) / 1000);
+  return { n: s.length, [`median${unit}`]: r(at(0.5)), [`p90${unit}`]: r(at(0.9)), [`p99${unit}`]: r(at(0.99)), [`max${unit}`]: r(s.length ? s[s.length - 1]! : null) };
+}
+
+/** Workspaces under the env server's sandbox root and live processes of sandbox uids: both must be 0 after a run. */
+function leftBehind(root: string) {
+  const workspaces = existsSync(root) ? readdirSync(root).flatMap((owner) => readdirSync(path.join(root, owner))).length : 0;
+  const uids = execFileSync('ps', ['-eo', 'uid='], { encoding: 'utf8' }).split('\n').map(Number);
+  return { workspaces, sandbox_processes: uids.filter((u) => u >= SANDBOX_UID_BASE).length };
+}
+
+function sandboxCost(runs: number): object | null {
+  if (runs === 0) return null;
+  const r = spawnSync(path.join(ROOT, '.venv/bin/python'), [path.join(ROOT, 'bench/engines/sandbox_bench.py'), '--runs', String(runs)], { encoding: 'utf8' });
+  return r.status === 0 ? (JSON.parse(r.stdout) as object) : { error: r.stderr.trim().split('\n').slice(-3).join(' ') };
+}
+
+export async function benchW8(o: W8LiveOptions, ctx: BenchContext): Promise<object[]> {
+  if (!o.modes.includes('env_async')) throw new RangeError('w8: the DES is fed by the env_async run\'s latencies: modes must include env_async');
+  const runs: Partial<Record<'lockstep' | 'env_async', RunOutcome>> = {};
+  const left: Record<string, ReturnType<typeof leftBehind>> = {};
+  let table: TrajectoryTimes[] = [];
+  let envSteps: Execution[] = [];
+  const B = o.groups * o.group_size;
+  for (const mode of o.modes) {
+    const runId = `w8-b${B}-${mode}-${ctx.stamp}`;
+    const run = await ctx.stack.run(`w8-${mode}`, w8RunConfig(o, mode, path.join(ctx.stack.dir, 'runs'), sandboxRoot(ctx)), runId, o.run_timeout_s);
+    runs[mode] = run;
+    left[mode] = leftBehind(sandboxRoot(ctx));
+    if (mode === 'env_async' && run.ok) {
+      const histories = (await ctx.stack.histories(runId, ['trajectory'])).map(executions);
+      table = histories.map(trajectoryTimes);
+      envSteps = histories.flat().filter((x) => x.type === 'envStep');
+    }
+  }
+  const measured = (r?: RunOutcome) => (r?.ok ? rolloutMakespan(r.metrics) : null);
+  const byKind = new Map<string, number[]>();
+  for (const x of envSteps) {
+    const kind = actionKind(String((x.input as { action?: unknown }).action ?? ''));
+    byKind.set(kind, [...(byKind.get(kind) ?? []), x.seconds]);
+  }
+  const cell = {
+    workload: 'w8',
+    episodes: B,
+    groups: o.groups,
+    group_size: o.group_size,
+    tiers: o.tiers,
+    max_turns: o.max_turns,
+    policy: { solve_prob: o.solve_prob, solve_after_turns: o.solve_after_turns, flail_turns: o.flail_turns, seconds_per_token: o.seconds_per_token },
+    des_fed_by: table.length ? `the env_async run's ${table.length} trajectories` : null,
+    ...versus({ measuredS: measured(runs.lockstep), desS: lockstepMakespan(table) }, { measuredS: measured(runs.env_async), desS: envAsyncMakespan(table) }),
+    turns: distribution(table.map((t) => t.turns.length), ''),
+    generate_s: distribution(table.flatMap((t) => t.turns.map((x) => x.gen_s))),
+    env_step_s: { all: distribution(envSteps.map((x) => x.seconds)), ...Object.fromEntries([...byKind].map(([k, v]) => [k, distribution(v)])) },
+    reward_mean: Object.fromEntries(Object.entries(runs).map(([mode, r]) => [mode, r?.metrics.find((m) => m.step === 0)?.['rollout/reward_mean'] ?? null])),
+    left_behind: left,
+    sandbox_cost: sandboxCost(o.sandbox_runs),
+    runs: Object.fromEntries(Object.entries(runs).map(([mode, r]) => [mode, runRecord(r)])),
+  };
+  ctx.emit(cell);
+  return [cell];
+}
