@@ -42,9 +42,9 @@ SPEC_FILE = "warmstart.json"
 class WarmStart:
     """One warm-start recipe; every field enters the cache hash."""
 
-    env: Literal["arithmetic", "frozen_lake"]
+    env: Literal["arithmetic", "frozen_lake", "swe_lite"]
     env_config: dict[str, Any] = field(default_factory=dict)  # the env's Config, as the run config gives it
-    correct_prob: float = 0.0  # arithmetic: share of examples labelled with the right answer
+    correct_prob: float = 0.0  # arithmetic: share of examples labelled with the right answer; swe_lite: with the fix
     # arithmetic, the other examples: "other" labels them with the answer to another random question,
     # "offset" with the right answer + d, d uniform in [-offset_max, offset_max] without 0 (a near miss).
     wrong: Literal["other", "offset"] = "other"
@@ -83,6 +83,11 @@ WARM_STARTS: dict[str, WarmStart] = {
     # so the model starts as the random policy.
     "lake": WarmStart(env="frozen_lake", env_config={"map_size": 3, "max_turns": 6, "render": "compact"},
                       steps=150, learning_rate=3e-3),
+    # SWE-lite tier 1, brief observations, tasks t1-000 … t1-014 only (t1-015 … t1-019 are held out for
+    # validation): replace the buggy text, then submit; the replacement is the fix in 30% of the
+    # examples and a no-op otherwise (warmstart_swe.py).
+    "swe": WarmStart(env="swe_lite", env_config={"tasks": [f"t1-{i:03d}" for i in range(15)], "brief": True},
+                     correct_prob=0.3, steps=400, learning_rate=2e-3),
 }
 
 
@@ -178,10 +183,38 @@ def _chat_prompt(tok, messages: list[dict[str, str]]) -> list[int]:
     return [int(t) for t in (out["input_ids"] if hasattr(out, "keys") else out)]
 
 
+def _swe_example(spec: WarmStart, i: int, tok) -> tuple[list[int], list[int], list[int]]:
+    from ..envs.rng import SplitMix64
+    from ..roles.inference.engine import hf_chat_continuation
+    from .warmstart_swe import swe_transcript
+
+    rng = SplitMix64(_seed(spec.data_seed, "example", i))
+    tasks = spec.env_config["tasks"]
+    first, turns = swe_transcript(tasks[rng.below(len(tasks))], correct=rng.uniform() < spec.correct_prob)
+    messages = [{"role": "user", "content": first}]
+    prompt = _chat_prompt(tok, messages)
+    response: list[int] = []
+    mask: list[int] = []
+    for reply, observation in turns:
+        said = tok.encode(reply, add_special_tokens=False) + [tok.eos_token_id]
+        response += said
+        mask += [1] * len(said)
+        messages.append({"role": "assistant", "content": reply})
+        if observation:
+            new = [{"role": "user", "content": observation}]
+            between = hf_chat_continuation(tok, messages, new)
+            messages += new
+            response += between
+            mask += [0] * len(between)
+    return prompt, response, mask
+
+
 def make_example(spec: WarmStart, i: int, tok, max_context: int = 512) -> tuple[list[int], list[int], list[int]]:
     """Example ``i`` of ``spec``: a pure function of (spec, i)."""
     if spec.env == "arithmetic":
         return _arithmetic_example(spec, i, tok)
+    if spec.env == "swe_lite":
+        return _swe_example(spec, i, tok)
     return _frozen_lake_example(spec, i, tok, max_context)
 
 

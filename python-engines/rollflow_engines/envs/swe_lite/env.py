@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ...errors import UnavailableError
 from ...sandbox import Limits, SandboxError, SandboxUnavailable, Workspace, current
@@ -29,16 +29,38 @@ from .grading import Grade, final_files, grade
 from .tasks import TIERS, Task, generate_task, task_for_seed
 
 TRUNCATED = "\n[… truncated: {} more characters]"
+BRIEF_FORMAT = 'Reply <replace path="FILE"><old>TEXT</old><new>TEXT</new></replace>, then <submit/>.'
+
+
+def brief_observation(task: Task) -> str:
+    """The first observation under ``brief``: the task and its issue (which names the file), and how to answer."""
+    return f"Task {task.id}. Issue: {task.issue}\n{BRIEF_FORMAT}"
+
+
+def replaced(path: str) -> str:
+    """The observation of a replace that applied."""
+    return f"Replaced 1 occurrence in {path}."
 
 
 class SweLiteConfig(EnvConfig):
     tiers: list[int] = Field(default_factory=lambda: list(TIERS), min_length=1, description="Difficulty tiers the seed draws tasks from (1, 2, 3).")
     task: str | None = Field(default=None, description="One task id (t1-000 … t3-019) for every seed, instead of drawing by seed.")
+    tasks: list[str] | None = Field(default=None, min_length=1, description="Task ids the seed walks, instead of the tiers' (e.g. a training "
+                                                                              "split and a held-out validation split).")
+    brief: bool = Field(default=False, description="A first observation of the task id and the issue only (which names the file), with a "
+                                                   "one-line reminder of replace and submit: for models with a short context.")
     max_turns: int = Field(default=30, ge=1, le=50, description="Actions before the episode is graded as it stands.")
     max_episode_chars: int = Field(default=200_000, ge=1, description="Characters of replies in the episode before it is graded as it stands (the env sees text, not tokens).")
     observation_chars: int = Field(default=4000, ge=200, description="Longest observation; longer ones are cut with a marker.")
     command_timeout_s: float = Field(default=20.0, gt=0, le=600, description="Wall-clock limit of one <bash> command.")
     grading_timeout_s: float = Field(default=120.0, gt=0, le=1800, description="Wall-clock limit of the hidden tests' run.")
+
+    @field_validator("task", "tasks")
+    @classmethod
+    def _known_ids(cls, given):
+        for task_id in [given] if isinstance(given, str) else given or []:
+            generate_task(task_id)  # ValueError naming the ids that exist
+        return given
 
 
 def truncate(text: str, limit: int) -> str:
@@ -61,7 +83,8 @@ class SweLiteEnv(BaseEnv):
         if any(t not in TIERS for t in config.tiers):
             raise ValueError(f"config.tiers: {config.tiers} has a tier outside {list(TIERS)}")
         self.config = config
-        self.task: Task = generate_task(config.task) if config.task else task_for_seed(seed, tuple(config.tiers))
+        self.task: Task = (generate_task(config.task) if config.task else generate_task(config.tasks[seed % len(config.tasks)]) if config.tasks
+                           else task_for_seed(seed, tuple(config.tiers)))
         self.turn = self.invalid = self.chars = self.sandbox_errors = 0
         self.grade_result: Grade | None = None
         self.submitted = False
@@ -70,6 +93,8 @@ class SweLiteEnv(BaseEnv):
             self.ws: Workspace | None = current().open(files=self.task.files)
         except (SandboxError, SandboxUnavailable) as e:
             raise _sandbox_failed(e) from e
+        if config.brief:
+            return brief_observation(self.task)
         listing = "\n".join(f"  {path}" for path in sorted(self.task.files))
         return (f"Task {self.task.id}. Issue: {self.task.issue}\n\nThe repository (your working directory):\n{listing}\n\n"
                 f"Fix the issue in the code; hidden tests will check it when you submit.\n{FORMAT}")
@@ -130,7 +155,7 @@ class SweLiteEnv(BaseEnv):
         if count != 1:
             return f"Error: the old text occurs {count} times in {action.path}; it must occur exactly once.", False
         self.ws.write_files({action.path: text.replace(action.old, action.new)})
-        return f"Replaced 1 occurrence in {action.path}.", False
+        return replaced(action.path), False
 
     # ---- snapshots: the workspace and the counters after each step that may change the workspace
 

@@ -143,3 +143,14 @@ def test_the_server_reports_turns_tests_passed_and_sandbox_errors_as_metrics(tmp
     assert 'rollflow_env_episode_tests_passed_fraction_count{env="swe_lite"} 2.0' in metrics
     assert 'rollflow_env_episode_tests_passed_fraction_bucket{env="swe_lite",le="0.99"} 1.0' in metrics  # the unfixed one
     assert 'rollflow_env_sandbox_errors_total{env="swe_lite"} 1.0' in metrics
+
+
+def test_tasks_split_the_seeds_and_brief_keeps_the_first_observation_short(env):
+    config = SweLiteConfig(tasks=["t1-003", "t1-007"], brief=True)
+    first = env.reset(5, config)
+    assert env.task.id == "t1-007"  # seed 5 of 2 tasks
+    assert first.startswith("Task t1-007. Issue: ") and env.task.issue in first and len(first) < 250
+    assert "<replace path=" in first and "<submit/>" in first
+    env.close()
+    with pytest.raises(ValueError, match="t9-000"):
+        SweLiteConfig(tasks=["t9-000"])
