@@ -19,7 +19,7 @@ help:
 	@echo "make cluster-up / cluster-down / cluster-status - the local Temporal cluster on PostgreSQL (builds the server once)"
 	@echo "make bench  - W1-W5, W7 and W8 on the real system beside their DES, then the long chaos schedule; tables and plots in bench/results/ (well over an hour)"
 	@echo "make record-histories - record the replay tests' workflow histories from this checkout (docs/versioning.md says when)"
-	@echo "make bench-learning - the learning runs (sync vs async, long tail, FrozenLake) on the torch engines (about 90 minutes)"
+	@echo "make bench-learning - the learning runs (sync vs async, long tail, FrozenLake, SWE-lite) on the torch engines (about two hours)"
 
 setup: node python temporal-cli system-packages
 
@@ -110,7 +110,7 @@ bench: setup build
 	export ROLLFLOW_STATE=$(CURDIR)/.state/chaos; $(ROLLFLOW) chaos $(CHAOS_CONFIG) --every 60 --seed 1 --out $(BENCH_OUT)/chaos.md; \
 	  ok=$$?; $(ROLLFLOW) dev down $(CHAOS_CONFIG); exit $$ok
 
-# The learning runs of bench/results/learning.md (torch engines, about 90 minutes on 2 cores):
+# The learning runs of bench/results/learning.md (torch engines, about two hours on 2 cores):
 # appends to bench/results/learning-runs.jsonl, then redraws learning.png and learning.md.
 bench-learning: setup build
 	bench/learning/run.sh

@@ -34,6 +34,7 @@ TASKS = {
     "longtail-sync": ("arithmetic, long-tailed replies", "sync α=0"),
     "longtail-async2": ("arithmetic, long-tailed replies", "async α=2"),
     "lake": ("FrozenLake 3x3 (multi-turn)", "async α=1"),
+    "swe": ("SWE-lite tier 1 (held-out validation)", "async α=1"),
 }
 
 

@@ -30,13 +30,14 @@ PY
   tail -1 "$out" >&2
 }
 
-for r in ${RUNS:-arith-sync arith-async2 longtail-sync longtail-async2 lake}; do
+for r in ${RUNS:-arith-sync arith-async2 longtail-sync longtail-async2 lake swe}; do
   case $r in
     arith-sync)      run "$r" examples/learn-arith.yaml --set async_generation_ratio=0 ;;
     arith-async2)    run "$r" examples/learn-arith.yaml --set async_generation_ratio=2 ;;
     longtail-sync)   run "$r" examples/learn-arith.yaml "${longtail[@]}" --set async_generation_ratio=0 ;;
     longtail-async2) run "$r" examples/learn-arith.yaml "${longtail[@]}" --set async_generation_ratio=2 ;;
     lake)            run "$r" examples/learn-lake.yaml ;;
+    swe)             run "$r" examples/learn-swe.yaml ;;
     *) echo "unknown run $r" >&2; exit 64 ;;
   esac
 done

@@ -48,7 +48,8 @@ class SweLiteConfig(EnvConfig):
     tasks: list[str] | None = Field(default=None, min_length=1, description="Task ids the seed walks, instead of the tiers' (e.g. a training "
                                                                               "split and a held-out validation split).")
     brief: bool = Field(default=False, description="A first observation of the task id and the issue only (which names the file), with a "
-                                                   "one-line reminder of replace and submit: for models with a short context.")
+                                                   "one-line reminder of replace and submit, and no format text after an invalid "
+                                                   "action: for models with a short context.")
     max_turns: int = Field(default=30, ge=1, le=50, description="Actions before the episode is graded as it stands.")
     max_episode_chars: int = Field(default=200_000, ge=1, description="Characters of replies in the episode before it is graded as it stands (the env sees text, not tokens).")
     observation_chars: int = Field(default=4000, ge=200, description="Longest observation; longer ones are cut with a marker.")
@@ -131,8 +132,8 @@ class SweLiteEnv(BaseEnv):
 
     def _apply(self, action) -> tuple[str, bool]:
         """The observation of ``action`` and whether it ends the episode; SandboxError when the sandbox fails."""
-        if isinstance(action, Invalid):
-            return f"Invalid action: {action.why}\n{FORMAT}", False
+        if isinstance(action, Invalid):  # brief: the format was in the first observation, and the context is short
+            return f"Invalid action: {action.why}" + ("" if self.config.brief else f"\n{FORMAT}"), False
         if isinstance(action, Submit):
             return "", True
         if isinstance(action, Bash):

@@ -151,6 +151,7 @@ def test_tasks_split_the_seeds_and_brief_keeps_the_first_observation_short(env):
     assert env.task.id == "t1-007"  # seed 5 of 2 tasks
     assert first.startswith("Task t1-007. Issue: ") and env.task.issue in first and len(first) < 250
     assert "<replace path=" in first and "<submit/>" in first
+    assert env.step("no action here").observation == "Invalid action: no action found."  # no format text after it
     env.close()
     with pytest.raises(ValueError, match="t9-000"):
         SweLiteConfig(tasks=["t9-000"])
