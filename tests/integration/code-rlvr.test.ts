@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import type { RunStatus } from '../../src/workflows/run';
 import { ROOT } from './helpers/dev-server';
+import { scrape } from './helpers/prometheus';
 import { upSimStack, type SimStack } from './helpers/sim-stack';
 
 let stack: SimStack;
@@ -30,10 +31,6 @@ afterAll(async () => {
   await stack?.down();
 });
 
-/** `name{labels} value` lines of a Prometheus text page, as "name{labels}" -> value. */
-function series(text: string): Map<string, number> {
-  return new Map(text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))]));
-}
 
 describe('code RLVR example', () => {
   it('two steps: every reply is scored by code_exec in the sandbox, nothing fails', async () => {
@@ -43,7 +40,7 @@ describe('code RLVR example', () => {
     expect([final.step, final.totals.failedGroups]).toEqual([2, 0]);
 
     const envUrl = (parse(readFileSync(stack.config, 'utf8')) as { engines: { env: { url: string } } }).engines.env.url;
-    const metrics = series(await (await fetch(`${envUrl}/metrics`)).text());
+    const metrics = await scrape(envUrl);
     const scored = metrics.get('rollflow_env_rewards_total{domain="code",verifier="code_exec"}') ?? 0;
     expect(scored).toBeGreaterThanOrEqual(2 * 16); // B = 16 replies per step, more when generation ran ahead
     expect(metrics.get('rollflow_env_reward_seconds_count{verifier="code_exec"}')).toBe(scored);

@@ -11,7 +11,7 @@ import { batchDir, groupUid, runDataDir, sampleUid } from '../../src/workflows/i
 import { status as statusQuery, type RunStatus } from '../../src/workflows/run';
 import type { GroupResult } from '../../src/workflows/run-state';
 import { METRIC } from '../../src/workflows/step-metrics';
-import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
+import { freePort, readJsonl, ROOT, TestDevServer, until } from './helpers/dev-server';
 
 const G = 4;
 const B = 2 * G;
@@ -68,8 +68,7 @@ async function loseEnvMidEpisode(runId: string, ...sets: string[]): Promise<RunS
   const atKill = await handle.query(statusQuery);
   expect(atKill.step).toBeLessThan(STEPS);
 
-  process.kill(readPid(path.join(server.stateDir, 'pids', `engine-env-${envPort}.pid`)), 'SIGKILL');
-  await until(async () => (await fetch(`${envUrl}/metrics`).then(() => undefined, () => true)), 'the env server gone');
+  await server.killEngine('env', envUrl);
   expect(rollflow('resume', runId, '--config', config).status).toBe(0);
   // While the server is down the env steps wait: retried, not failed.
   await until(async () => ((await envStepsRetrying(runId)) > 0 ? true : undefined), 'env steps retrying against the dead server');

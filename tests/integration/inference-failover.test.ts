@@ -76,7 +76,7 @@ it('an inference server killed mid-generation, restarted, then the other killed:
 
   // Kill server 0 with SIGKILL while it is generating, after the run has trained a step.
   await until(async () => ((await handle.query(statusQuery)).step >= 1 && (await engineState(victimUrl)).running > 0 ? true : undefined));
-  process.kill(readPid(path.join(server.stateDir, 'pids', `engine-inference-${ports[0]}.pid`)), 'SIGKILL');
+  await server.killEngine('inference', victimUrl);
   const killedAt = (await handle.query(statusQuery)).step;
 
   // The run goes on with one server: weight syncs do not wait for the dead one.

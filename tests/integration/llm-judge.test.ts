@@ -14,6 +14,7 @@ import { batchDir, runDataDir } from '../../src/workflows/ids';
 import type { RunStatus } from '../../src/workflows/run';
 import { METRIC } from '../../src/workflows/step-metrics';
 import { readJsonl, ROOT } from './helpers/dev-server';
+import { scrape } from './helpers/prometheus';
 import { TestEngine } from './helpers/engine';
 import { upSimStack, type SimStack } from './helpers/sim-stack';
 
@@ -70,11 +71,6 @@ afterAll(async () => {
   judge?.stop();
 });
 
-/** `name{labels}` -> value of a Prometheus page. */
-async function metrics(url: string): Promise<Map<string, number>> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  return new Map(text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))]));
-}
 
 it('graded samples are trained with grade / 9; unreadable grades fail their groups, counted as unscored, never trained', async () => {
   const r = stack.rollflow('run', stack.config, '--wait', '--run-id', 'judged', '--set', `max_steps=${STEPS}`);
@@ -99,7 +95,7 @@ it('graded samples are trained with grade / 9; unreadable grades fail their grou
   expect(unscoredInRecords).toBeLessThanOrEqual(totals.unscoredSamples); // the last ones may come after the last batch
 
   const envUrl = (parse(readFileSync(stack.config, 'utf8')) as { engines: { env: { url: string } } }).engines.env.url;
-  const m = await metrics(envUrl);
+  const m = await scrape(envUrl);
   expect(m.get('rollflow_env_reward_unscored_total{domain="chat",verifier="llm_judge"}')).toBeGreaterThanOrEqual(totals.failedGroups);
   expect(m.get('rollflow_env_rewards_total{domain="chat",verifier="llm_judge"}')).toBeGreaterThanOrEqual(trained.length);
   expect(m.get('rollflow_env_reward_infra_errors_total{domain="chat",verifier="llm_judge"}') ?? 0).toBe(0);

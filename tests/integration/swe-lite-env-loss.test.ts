@@ -11,7 +11,8 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { batchDir, runDataDir } from '../../src/workflows/ids';
 import { status as statusQuery } from '../../src/workflows/run';
-import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
+import { freePort, readJsonl, ROOT, TestDevServer, until } from './helpers/dev-server';
+import { scrape } from './helpers/prometheus';
 
 const B = 8;
 const STEPS = 2;
@@ -24,11 +25,6 @@ let snapshotDir: string;
 
 const rollflow = (...args: string[]) => server.rollflow(args, 600_000);
 
-/** `name{labels}` -> value of the env server's Prometheus page. */
-async function envMetrics(): Promise<Map<string, number>> {
-  const text = await (await fetch(`${envUrl}/metrics`)).text();
-  return new Map(text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))]));
-}
 const metric = (m: Map<string, number>, name: string) => m.get(`rollflow_env_${name}{env="swe_lite"}`) ?? 0;
 
 beforeAll(async () => {
@@ -79,12 +75,11 @@ it('a killed env server: the lost episodes resume from their snapshots on the ne
   await until(async () => {
     const st = await handle.query(statusQuery);
     const saved = existsSync(snapshotDir) ? readdirSync(snapshotDir).filter((f) => !f.startsWith('.')).length : 0;
-    return st.suspended && st.enginesPaused && metric(await envMetrics(), 'sessions_open') > 0 && saved > 0 ? true : undefined;
+    return st.suspended && st.enginesPaused && metric(await scrape(envUrl), 'sessions_open') > 0 && saved > 0 ? true : undefined;
   }, 'suspended with episodes open and snapshots saved');
   expect((await handle.query(statusQuery)).step).toBeLessThan(STEPS);
 
-  process.kill(readPid(path.join(server.stateDir, 'pids', `engine-env-${envPort}.pid`)), 'SIGKILL');
-  await until(async () => (await fetch(`${envUrl}/metrics`).then(() => undefined, () => true)), 'the env server gone');
+  await server.killEngine('env', envUrl);
   expect(rollflow('resume', runId, '--config', config).status).toBe(0);
   const up = rollflow('dev', 'up', config);
   expect(up.status, up.stderr).toBe(0);
@@ -97,7 +92,7 @@ it('a killed env server: the lost episodes resume from their snapshots on the ne
   expect(st.totals.envReplays).toBeGreaterThan(0);
 
   // The new server resumed lost episodes from snapshots, and graded and closed every episode it held.
-  const m = await envMetrics();
+  const m = await scrape(envUrl);
   expect(metric(m, 'restores_total')).toBeGreaterThan(0);
   expect(metric(m, 'restores_total')).toBeLessThanOrEqual(st.totals.envReplays);
   expect(metric(m, 'sessions_open')).toBe(0);

@@ -14,6 +14,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RunStatus } from '../../src/workflows/run';
 import { freePort, ROOT, TestDevServer } from './helpers/dev-server';
+import { scrape } from './helpers/prometheus';
 
 const MARKER = `rollflow-escape-${process.pid}`;
 const SECRET = `hunter2-${process.pid}`;
@@ -74,11 +75,6 @@ afterAll(async () => {
   listener?.close();
 });
 
-/** `name{labels}` -> value of the env server's Prometheus page. */
-async function envMetrics(): Promise<Map<string, number>> {
-  const text = await (await fetch(`${envUrl}/metrics`)).text();
-  return new Map(text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))]));
-}
 
 /** Each trajectory's observations, in turn order (the user messages of its stored context). */
 function observationsOf(runId: string): string[][] {
@@ -94,7 +90,7 @@ it('every attack is contained: the run and the env server go on, nothing reaches
 
   // The env server: healthy, every episode graded and closed, no sandbox failure.
   expect((await fetch(`${envUrl}/health`)).ok).toBe(true);
-  const m = await envMetrics();
+  const m = await scrape(envUrl);
   const episodes = m.get('rollflow_env_resets_total{env="swe_lite"}')!;
   expect(episodes).toBeGreaterThanOrEqual(4);
   expect((m.get('rollflow_env_episodes_done_total{env="swe_lite",success="false"}') ?? 0) + (m.get('rollflow_env_episodes_done_total{env="swe_lite",success="true"}') ?? 0)).toBe(episodes);

@@ -11,6 +11,7 @@ import { runDataDir } from '../../src/workflows/ids';
 import type { RunStatus } from '../../src/workflows/run';
 import { METRIC } from '../../src/workflows/step-metrics';
 import { readJsonl, ROOT } from './helpers/dev-server';
+import { scrape } from './helpers/prometheus';
 import { upSimStack, type SimStack } from './helpers/sim-stack';
 
 let stack: SimStack;
@@ -30,10 +31,6 @@ afterAll(async () => {
   await stack?.down();
 });
 
-/** `name{labels} value` lines of a Prometheus text page, as "name{labels}" -> value. */
-function series(text: string): Map<string, number> {
-  return new Map(text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))]));
-}
 
 it('scripted episodes run in the sandbox and are graded: some solved, some not, all closed; the run trains both steps', async () => {
   const r = stack.rollflow('run', stack.config, '--wait', '--run-id', 'swe');
@@ -42,7 +39,7 @@ it('scripted episodes run in the sandbox and are graded: some solved, some not, 
   expect([final.step, final.totals.failedGroups, final.totals.infraFailedGroups]).toEqual([2, 0, 0]);
 
   const envUrl = (parse(readFileSync(stack.config, 'utf8')) as { engines: { env: { url: string } } }).engines.env.url;
-  const m = series(await (await fetch(`${envUrl}/metrics`)).text());
+  const m = await scrape(envUrl);
   const episodes = m.get('rollflow_env_resets_total{env="swe_lite"}') ?? 0;
   const solved = m.get('rollflow_env_episodes_done_total{env="swe_lite",success="true"}') ?? 0;
   const unsolved = m.get('rollflow_env_episodes_done_total{env="swe_lite",success="false"}') ?? 0;

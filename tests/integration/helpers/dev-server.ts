@@ -94,6 +94,12 @@ export class TestDevServer {
     if (config) this.rollflow(['dev', 'down', config], 600_000);
   }
 
+  /** SIGKILLs the engine server that `rollflow dev up` started for `url` (its pid file) and waits until `url` no longer answers. */
+  async killEngine(role: 'inference' | 'trainer' | 'env', url: string): Promise<void> {
+    process.kill(readPid(path.join(this.stateDir, 'pids', `engine-${role}-${new URL(url).port}.pid`)), 'SIGKILL');
+    await until(async () => (await fetch(`${url}/health`).then(() => undefined, () => true)), `the ${role} server at ${url} gone`);
+  }
+
   /** bin/rollflow against this server's state dir, with JSON logs. */
   rollflow(args: string[], timeoutMs: number): ScriptResult {
     const r = spawnSync(path.join(ROOT, 'bin/rollflow'), args, { env: { ...this.env, ROLLFLOW_LOG_FORMAT: 'json' }, encoding: 'utf8', timeout: timeoutMs });
