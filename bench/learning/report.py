@@ -34,7 +34,7 @@ TASKS = {
     "longtail-sync": ("arithmetic, long-tailed replies", "sync α=0"),
     "longtail-async2": ("arithmetic, long-tailed replies", "async α=2"),
     "lake": ("FrozenLake 3x3 (multi-turn)", "async α=1"),
-    "swe": ("SWE-lite tier 1 (held-out validation)", "async α=1"),
+    "swe": ("SWE-lite tier 1", "async α=1"),
 }
 
 
@@ -76,7 +76,8 @@ def load_runs() -> list[dict]:
             continue  # a failed run (its error is in the line), or a curve already kept
         d = run_dir(entry, run_id)
         entry["metrics"] = [{k: m[k] for k in KEEP if k in m} for m in records(d / "metrics.jsonl", run_id)]
-        entry["validation"] = [{k: v[k] for k in KEEP if k in v} for v in records(d / "validation.jsonl", run_id)]
+        # Per-tag validation (val/<tag>/reward_mean) too: a run validated on a training split and a held-out one.
+        entry["validation"] = [{k: x for k, x in v.items() if k in KEEP or k.startswith("val/")} for v in records(d / "validation.jsonl", run_id)]
     path.write_text("".join(json.dumps(e) + "\n" for e in entries))
     return [e for e in entries if "metrics" in e]
 
@@ -103,8 +104,14 @@ def plot(runs: list[dict]) -> None:
         ax = axes[0][panels.index(task)]
         line, = ax.plot([x["wall_s"] for x in r["metrics"]], [x["rollout/reward_mean"] for x in r["metrics"]],
                         alpha=0.35, linewidth=1)
-        ax.plot([x["wall_s"] for x in r["validation"]], [x["val/reward_mean"] for x in r["validation"]],
-                marker="o", color=line.get_color(), label=f"{mode}: validation (train batches faint)")
+        tags = sorted({k for v in r["validation"] for k in v if k.startswith("val/") and k.endswith("/reward_mean") and k.count("/") == 2})
+        if len(tags) > 1:  # one curve per validation split
+            for tag, marker in zip(tags, "os^v"):
+                ax.plot([x["wall_s"] for x in r["validation"]], [x[tag] for x in r["validation"]], marker=marker,
+                        color=line.get_color(), label=f"{mode}: validation on {tag.split('/')[1]}")
+        else:
+            ax.plot([x["wall_s"] for x in r["validation"]], [x["val/reward_mean"] for x in r["validation"]],
+                    marker="o", color=line.get_color(), label=f"{mode}: validation (train batches faint)")
     for ax, task in zip(axes[0], panels):
         ax.set_title(task)
         ax.set_xlabel("wall-clock seconds since the run started")
