@@ -38,9 +38,10 @@ python: .venv/.installed
 temporal-cli:
 	@temporal/ensure-cli.sh >/dev/null
 
-# Debian's docker-compose validates docker-compose.yml offline in the tests.
+# Debian packages: docker-compose validates docker-compose.yml offline in the tests, bubblewrap is the
+# sandbox, chromium is the browser the UI test drives.
 system-packages:
-	@scripts/ensure-system-packages.sh docker-compose=docker-compose bwrap=bubblewrap
+	@scripts/ensure-system-packages.sh docker-compose=docker-compose bwrap=bubblewrap chromium=chromium
 
 build: dist/.built
 dist/.built: node_modules/.installed tsconfig.json tsconfig.build.json $(TS_SOURCES)
