@@ -11,6 +11,7 @@ import { describeIndex } from '../envs/dataset-rows';
 import { checkConfig, up } from '../stack';
 import { causeMessage } from '../workflows/failure';
 import { batchDir } from '../workflows/ids';
+import { runStaticDetails, runSummary } from '../workflows/metadata';
 import { run, status, type RunStatus } from '../workflows/run';
 import { KIND, RUN_ID } from '../workflows/search-attributes';
 
@@ -38,6 +39,8 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
       taskQueue: config.temporal.task_queue,
       workflowId: runId,
       args: [{ plan, resumeFrom }],
+      staticSummary: runSummary(plan),
+      staticDetails: runStaticDetails(plan),
       typedSearchAttributes: [
         { key: RUN_ID, value: runId },
         { key: KIND, value: 'run' },

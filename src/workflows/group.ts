@@ -14,6 +14,7 @@ import { childWorkflowId, contextKey, sampleUid } from './ids';
 // The run's own message (a cycle with run.ts, used only inside functions: safe).
 import { groupDone } from './run';
 import type { GroupRef, GroupResult } from './run-state';
+import { generateSummary, trajectoryWorkflowSummary } from './metadata';
 import { KIND, RUN_ID } from './search-attributes';
 import { memberSamplingSeed } from './seeds';
 import { episodeCalls, finishEpisode, playOut, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
@@ -75,6 +76,7 @@ function runTrajectories(input: GroupInput): Promise<TrajectorySummary[]> {
       executeChild(trajectory, {
         workflowId: childWorkflowId(workflowInfo().workflowId, 's', i),
         args: [args],
+        staticSummary: trajectoryWorkflowSummary(args.uid, input.env.type),
         typedSearchAttributes: [
           { key: RUN_ID, value: input.runId },
           { key: KIND, value: 'trajectory' },
@@ -99,7 +101,7 @@ async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
   if (episodes.some((ep) => JSON.stringify(ep.generation) !== JSON.stringify(generation))) {
     throw ApplicationFailure.nonRetryable(`env ${input.env.type} asks each sample for its own generation settings; set is_num_return_sequences_expand: true`, 'EnvConfigError');
   }
-  const turns = await generateGroupTurn({ contextKeys: trajectories.map((t) => contextKey(t.runId, t.uid)), observation: episodes[0]!.observation, sampling: input.sampling, affinity: input.groupUid, runId: input.runId, ...(generation ? { generation } : {}) });
+  const turns = await generateGroupTurn.executeWithOptions({ summary: generateSummary(0, input.sampling.max_tokens, trajectories.length) }, [{ contextKeys: trajectories.map((t) => contextKey(t.runId, t.uid)), observation: episodes[0]!.observation, sampling: input.sampling, affinity: input.groupUid, runId: input.runId, ...(generation ? { generation } : {}) }]);
   const stepped = await Promise.all(trajectories.map((t, i) => stepEnv(t, episodes[i]!, turns[i]!, calls)));
   // An episode the env server lost and restarted (on_env_loss restart) is played out alone; the others are done.
   const played = await Promise.all(trajectories.map((t, i) => playOut(t, stepped[i]!, calls)));

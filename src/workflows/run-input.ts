@@ -3,6 +3,7 @@ import { ApplicationFailure, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities, CheckpointManifest } from '../activities';
 import type { DatasetIndex } from '../envs/dataset-rows';
 import { ENV } from './activity-options';
+import type { RunRow } from './metadata';
 import type { RunPlan } from './run-plan';
 import { RunState, type RunSnapshot, type RunTotals } from './run-state';
 
@@ -21,6 +22,8 @@ export interface RunInput {
   enginesPaused?: boolean;
   /** The file dataset's index, taken at the first run's start. */
   dataset?: DatasetIndex;
+  /** The newest rows of the run's progress table (its current details in the UI), carried across continue-as-new. */
+  progress?: RunRow[];
   /** Workflow ids of lockstep batches by group uid (env_async groups are found by their own id). */
   owners?: Record<string, string>;
   /** Legacy: executions continued-as-new before the totals had one home carried these apart (read, never written). */

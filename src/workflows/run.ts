@@ -25,6 +25,7 @@ import {
   ParentClosePolicy,
   patched,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   startChild,
   upsertSearchAttributes,
@@ -37,11 +38,12 @@ import { EngineLock } from './engine-lock';
 import { group } from './group';
 import { checkpointDir, groupUid, groupWorkflowId, lockstepWorkflowId, trainStepWorkflowId, validateWorkflowId } from './ids';
 import { lockstepRollout } from './lockstep';
+import { groupSummary, PROGRESS_ROWS, runDetails, trainStepSummary, validateSummary, type RunRow } from './metadata';
 import { carriedFacts, indexDataset, initialState, type RunInput, type RunStatus } from './run-input';
 import { trainerBinding } from './run-plan';
 import type { GroupRef, GroupResult } from './run-state';
 import { KIND, POLICY_VERSION, RUN_ID, STEP } from './search-attributes';
-import { RolloutIdleClock, stepRecord, validationRecord } from './step-metrics';
+import { METRIC, RolloutIdleClock, stepRecord, validationRecord } from './step-metrics';
 import { trainStep } from './train-step';
 import { validate } from './validate';
 
@@ -89,6 +91,10 @@ export async function run(input: RunInput): Promise<RunStatus> {
     datasetSize,
     ...(dataset ? { dataset } : {}),
   });
+  // The run's progress table in the UI (its current details): a row per step, and what runs now.
+  const progress: RunRow[] = [...(input.progress ?? [])];
+  const showProgress = () => setCurrentDetails(runDetails(progress, { inFlight: state.runningSamples, suspended }));
+  showProgress();
 
   // ---- handlers
   let lastGroupError: string | undefined;
@@ -97,8 +103,14 @@ export async function run(input: RunInput): Promise<RunStatus> {
     owners.delete(groupUid(result));
     idle.note(state.runningSamples, Date.now());
   });
-  setHandler(suspend, () => void (suspended = true));
-  setHandler(resume, () => void (suspended = false));
+  setHandler(suspend, () => {
+    suspended = true;
+    showProgress();
+  });
+  setHandler(resume, () => {
+    suspended = false;
+    showProgress();
+  });
   setHandler(status, report);
   setHandler(
     syncWeightsUpdate,
@@ -126,13 +138,16 @@ export async function run(input: RunInput): Promise<RunStatus> {
   const startGroups = async (refs: GroupRef[]) => {
     const attributes = (kind: string) => [{ key: RUN_ID, value: plan.runId }, { key: KIND, value: kind }];
     if (plan.rolloutMode === 'env_async') {
-      await Promise.all(refs.map((ref) => startChild(group, { workflowId: groupWorkflowId(plan.runId, ref), args: [groups.groupInput(ref, state.version)], parentClosePolicy: ParentClosePolicy.ABANDON, typedSearchAttributes: attributes('group') })));
+      await Promise.all(refs.map((ref) => {
+        const args = groups.groupInput(ref, state.version);
+        return startChild(group, { workflowId: groupWorkflowId(plan.runId, ref), args: [args], parentClosePolicy: ParentClosePolicy.ABANDON, typedSearchAttributes: attributes('group'), staticSummary: groupSummary(args.groupUid, args.env.type, state.version) });
+      }));
       return;
     }
     const workflowId = lockstepWorkflowId(plan.runId, refs[0]!);
     for (const ref of refs) owners.set(groupUid(ref), workflowId);
     const args = { runId: plan.runId, groups: refs.map((ref) => groups.groupInput(ref, state.version)) };
-    await startChild(lockstepRollout, { workflowId, args: [args], parentClosePolicy: ParentClosePolicy.ABANDON, typedSearchAttributes: attributes('lockstep') });
+    await startChild(lockstepRollout, { workflowId, args: [args], parentClosePolicy: ParentClosePolicy.ABANDON, typedSearchAttributes: attributes('lockstep'), staticSummary: `lockstep batch · ${refs.length} groups · v${state.version}` });
   };
   let stopDispatch = false;
   // Admission allows it, and the remaining steps still need it (no groups started only to be cancelled at the end),
@@ -177,6 +192,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
       workflowId: validateWorkflowId(plan.runId, steps),
       args: [{ runId: plan.runId, steps, version: state.version, envs: v.envs, groupSize: v.groupSize, sampling: plan.sampling, seed: plan.seed, replicate: plan.replicate }],
       typedSearchAttributes: [{ key: RUN_ID, value: plan.runId }, { key: KIND, value: 'validate' }, { key: STEP, value: steps }],
+      staticSummary: validateSummary(steps, state.version),
     });
     lastValidation = { steps, rewardMean: result.rewardMean };
     await appendMetrics({ runDir: plan.runDir, file: 'validation.jsonl', record: validationRecord({ run_id: plan.runId, step: steps, version: result.version, wall_s: sinceRunStart() }, result) });
@@ -202,6 +218,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
       workflowId: trainStepWorkflowId(plan.runId, batch.step),
       args: [{ runId: plan.runId, step: batch.step, sampleKeys: batch.groups.flatMap((g) => g.storeKeys), options: plan.train, ...trainer }],
       typedSearchAttributes: [{ key: RUN_ID, value: plan.runId }, { key: KIND, value: 'trainStep' }, { key: STEP, value: batch.step }],
+      staticSummary: trainStepSummary(batch.step, batch.groups.reduce((n, g) => n + g.samples, 0), batch.version),
     });
     const trainedAt = Date.now();
     const sync = await engines.run(async () => {
@@ -212,9 +229,13 @@ export async function run(input: RunInput): Promise<RunStatus> {
     state.onStepDone(batch);
     const now = Date.now();
     const times = { lastStepEnd, batchAt, trainedAt, now, rolloutIdleMs: idle.take(now) };
-    await appendMetrics({ runDir: plan.runDir, record: stepRecord({ run_id: plan.runId, step: batch.step, version: state.version, wall_s: sinceRunStart() }, batch, times, trained, sync.aborted) });
+    const record = stepRecord({ run_id: plan.runId, step: batch.step, version: state.version, wall_s: sinceRunStart() }, batch, times, trained, sync.aborted);
+    await appendMetrics({ runDir: plan.runDir, record });
     lastStepEnd = now;
     if (validationDue()) await runValidation();
+    progress.push({ step: state.step, maxSteps: plan.maxSteps, version: state.version, reward: record[METRIC.rewardMean], ...(lastValidation ? { validation: lastValidation } : {}), stalenessMean: record[METRIC.stalenessMean], stalenessMax: record[METRIC.stalenessMax], inFlight: state.runningSamples, suspended });
+    progress.splice(0, progress.length - PROGRESS_ROWS);
+    showProgress();
     if ((plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps) {
       const { consumed } = state.snapshot();
       await saveCheckpoint({
@@ -236,7 +257,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   if (state.step < plan.maxSteps) {
     // Keep history small: carry the state into a fresh execution; in-flight groups keep reporting to this workflow id.
     await condition(allHandlersFinished);
-    return continueAsNew<typeof run>({ plan, snapshot: state.snapshot(), startedAtMs, ...(lastValidation ? { lastValidation } : {}), suspended, enginesPaused, owners: Object.fromEntries(owners), dataset });
+    return continueAsNew<typeof run>({ plan, snapshot: state.snapshot(), startedAtMs, ...(lastValidation ? { lastValidation } : {}), suspended, enginesPaused, owners: Object.fromEntries(owners), dataset, progress });
   }
   // Done: groups still generating are no longer needed.
   const running = new Set(state.inFlightGroups.map((ref) => owners.get(groupUid(ref)) ?? groupWorkflowId(plan.runId, ref)));

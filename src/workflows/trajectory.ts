@@ -8,18 +8,19 @@
  * baseline (lockstep.ts) runs exactly the same calls, only with a barrier
  * across the batch between them.
  */
-import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities, setCurrentDetails, type ActivityInterfaceFor } from '@temporalio/workflow';
 import type { Activities, Sampling, TurnSummary } from '../activities';
 import type { EnvLossPolicy, EpisodeGeneration } from '../envs/env';
 import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE } from './activity-options';
 import { numericInfo } from './env-info';
 import { isEnvSessionLost } from './failure';
 import { contextKey, sampleKey } from './ids';
+import { envStepSummary, finishSummary, generateSummary, recordEnvStep, recordReset, recordReward, recordTurn, transcriptDetails } from './metadata';
 
 const { generateTurn } = proxyActivities<Activities>(GENERATE);
 
 /** The env and store calls of an episode: activities, or local activities (custom_envs.<tag>.env_calls; see episodeCalls). */
-export type EpisodeCalls = Pick<Activities, 'envReset' | 'envStep' | 'finishTrajectory'>;
+export type EpisodeCalls = Pick<ActivityInterfaceFor<Activities>, 'envReset' | 'envStep' | 'finishTrajectory'>;
 // (Activity proxies have no own keys, so each call is picked by name, not spread.)
 const env = proxyActivities<Activities>(ENV);
 const store = proxyActivities<Activities>(STORE);
@@ -100,8 +101,13 @@ const MAX_ENV_RESTARTS = 3;
 
 const envInput = (input: TrajectoryInput) => ({ envType: input.env.type, envConfig: input.env.config });
 
+/** The workflow's trajectories, readable in the UI as its current details (metadata.ts). */
+const publishTranscripts = (): void => setCurrentDetails(transcriptDetails());
+
 export async function startEpisode(input: TrajectoryInput, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
   const { state, observation, generation, onLoss } = await calls.envReset({ ...envInput(input), seed: input.envSeed, sample: input.member });
+  recordReset(input.uid, input.env.type, observation);
+  publishTranscripts();
   return { state, observation, reward: 0, turns: 0, done: false, ...(generation ? { generation } : {}), ...(onLoss ? { onLoss } : {}) };
 }
 
@@ -109,16 +115,20 @@ export async function startEpisode(input: TrajectoryInput, calls: EpisodeCalls =
 export function generateFor(input: TrajectoryInput, ep: Episode): Promise<TurnSummary> {
   const budget = input.env.maxEpisodeTokens;
   const sampling = budget === undefined ? input.sampling : { ...input.sampling, max_tokens: Math.min(input.sampling.max_tokens, budget - (ep.tokens ?? 0)) };
-  return generateTurn({ contextKey: contextKey(input.runId, input.uid), observation: ep.observation, turn: ep.turns, sampling, affinity: input.uid, runId: input.runId, ...(ep.generation ? { generation: ep.generation } : {}) });
+  return generateTurn.executeWithOptions({ summary: generateSummary(ep.turns, sampling.max_tokens) }, [
+    { contextKey: contextKey(input.runId, input.uid), observation: ep.observation, turn: ep.turns, sampling, affinity: input.uid, runId: input.runId, ...(ep.generation ? { generation: ep.generation } : {}) },
+  ]);
 }
 
 /** Applies the model's action to the env; the episode is done when the env says so, or the turns or its token budget run out. */
-export async function stepEnv(input: TrajectoryInput, ep: Episode, turn: Pick<TurnSummary, 'action' | 'tokens'>, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
+export async function stepEnv(input: TrajectoryInput, ep: Episode, turn: Pick<TurnSummary, 'action' | 'tokens' | 'versions'>, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
   const { action } = turn;
   const onLoss = input.env.onLoss ?? ep.onLoss;
+  recordTurn(input.uid, turn);
+  publishTranscripts();
   let step;
   try {
-    step = await calls.envStep({ ...envInput(input), state: ep.state, action, ...(onLoss ? { onLoss } : {}) });
+    step = await calls.envStep.executeWithOptions({ summary: envStepSummary(ep.turns, action) }, [{ ...envInput(input), state: ep.state, action, ...(onLoss ? { onLoss } : {}) }]);
   } catch (err) {
     // (patched: the restart is a new command sequence; no history before it can hold an EnvSessionLostError.)
     if (onLoss === 'restart' && isEnvSessionLost(err) && (ep.restarts ?? 0) < MAX_ENV_RESTARTS && patched('env-loss-restart')) return restartEpisode(input, ep, calls);
@@ -130,6 +140,8 @@ export async function stepEnv(input: TrajectoryInput, ep: Episode, turn: Pick<Tu
   const tokens = budget === undefined ? undefined : (ep.tokens ?? 0) + turn.tokens;
   const spent = tokens !== undefined && tokens >= budget!;
   const envInfo = numericInfo(step.info);
+  recordEnvStep(input.uid, step);
+  publishTranscripts();
   return { ...ep, ...(envInfo ? { envInfo } : {}), state: step.state, observation: step.observation, reward: ep.reward + step.reward, turns, done: step.done || turns >= input.env.maxTurns || spent, ...(replays ? { replays } : {}), ...(tokens !== undefined ? { tokens } : {}) };
 }
 
@@ -155,7 +167,11 @@ export async function playOut(input: TrajectoryInput, start: Episode, calls: Epi
 }
 
 export async function finishEpisode(input: TrajectoryInput, ep: Episode, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<TrajectorySummary> {
-  const done = await calls.finishTrajectory({ contextKey: contextKey(input.runId, input.uid), sampleKey: sampleKey(input.runId, input.uid), uid: input.uid, groupId: input.groupId, reward: ep.reward });
+  const done = await calls.finishTrajectory.executeWithOptions({ summary: finishSummary(input.uid, ep.reward) }, [
+    { contextKey: contextKey(input.runId, input.uid), sampleKey: sampleKey(input.runId, input.uid), uid: input.uid, groupId: input.groupId, reward: ep.reward },
+  ]);
+  recordReward(input.uid, ep.reward);
+  publishTranscripts();
   return { uid: input.uid, reward: ep.reward, turns: ep.turns, ...done, envReplays: ep.replays ?? 0, envRestarts: ep.restarts ?? 0, ...(ep.envInfo ? { envInfo: ep.envInfo } : {}) };
 }
 

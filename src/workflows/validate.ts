@@ -6,6 +6,7 @@
  * report here, not to the run.
  */
 import { executeChild, workflowInfo } from '@temporalio/workflow';
+import { groupSummary } from './metadata';
 import type { Sampling } from '../activities';
 import { group, type GroupInput } from './group';
 import { childWorkflowId, validationGroupUid } from './ids';
@@ -65,6 +66,7 @@ export async function validate(input: ValidateInput): Promise<ValidationResult> 
         workflowId: childWorkflowId(workflowInfo().workflowId, 'g', g),
         args: [args],
         typedSearchAttributes: [{ key: RUN_ID, value: input.runId }, { key: KIND, value: 'group' }],
+        staticSummary: groupSummary(args.groupUid, args.env.type, input.version),
       });
       return { tag: env.tag, result };
     }),

@@ -169,8 +169,9 @@ describe('run workflow (stub activities)', () => {
     const first = env.client.workflow.getHandle(plan.runId, h.firstExecutionRunId);
     const { input: carried, next } = await continuedWith(first);
     const at = await first.query(status); // the first execution, replayed to its end: the state it carried
-    const CARRIED: (keyof RunInput)[] = ['dataset', 'enginesPaused', 'owners', 'plan', 'snapshot', 'startedAtMs', 'suspended'];
+    const CARRIED: (keyof RunInput)[] = ['dataset', 'enginesPaused', 'owners', 'plan', 'progress', 'snapshot', 'startedAtMs', 'suspended'];
     expect(Object.keys(carried).sort()).toEqual(CARRIED);
+    expect(carried.progress?.map((row) => row.step)).toEqual([1]); // the UI's progress table goes on in the next execution
     expect(carried.plan).toEqual(plan);
     expect(carried).toMatchObject({ suspended: at.suspended, enginesPaused: at.enginesPaused, dataset: at.dataset });
     expect(carried.owners).toEqual({});
@@ -339,5 +340,42 @@ describe('env loss (on_env_loss) and infrastructure failures', () => {
     expect(done.totals.dispatchedGroups).toBe(5);
     expect(trained(plan.runId)).toHaveLength(2 * B);
     expect(positions(trained(plan.runId))).toHaveLength(4);
+  });
+});
+
+describe('what the Temporal UI shows (user metadata and current details)', () => {
+  /** A workflow's current details: the SDK answers the built-in metadata query from workflow state. */
+  const currentDetails = async (id: string): Promise<string> => {
+    const metadata = await env.client.workflow.getHandle(id).query<temporal.api.sdk.v1.IWorkflowMetadata>('__temporal_workflow_metadata');
+    return metadata.currentDetails ?? '';
+  };
+  const summaries = async (id: string): Promise<string[]> =>
+    (await events(env.client.workflow.getHandle(id))).flatMap((e) => (e.userMetadata?.summary ? [defaultPayloadConverter.fromPayload<string>(e.userMetadata.summary)] : []));
+
+  it('the run shows its progress table; groups, trajectories and their calls are summarised; a trajectory shows its prompt, response and reward', async () => {
+    const plan = testPlan('ui-metadata', { maxSteps: 2 });
+    const done = await (await startRun(plan)).result();
+    expect(done.step).toBe(2);
+
+    const runDetails = await currentDetails(plan.runId);
+    expect(runDetails).toMatch(/\| step \| version \| reward \| validation reward \|/);
+    // A row per step, the newest first.
+    expect(runDetails.indexOf('| 2/2 | v2 |')).toBeGreaterThan(0);
+    expect(runDetails.indexOf('| 2/2 | v2 |')).toBeLessThan(runDetails.indexOf('| 1/2 | v1 |'));
+    const runSummaries = await summaries(plan.runId);
+    expect(runSummaries).toContain('e0-p0 · stub · v0');
+    expect(runSummaries.filter((s) => s.startsWith('step 0 · ')).length).toBe(1);
+
+    // Member 1 of group e0-p0: the stub env's prompt is "prompt <seed>", its reward the member index.
+    const groupId = groupWorkflowId(plan.runId, { epoch: 0, position: 0 });
+    // A workflow's own summary (on its started event), then its children's.
+    expect(await summaries(groupId)).toEqual(['e0-p0 · stub · v0', 'e0-p0-s0 · stub', 'e0-p0-s1 · stub']);
+    const trajectoryId = childWorkflowId(groupId, 's', 1);
+    const details = await currentDetails(trajectoryId);
+    expect(details).toMatch(/^### e0-p0-s1 · stub · reward \*\*1\*\* · 1 turn/);
+    expect(details).toMatch(/\*\*Prompt\*\*\n\n```text\nprompt \d+\n```/);
+    expect(details).toContain('**Response, turn 0** · 3 tokens');
+    expect(details).toContain('```text\nanswer\n```');
+    expect(await summaries(trajectoryId)).toEqual(['e0-p0-s1 · stub', 'turn 0 · ≤8 tokens', 'turn 0 · "answer"', 'e0-p0-s1 · reward 1']);
   });
 });
