@@ -42,7 +42,7 @@ const num = (x: number): string => (Number.isInteger(x) ? String(x) : x.toFixed(
 // ---- summaries
 /** The run's own summary and details, set by the client that starts it. */
 export const runSummary = (plan: Pick<RunPlan, 'envs' | 'maxSteps' | 'limits' | 'rolloutMode'>): string =>
-  `${plan.envs.map((e) => e.tag).join(' + ')} · ${plan.maxSteps} steps · ${plan.limits.samplesPerStep} samples/step · ${plan.rolloutMode}`;
+  `${plan.envs.map((e) => e.tag).join(' + ')} · ${plan.maxSteps} step${plan.maxSteps === 1 ? '' : 's'} · ${plan.limits.samplesPerStep} samples/step · ${plan.rolloutMode}`;
 export const runStaticDetails = (plan: Pick<RunPlan, 'limits' | 'seed' | 'configHash' | 'envs'>): string =>
   [
     `**Envs:** ${plan.envs.map((e) => `${e.tag} (${e.spec.type}, ${e.groupsPerStep} groups/step)`).join(', ')}`,
@@ -144,6 +144,8 @@ export interface RunRow {
 /** The newest rows first, at most PROGRESS_ROWS of them. */
 export function runDetails(rows: readonly RunRow[], now: { inFlight: number; suspended: boolean }): string {
   const header = '| step | version | reward | validation reward | staleness mean / max | in flight | suspended |\n|---|---|---|---|---|---|---|';
-  const lines = rows.slice(-PROGRESS_ROWS).reverse().map((r) => `| ${r.step}/${r.maxSteps} | v${r.version} | ${num(r.reward)} | ${r.validation ? `${num(r.validation.rewardMean)} (after step ${r.validation.steps})` : '–'} | ${num(r.stalenessMean)} / ${r.stalenessMax} | ${r.inFlight} | ${r.suspended ? 'yes' : 'no'} |`);
-  return [`**Now:** ${now.inFlight} samples in flight${now.suspended ? ' · **suspended**' : ''}`, header, ...lines].join('\n');
+  const lines = rows.slice(-PROGRESS_ROWS).reverse().map((r) => `| ${r.step} of ${r.maxSteps} | v${r.version} | ${num(r.reward)} | ${r.validation ? `${num(r.validation.rewardMean)} (after step ${r.validation.steps})` : '–'} | ${num(r.stalenessMean)} / ${r.stalenessMax} | ${r.inFlight} | ${r.suspended ? 'yes' : 'no'} |`);
+  // (A step is "3 of 20", not "3/20", which the UI's markdown would set as a fraction; the closing line keeps the
+  // UI's frame from cutting the table's last row.)
+  return [`**Now:** ${now.inFlight} samples in flight${now.suspended ? ' · **suspended**' : ''}`, '', header, ...lines, '', `_Newest step first; the last ${PROGRESS_ROWS} steps._`].join('\n');
 }

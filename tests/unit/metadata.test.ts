@@ -40,7 +40,7 @@ describe('UI metadata text (workflows/metadata.ts)', () => {
     const md = runDetails(rows, { inFlight: 16, suspended: true });
     const lines = md.split('\n');
     expect(lines[0]).toBe('**Now:** 16 samples in flight · **suspended**');
-    expect(lines[3]).toBe('| 12/20 | v12 | 3 | 0.600 (after step 10) | 0.500 / 1 | 8 | yes |');
-    expect(lines.at(-1)).toBe('| 3/20 | v3 | 0.750 | – | 0.500 / 1 | 8 | no |'); // 10 rows kept
+    expect(lines[4]).toBe('| 12 of 20 | v12 | 3 | 0.600 (after step 10) | 0.500 / 1 | 8 | yes |');
+    expect(lines.at(-3)).toBe('| 3 of 20 | v3 | 0.750 | – | 0.500 / 1 | 8 | no |'); // 10 rows kept
   });
 });

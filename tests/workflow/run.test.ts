@@ -360,8 +360,8 @@ describe('what the Temporal UI shows (user metadata and current details)', () =>
     const runDetails = await currentDetails(plan.runId);
     expect(runDetails).toMatch(/\| step \| version \| reward \| validation reward \|/);
     // A row per step, the newest first.
-    expect(runDetails.indexOf('| 2/2 | v2 |')).toBeGreaterThan(0);
-    expect(runDetails.indexOf('| 2/2 | v2 |')).toBeLessThan(runDetails.indexOf('| 1/2 | v1 |'));
+    expect(runDetails.indexOf('| 2 of 2 | v2 |')).toBeGreaterThan(0);
+    expect(runDetails.indexOf('| 2 of 2 | v2 |')).toBeLessThan(runDetails.indexOf('| 1 of 2 | v1 |'));
     const runSummaries = await summaries(plan.runId);
     expect(runSummaries).toContain('e0-p0 · stub · v0');
     expect(runSummaries.filter((s) => s.startsWith('step 0 · ')).length).toBe(1);
