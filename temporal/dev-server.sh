@@ -37,6 +37,8 @@ start() {
   local args=(server start-dev --db-filename "$TEMPORAL_DB" --ip "$TEMPORAL_IP"
               --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" --log-format json --log-level warn
               --sqlite-pragma journal_mode=wal --sqlite-pragma "synchronous=$TEMPORAL_SQLITE_SYNC")
+  # The UI shows payloads through rollflow's codec server when one is configured (temporal.codec_url).
+  if [ -n "${TEMPORAL_CODEC_ENDPOINT:-}" ]; then args+=(--ui-codec-endpoint "$TEMPORAL_CODEC_ENDPOINT"); fi
   local kv
   while read -r kv; do args+=(--dynamic-config-value "$kv"); done < <(dynamic_config_pairs "$here/dynamic-config.yaml")
   while read -r kv; do args+=(--search-attribute "$kv"); done < <(rf_read_list "$here/search-attributes.txt")

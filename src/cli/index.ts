@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../configs';
 import { checkConfig, down, status, up } from '../stack';
+import { runCodecServer } from '../codec/run';
 import { runWorker } from '../worker';
 import { benchCommand } from './bench';
 import { chaosCommand } from './chaos';
@@ -56,6 +57,10 @@ function buildProgram(): Command {
   withConfigOptions(program.command('worker'))
     .description('run a worker in the foreground until SIGINT/SIGTERM')
     .action(async (file: string | undefined, opts: ConfigOptions) => runWorker(loadFromArgs(file, opts).loaded));
+
+  withConfigOptions(program.command('codec-server'))
+    .description('serve the Temporal UI\'s remote codec at temporal.codec_url until SIGINT/SIGTERM: decrypts payloads and adds trajectory transcripts from the sample store')
+    .action(async (file: string | undefined, opts: ConfigOptions) => runCodecServer(loadFromArgs(file, opts).loaded));
 
   withConfigOptions(program.command('smoke'))
     .description('run the smoke workflow: every configured engine answers /health through Temporal')

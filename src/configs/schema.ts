@@ -62,6 +62,10 @@ export const TemporalSchema = z
     task_queue: z.string().min(1).default('rollflow').describe('Task queue rollflow workers poll.'),
     embedded: z.boolean().default(true).describe('Start the embedded dev server (temporal/dev-server.sh) when the address is loopback and nothing answers.'),
     ui_url: z.url().default('http://127.0.0.1:8233').describe('Temporal UI base URL, used in printed links; its port is the embedded UI port.'),
+    codec_url: z
+      .url({ protocol: /^http$/ })
+      .optional()
+      .describe('(rollflow) The codec server the Temporal UI calls to show payloads (`rollflow codec-server`): it decrypts encrypted payloads and adds each trajectory result\'s transcript from the sample store. `rollflow dev up` starts it on this loopback URL and the embedded dev server\'s UI uses it (a dev server already running keeps its settings until `dev down`). Unset: no codec server.'),
     worker: z
       .strictObject({
         max_concurrent_activities: count(1).default(WORKER_SLOTS).describe('Activities one worker runs at once; rollflow\'s wait on engines and envs (I/O, not CPU), and a sleeping env step holds a slot, so this is far above the SDK\'s 100.'),

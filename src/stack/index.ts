@@ -7,6 +7,7 @@ import type { Client } from '@temporalio/client';
 import { connectClient } from '../client/connect';
 import type { LoadedConfig } from '../configs';
 import { engineStatus, launchedEngines, startEngine, stopEngine } from './engines';
+import { codecProcess, codecStatus, startCodecServer, stopCodecServer } from './codec';
 import { checkConfig } from './preflight';
 import { startTemporal, stopTemporal, temporalStatus } from './temporal';
 import { startWorker, stopWorker, workerStatus } from './worker';
@@ -22,9 +23,11 @@ export { checkConfig } from './preflight';
  */
 export async function up(loaded: LoadedConfig, configArgs: string[], say: (line: string) => void): Promise<void> {
   checkConfig(loaded, { run: false });
-  if (embedded(loaded)) startTemporal(loaded.derived.temporal);
+  if (embedded(loaded)) startTemporal(loaded.derived.temporal, codecProcess(loaded)?.url);
   // Engines start in parallel: each is a Python process that takes a moment to import.
   for (const line of await Promise.all(launchedEngines(loaded.config).map(startEngine))) say(line);
+  const codec = await startCodecServer(loaded, configArgs);
+  if (codec) say(codec);
   const client = await connectClient(loaded.config);
   try {
     say(await startWorker(client, loaded, configArgs));
@@ -38,6 +41,8 @@ export async function down(loaded: LoadedConfig, say: (line: string) => void): P
   const engines = launchedEngines(loaded.config);
   const results = await Promise.all(engines.map(stopEngine)); // each takes uvicorn's ~1.5 s graceful exit
   engines.forEach((e, i) => say(`${e.process.name}: ${results[i]}`));
+  const codec = await stopCodecServer(loaded);
+  if (codec) say(codec);
   if (embedded(loaded)) stopTemporal(loaded.derived.temporal);
 }
 
@@ -46,6 +51,8 @@ export async function status(loaded: LoadedConfig, say: (line: string) => void):
   const lines: { ok: boolean; line: string }[] = [];
   if (embedded(loaded)) lines.push(temporalStatus(loaded.derived.temporal));
   lines.push(...(await Promise.all(launchedEngines(loaded.config).map(engineStatus))));
+  const codec = await codecStatus(loaded);
+  if (codec) lines.push(codec);
   let client: Client | undefined;
   try {
     client = await connectClient(loaded.config);

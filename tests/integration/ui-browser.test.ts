@@ -8,6 +8,10 @@
  * history (what the env and the engine returned), not from the code that
  * renders them.
  *
+ * The stack has a codec server (temporal.codec_url), which the UI calls to
+ * show payloads: the trajectory's result gains the transcript its sample-store
+ * key refers to.
+ *
  * The run: one SWE-lite step on the scripted policy (real text, multi-turn,
  * sandboxed commands), so the transcript has several turns.
  * Screenshots: .state/test-reports/browser/ (each page on success; the page
@@ -20,7 +24,7 @@ import type { temporal } from '@temporalio/proto';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TrajectorySummary } from '../../src/workflows/trajectory';
-import { ROOT, until } from './helpers/dev-server';
+import { freePort, ROOT, until } from './helpers/dev-server';
 import { upSimStack, type SimStack } from './helpers/sim-stack';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -30,6 +34,7 @@ const TRAJECTORY = `${RUN}/e0-p0/s1`;
 
 let stack: SimStack;
 let browser: Browser;
+let codecPort: number;
 
 beforeAll(async () => {
   stack = await upSimStack(
@@ -45,6 +50,7 @@ custom_envs:
 train_env_manager: { num_env_groups: 1, group_size: 2, tags: [swe] }
 `,
     { sim: { c0: 0.001, policy: { kind: 'swe_oracle', solve_prob: 1.0, solve_after_turns: 2, flail_turns: 2 } } },
+    `codec_url: "http://127.0.0.1:${codecPort = await freePort()}"`,
   );
   // Set-up installs Chromium from Debian (Makefile system-packages); a machine without it fails here, by name.
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -76,7 +82,8 @@ async function groundTruth(): Promise<{ prompt: string; response: string; reward
 
 /** The text of the page and of its frames (the UI renders markdown details in a sandboxed iframe). */
 async function pageText(page: Page): Promise<string> {
-  const texts = await Promise.all(page.frames().map((f) => f.evaluate(() => document.body?.innerText ?? '').catch(() => '')));
+  // (The function runs in the browser; it names `document` through globalThis, which the Node typings know.)
+  const texts = await Promise.all(page.frames().map((f) => f.evaluate(() => (globalThis as unknown as { document: { body?: { innerText: string } } }).document.body?.innerText ?? '').catch(() => '')));
   return texts.join('\n');
 }
 
@@ -105,8 +112,16 @@ describe('the Temporal UI shows a rollout (Chromium)', () => {
       await shows(page, '5 Completed');
       await page.screenshot({ path: path.join(SHOTS, 'list.png'), fullPage: true });
 
-      // Open the trajectory from the list, then its User Metadata tab.
+      // Open the trajectory from the list. Its result names only a sample-store key; the codec server adds the
+      // transcript behind it for display (the claim check resolved), with a link to the full text.
       await page.getByRole('link', { name: TRAJECTORY, exact: true }).click();
+      await shows(page, '"transcript"');
+      await shows(page, `http://127.0.0.1:${codecPort}/text/${RUN}/trajectories/e0-p0-s1.json`);
+      await page.screenshot({ path: path.join(SHOTS, 'trajectory-result.png'), fullPage: true });
+      const full = await fetch(`http://127.0.0.1:${codecPort}/text/${RUN}/trajectories/e0-p0-s1.json`);
+      expect(await full.text()).toContain(truth.response);
+
+      // Its User Metadata tab: the transcript the workflow keeps, rendered.
       await page.getByTestId('user-metadata-tab').click();
       await shows(page, 'Current Details');
       await shows(page, `e0-p0-s1 · swe_lite · reward ${truth.reward}`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cut, DETAIL_TEXT_CHARS, quote, recordEnvStep, recordReset, recordReward, recordTurn, runDetails, transcriptDetails } from '../../src/workflows/metadata';
+import { cut, DETAIL_TEXT_CHARS, type RunRow, quote, recordEnvStep, recordReset, recordReward, recordTurn, runDetails, transcriptDetails } from '../../src/workflows/metadata';
 
 describe('UI metadata text (workflows/metadata.ts)', () => {
   it('cuts long text with a marker that counts the rest and says where it is', () => {
@@ -34,7 +34,7 @@ describe('UI metadata text (workflows/metadata.ts)', () => {
   });
 
   it('the run table lists the newest step first with validation, staleness, in flight and suspension', () => {
-    const row = (step: number) => ({ step, maxSteps: 20, version: step, reward: 0.25 * step, stalenessMean: 0.5, stalenessMax: 1, inFlight: 8, suspended: false });
+    const row = (step: number): RunRow => ({ step, maxSteps: 20, version: step, reward: 0.25 * step, stalenessMean: 0.5, stalenessMax: 1, inFlight: 8, suspended: false });
     const rows = Array.from({ length: 12 }, (_, i) => row(i + 1));
     rows[11] = { ...row(12), validation: { steps: 10, rewardMean: 0.6 }, suspended: true };
     const md = runDetails(rows, { inFlight: 16, suspended: true });

@@ -19,8 +19,11 @@ export interface SimStack {
   down(): Promise<void>;
 }
 
-/** `keys`: YAML lines of the run config; `run_dir` is <server state dir>/run; `inferenceOptions`: the sim inference server's options. */
-export async function upSimStack(taskQueue: string, keys: string, inferenceOptions: Record<string, unknown> = {}): Promise<SimStack> {
+/**
+ * `keys`: YAML lines of the run config; `run_dir` is <server state dir>/run; `inferenceOptions`: the sim inference
+ * server's options; `temporalKeys`: more keys of the temporal section, e.g. `codec_url: "http://127.0.0.1:9000"`.
+ */
+export async function upSimStack(taskQueue: string, keys: string, inferenceOptions: Record<string, unknown> = {}, temporalKeys = ''): Promise<SimStack> {
   const server = await TestDevServer.create();
   const [inference, trainer, env] = [await freePort(), await freePort(), await freePort()];
   const config = path.join(server.stateDir, 'run.yaml');
@@ -28,7 +31,7 @@ export async function upSimStack(taskQueue: string, keys: string, inferenceOptio
     config,
     `${keys}
 run_dir: ${server.stateDir}/run
-temporal: { address: "${server.address}", ui_url: "http://127.0.0.1:${server.uiPort}", task_queue: ${taskQueue} }
+temporal: { address: "${server.address}", ui_url: "http://127.0.0.1:${server.uiPort}", task_queue: ${taskQueue}${temporalKeys ? `, ${temporalKeys}` : ''} }
 engines:
   inference: [{ url: "http://127.0.0.1:${inference}", backend: sim, options: ${JSON.stringify(inferenceOptions)} }]
   trainer: { url: "http://127.0.0.1:${trainer}", backend: sim }
