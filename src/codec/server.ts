@@ -6,7 +6,8 @@
  *
  * Decoding runs the payload codecs (payload encryption, when configured),
  * then, for display only, adds to every trajectory result (a JSON object
- * naming a `sampleKey`) the transcript it refers to in the sample store.
+ * naming a `sampleKey`) the transcript it refers to in the sample store, and
+ * to every group result (naming `storeKeys`) the transcripts of its samples.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Payload, PayloadCodec } from '@temporalio/common';
@@ -39,6 +40,9 @@ const toJson = ({ metadata, data }: Payload): JsonPayload => ({
   data: Buffer.from(data ?? new Uint8Array()).toString('base64'),
 });
 
+/** Transcripts added to one group result: a large group shows its first ones. */
+const MAX_GROUP_TRANSCRIPTS = 8;
+
 const isJson = (p: Payload) => Buffer.from(p.metadata?.encoding ?? new Uint8Array()).toString() === 'json/plain';
 
 /** A trajectory result (or any JSON object naming a sampleKey) with its transcript added; other payloads as they are. */
@@ -50,10 +54,19 @@ async function withTranscript(p: Payload, store: SampleStore, baseUrl: string): 
   } catch {
     return p;
   }
-  if (typeof value !== 'object' || value === null || typeof (value as { sampleKey?: unknown }).sampleKey !== 'string') return p;
-  const transcript = await transcriptOf(store, (value as { sampleKey: string }).sampleKey, baseUrl);
-  if (!transcript) return p;
-  return { ...p, data: Buffer.from(JSON.stringify({ ...value, transcript })) };
+  if (typeof value !== 'object' || value === null) return p;
+  const { sampleKey, storeKeys } = value as { sampleKey?: unknown; storeKeys?: unknown };
+  if (typeof sampleKey === 'string') {
+    const transcript = await transcriptOf(store, sampleKey, baseUrl);
+    return transcript ? { ...p, data: Buffer.from(JSON.stringify({ ...value, transcript })) } : p;
+  }
+  // A group's result (and its groupDone signal) lists its samples' keys.
+  if (Array.isArray(storeKeys) && storeKeys.every((k) => typeof k === 'string')) {
+    const found = await Promise.all((storeKeys as string[]).slice(0, MAX_GROUP_TRANSCRIPTS).map((k) => transcriptOf(store, k, baseUrl)));
+    const transcripts = found.filter((t) => t !== undefined);
+    return transcripts.length > 0 ? { ...p, data: Buffer.from(JSON.stringify({ ...value, transcripts })) } : p;
+  }
+  return p;
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {

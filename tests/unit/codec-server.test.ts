@@ -72,6 +72,14 @@ describe('codec server (Temporal remote codec protocol)', () => {
     expect(shown.transcript.messages[1]!.content.endsWith(`… [cut: ${19 + 5} more chars; full text: ${link}]`)).toBe(true);
   });
 
+  it('a group result carries the transcripts of its samples that the store has', async () => {
+    const group = { epoch: 0, position: 3, storeKeys: [sampleKey('r1', 'e0-p3-s0'), sampleKey('r1', 'e0-p3-s1')] };
+    const [decoded] = await call('/decode', [defaultPayloadConverter.toPayload(group)]);
+    const shown = defaultPayloadConverter.fromPayload<typeof group & { transcripts: { reward: number }[] }>(decoded!);
+    expect(shown.transcripts).toHaveLength(1); // s0 was never stored
+    expect(shown.transcripts[0]).toMatchObject({ reward: 1, versions: [4, 5] });
+  });
+
   it('payloads without a known sample decode unchanged', async () => {
     const gone = defaultPayloadConverter.toPayload({ sampleKey: sampleKey('r1', 'e9-p9-s9') });
     const [decoded] = await call('/decode', [gone]);
