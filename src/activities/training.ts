@@ -5,6 +5,7 @@
  */
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { observeRecord } from '../monitoring/run-metrics';
 import { isServerLost, type InferenceClient } from '../gpu-bridge';
 import type { Sample, TrainStepRequest } from '../gpu-bridge/contracts/trainer';
 import type { ActivityDeps } from './deps';
@@ -184,6 +185,7 @@ export function trainingActivities(deps: ActivityDeps) {
       if (written.split('\n').some((line) => line.startsWith(`{${key}`))) return;
       const { run_id, step, ...rest } = input.record; // run_id and step lead each line: the key looked for above
       await appendFile(file, `${JSON.stringify({ run_id, step, ...rest })}\n`);
+      observeRecord(input.file ?? 'metrics.jsonl', input.record); // the worker's /metrics (monitoring/run-metrics.ts)
     },
   };
 }

@@ -75,6 +75,10 @@ export const TemporalSchema = z
         max_result_bytes: count(1024)
           .default(1024 * 1024)
           .describe('Largest env reset/step or generation result (its JSON: observation, generated text) a worker hands to Temporal; a larger one fails its group with PayloadTooLargeError instead of a payload the server rejects (above 2 MB) and a retry without end.'),
+        metrics_address: z
+          .union([z.string().regex(/^[^:\s]+:\d{1,5}$/, 'host:port'), z.literal('off')])
+          .default('127.0.0.1:9464')
+          .describe('Where a worker serves Prometheus metrics (/metrics: the run metrics by run id, the process\'s, and the Temporal SDK runtime\'s), host:port, or off. A taken port (a second worker on the host) is a warning, not a failure.'),
         heartbeat_partial_tokens: z
           .boolean()
           .default(true)

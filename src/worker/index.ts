@@ -9,6 +9,7 @@ import type { LoadedConfig } from '../configs';
 import { createLogger, type Logger } from '../logging';
 import { HEARTBEAT_EVERY_MS } from '../workflows/heartbeat-timing';
 import { connectClient } from '../client/connect';
+import { freeLoopbackAddress, startMetricsServer } from '../monitoring/metrics-server';
 import { reclaimFromDeadWorkers } from './reclaim';
 
 let runtimeInstalled = false;
@@ -18,23 +19,31 @@ const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = 
 /** An SDK log entry as a pino line; the SDK's `error` field (a failed activity's error) is serialized by the logger with its cause chain. */
 export const forwardSdkLog = (log: Logger) => (e: LogEntry) => log[levels[e.level]]({ ...e.meta }, e.message);
 
-/** Routes the Temporal SDK's own logs through pino. Once per process. */
-function installRuntimeLogger(log: Logger): void {
+/**
+ * Routes the Temporal SDK's own logs through pino and, when `sdkMetricsAddress` is given, serves its runtime
+ * metrics there (for the worker's /metrics to pass on). Once per process.
+ */
+function installRuntime(log: Logger, sdkMetricsAddress?: string): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger('INFO', forwardSdkLog(log)) });
+  Runtime.install({
+    logger: new DefaultLogger('INFO', forwardSdkLog(log)),
+    ...(sdkMetricsAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: sdkMetricsAddress, countersTotalSuffix: true } } } } : {}),
+  });
 }
 
 export interface WorkerOptions {
   /** Where the workflow code is; the compiled dist/workflows by default. Tests point at src/. */
   workflowsPath?: string;
   identity?: string;
+  /** Where the SDK runtime serves its Prometheus metrics (runWorker sets it; in-process workers of tests and benches do not). */
+  sdkMetricsAddress?: string;
 }
 
 export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {}): Promise<{ worker: Worker; connection: NativeConnection; deps: ActivityDeps }> {
   const { config } = loaded;
   const log = createLogger('worker');
-  installRuntimeLogger(log);
+  installRuntime(log, opts.sdkMetricsAddress);
   const deps = createDeps(loaded, log);
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   let worker: Worker;
@@ -80,7 +89,10 @@ async function reclaim({ config }: LoadedConfig, identity: string): Promise<void
 }
 
 export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}): Promise<void> {
-  const { worker, connection, deps } = await createWorker(loaded, opts);
+  const metricsAddress = loaded.config.temporal.worker.metrics_address;
+  const sdkMetricsAddress = metricsAddress === 'off' ? undefined : await freeLoopbackAddress();
+  const { worker, connection, deps } = await createWorker(loaded, { ...opts, ...(sdkMetricsAddress ? { sdkMetricsAddress } : {}) });
+  const metrics = metricsAddress === 'off' ? undefined : await startMetricsServer(metricsAddress, sdkMetricsAddress, createLogger('worker'));
   // The health prober lives as long as the worker: it brings inference servers marked down back.
   deps.prober.start();
   const reclaiming = reclaim(loaded, worker.options.identity);
@@ -88,6 +100,7 @@ export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}):
     await worker.run();
     await reclaiming;
   } finally {
+    metrics?.close();
     await deps.prober.stop();
     await connection.close();
   }

@@ -43,7 +43,7 @@ import { carriedFacts, indexDataset, initialState, type RunInput, type RunStatus
 import { trainerBinding } from './run-plan';
 import type { GroupRef, GroupResult } from './run-state';
 import { KIND, POLICY_VERSION, RUN_ID, STEP } from './search-attributes';
-import { METRIC, RolloutIdleClock, stepRecord, validationRecord } from './step-metrics';
+import { METRIC, RolloutIdleClock, runCounts, stepRecord, validationRecord } from './step-metrics';
 import { trainStep } from './train-step';
 import { validate } from './validate';
 
@@ -229,7 +229,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     state.onStepDone(batch);
     const now = Date.now();
     const times = { lastStepEnd, batchAt, trainedAt, now, rolloutIdleMs: idle.take(now) };
-    const record = stepRecord({ run_id: plan.runId, step: batch.step, version: state.version, wall_s: sinceRunStart() }, batch, times, trained, sync.aborted);
+    const record = { ...stepRecord({ run_id: plan.runId, step: batch.step, version: state.version, wall_s: sinceRunStart() }, batch, times, trained, sync.aborted), ...runCounts(state.view()) };
     await appendMetrics({ runDir: plan.runDir, record });
     lastStepEnd = now;
     if (validationDue()) await runValidation();

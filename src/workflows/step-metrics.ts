@@ -6,7 +6,7 @@
  * the times and passes them in.
  */
 import { envInfoMetrics, sumEnvInfo } from './env-info';
-import { summarizeBatch, type Batch } from './run-state';
+import { summarizeBatch, type Batch, type RunTotals } from './run-state';
 import type { ValidationResult } from './validate';
 
 /** Keys of a step's record in <run_dir>/<run id>/metrics.jsonl, beside run_id, step, version and wall_s. */
@@ -34,6 +34,35 @@ export const METRIC = {
   /** Since the previous step's batch: samples of groups failed because a response could not be scored (an LLM judge gave no readable grade); never trained. */
   rewardUnscored: 'rollout/reward_unscored',
 } as const;
+
+/**
+ * The run as the step ended: samples buffered and in flight, and its totals so far (counts since the run
+ * started, carried across continue-as-new): what a dashboard plots beside the step's own numbers.
+ */
+export const RUN_COUNT = {
+  buffered: 'run/buffered_samples',
+  inFlight: 'run/in_flight_samples',
+  dispatchedGroups: 'run/dispatched_groups',
+  filteredGroups: 'run/filtered_groups',
+  failedGroups: 'run/failed_groups',
+  infraFailedGroups: 'run/infra_failed_groups',
+  droppedSamples: 'run/dropped_samples',
+  trainedSamples: 'run/trained_samples',
+} as const;
+
+export function runCounts(view: { buffered: number; running: number; totals: Pick<RunTotals, 'dispatchedGroups' | 'filteredGroups' | 'failedGroups' | 'infraFailedGroups' | 'droppedSamples' | 'trainedSamples'> }): Record<(typeof RUN_COUNT)[keyof typeof RUN_COUNT], number> {
+  const t = view.totals;
+  return {
+    [RUN_COUNT.buffered]: view.buffered,
+    [RUN_COUNT.inFlight]: view.running,
+    [RUN_COUNT.dispatchedGroups]: t.dispatchedGroups,
+    [RUN_COUNT.filteredGroups]: t.filteredGroups,
+    [RUN_COUNT.failedGroups]: t.failedGroups,
+    [RUN_COUNT.infraFailedGroups]: t.infraFailedGroups,
+    [RUN_COUNT.droppedSamples]: t.droppedSamples,
+    [RUN_COUNT.trainedSamples]: t.trainedSamples,
+  };
+}
 
 /** The trainer's metrics land under this prefix (losses/…, actor/…, staleness/oldest_token_*: see the trainer's batch metrics). */
 export const TRAINER_PREFIX = 'train/';
