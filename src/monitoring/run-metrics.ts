@@ -68,6 +68,7 @@ export function observeRecord(file: 'metrics.jsonl' | 'validation.jsonl', record
   }
   for (const [key, c] of STEP_COUNTERS) {
     const v = num(record[key]);
-    if (v !== undefined && v > 0) c.inc(labels, v);
+    // (An increment of 0 still creates the run's series, so a dashboard shows 0, not "no data".)
+    if (v !== undefined && v >= 0) c.inc(labels, v);
   }
 }

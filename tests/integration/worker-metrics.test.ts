@@ -4,7 +4,7 @@
  * the last record of the run's metrics.jsonl, its counters the sum over the
  * records, and the Temporal SDK runtime's own metrics are on the same page.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRIC, RUN_COUNT } from '../../src/workflows/step-metrics';
@@ -72,5 +72,13 @@ describe('worker /metrics (Prometheus)', () => {
     // The worker process, and the Temporal SDK runtime's own exporter, on the same page.
     expect(m.get('rollflow_worker_process_resident_memory_bytes')).toBeGreaterThan(0);
     expect([...m.keys()].some((k) => k.startsWith('temporal_'))).toBe(true);
+  });
+
+  it('every metric the Grafana dashboard queries is on the live page', async () => {
+    const dash = readFileSync(path.join(ROOT, 'deploy/grafana/dashboards/rollflow.json'), 'utf8');
+    const queried = new Set([...dash.matchAll(/\b((?:rollflow|temporal)_[a-z_]+)/g)].map((x) => x[1]!));
+    const names = new Set([...(await scrape(metricsUrl)).keys()].map((k) => k.replace(/\{.*$/, '')));
+    expect(queried.size).toBeGreaterThan(10);
+    expect([...queried].filter((q) => !names.has(q))).toEqual([]);
   });
 });

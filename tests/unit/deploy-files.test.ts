@@ -21,7 +21,7 @@ describe('docker-compose.yml', () => {
     const r = composeConfig(path.join(root, 'docker-compose.yml'), '--services');
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.trim().split('\n').sort()).toEqual(
-      ['engine-env', 'engine-inference', 'engine-trainer', 'postgresql', 'temporal', 'temporal-setup', 'temporal-ui', 'worker'].sort(),
+      ['engine-env', 'engine-inference', 'engine-trainer', 'grafana', 'postgresql', 'prometheus', 'temporal', 'temporal-setup', 'temporal-ui', 'worker'].sort(),
     );
   });
 
@@ -33,6 +33,21 @@ describe('docker-compose.yml', () => {
     const r = composeConfig(path.join(dir, 'docker-compose.yml'), '-q');
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('healthchek');
+  });
+});
+
+describe('deploy/ (Prometheus and Grafana)', () => {
+  it('the scrape config targets the compose worker on the port its config serves', () => {
+    const prom = parse(readFileSync(path.join(root, 'deploy/prometheus/prometheus.yml'), 'utf8')) as { scrape_configs: { static_configs: { targets: string[] }[] }[] };
+    const compose = parse(readFileSync(path.join(root, 'examples/compose.yaml'), 'utf8')) as { temporal: { worker: { metrics_address: string } } };
+    const port = compose.temporal.worker.metrics_address.split(':')[1];
+    expect(prom.scrape_configs.flatMap((c) => c.static_configs.flatMap((s) => s.targets))).toEqual([`worker:${port}`]);
+  });
+
+  it('the dashboard is valid JSON whose panels all query something (names are checked against a live scrape in worker-metrics.test.ts)', () => {
+    const dash = JSON.parse(readFileSync(path.join(root, 'deploy/grafana/dashboards/rollflow.json'), 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
+    expect(dash.panels.length).toBeGreaterThanOrEqual(8);
+    for (const p of dash.panels) expect(p.targets.length, p.title).toBeGreaterThan(0);
   });
 });
 
