@@ -2,6 +2,7 @@
 
     python -m rollflow_engines serve --role ROLE [--backend B] [--port P] [--config FILE]
     python -m rollflow_engines check [FILE]     (offline config checks; see check.py)
+    python -m rollflow_engines track --run-id ID --run-dir DIR --track-with tensorboard,wandb  (trackers/main.py)
 """
 from __future__ import annotations
 
@@ -32,7 +33,12 @@ KEEP_ALIVE_S = 75
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["track"]:  # its own arguments (trackers/main.py)
+        from .trackers.main import main as track
+
+        return track(argv[1:])
+    args = parse_args(argv)
     if args.command == "check":
         from .check import main as check
 

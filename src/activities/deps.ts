@@ -7,6 +7,8 @@ import type { LoadedConfig } from '../configs';
 import { EnvClient, HealthProber, InferenceClient, InferencePool, InferenceRouter, TrainerClient } from '../gpu-bridge';
 import type { Logger } from '../logging';
 import { DirectorySampleStore, type SampleStore } from '../store';
+import { createLogger } from '../logging';
+import { RunTrackers } from '../trackers';
 import { LatestWeights } from './weights';
 
 export interface ActivityDeps {
@@ -23,6 +25,8 @@ export interface ActivityDeps {
   maxResultBytes: number;
   /** temporal.worker.heartbeat_partial_tokens: generation heartbeats carry the partial tokens (withProgress). */
   heartbeatPartialTokens: boolean;
+  /** The runs' experiment trackers (track_with); closed with the worker. */
+  trackers: RunTrackers;
 }
 
 export function createDeps({ config, derived }: LoadedConfig, log?: Logger): ActivityDeps {
@@ -43,5 +47,6 @@ export function createDeps({ config, derived }: LoadedConfig, log?: Logger): Act
     trainer: new TrainerClient(config.engines.trainer.url),
     maxResultBytes: config.temporal.worker.max_result_bytes,
     heartbeatPartialTokens: config.temporal.worker.heartbeat_partial_tokens,
+    trackers: new RunTrackers(log ?? createLogger('trackers')),
   };
 }

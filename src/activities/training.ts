@@ -6,6 +6,7 @@
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { observeRecord } from '../monitoring/run-metrics';
+import type { TrackingSpec } from '../trackers';
 import { isServerLost, type InferenceClient } from '../gpu-bridge';
 import type { Sample, TrainStepRequest } from '../gpu-bridge/contracts/trainer';
 import type { ActivityDeps } from './deps';
@@ -177,7 +178,7 @@ export function trainingActivities(deps: ActivityDeps) {
      * log) or validation.jsonl (one record per validation). Idempotent: a retry after the write (the worker died before
      * reporting it) finds the record of this run and step and adds nothing.
      */
-    async appendMetrics(input: { runDir: string; file?: 'metrics.jsonl' | 'validation.jsonl'; record: { run_id: string; step: number } & Record<string, unknown> }): Promise<void> {
+    async appendMetrics(input: { runDir: string; file?: 'metrics.jsonl' | 'validation.jsonl'; record: { run_id: string; step: number } & Record<string, unknown>; tracking?: TrackingSpec; final?: boolean }): Promise<void> {
       await mkdir(input.runDir, { recursive: true });
       const file = path.join(input.runDir, input.file ?? 'metrics.jsonl');
       const written = await readFile(file, 'utf8').catch(() => '');
@@ -186,6 +187,7 @@ export function trainingActivities(deps: ActivityDeps) {
       const { run_id, step, ...rest } = input.record; // run_id and step lead each line: the key looked for above
       await appendFile(file, `${JSON.stringify({ run_id, step, ...rest })}\n`);
       observeRecord(input.file ?? 'metrics.jsonl', input.record); // the worker's /metrics (monitoring/run-metrics.ts)
+      if (input.tracking) await deps.trackers.record(input.record.run_id, input.runDir, input.tracking, input.file ?? 'metrics.jsonl', input.record, input.final ?? false);
     },
   };
 }

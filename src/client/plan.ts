@@ -82,5 +82,13 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     saveSteps: config.save_steps,
     trainerStateSaveSteps: config.trainer_state_save_steps,
     configHash: loaded.hash,
+    ...tracking(loaded),
   };
+}
+
+/** track_with, its settings, and the config the trackers log as hyper-parameters. */
+function tracking({ config }: LoadedConfig): Pick<RunPlan, 'tracking'> {
+  if (config.track_with === undefined) return {};
+  const trackWith = [...new Set(Array.isArray(config.track_with) ? config.track_with : [config.track_with])];
+  return { tracking: { trackWith, kwargs: config.tracker_kwargs, hparams: config as unknown as Record<string, unknown> } };
 }

@@ -15,6 +15,7 @@ export const PG_VARIANTS = ['vanilla', 'ppo', 'decoupled_ppo', 'tis', 'cispo', '
 export const ADV_ESTIMATORS = ['grpo', 'reinforce', 'gae'] as const;
 export const REWARD_NORMS = ['none', 'group', 'batch', 'group_mean_batch_std'] as const;
 export const REWARD_TYPES = ['exact_match', 'math_verify', 'python'] as const;
+export const TRACKERS = ['tensorboard', 'wandb', 'stdout'] as const;
 /** Default activity and local-activity slots of one worker (temporal.worker.*); the bench sizes its workers by it. */
 export const WORKER_SLOTS = 2000;
 
@@ -270,6 +271,20 @@ export const RunConfigSchema = z
       })
       .prefault({})
       .describe('(rollflow) Where token ids, logprobs and observations live; workflows carry only keys.'),
+    track_with: z
+      .union([z.enum(TRACKERS), z.array(z.enum(TRACKERS)).min(1)])
+      .optional()
+      .describe(`Experiment trackers that get every step and validation record and the config as hyper-parameters: ${TRACKERS.join(' | ')}, or a list of them. wandb runs in offline mode only (no network): its run directory goes to tracker_kwargs.log_dir (default <run_dir>/<run id>/wandb); tensorboard writes <run_dir>/<run id>/tensorboard (or tracker_kwargs.log_dir); stdout logs a line per record on the worker. A tracker that fails never fails the run.`),
+    tracker_kwargs: z
+      .strictObject({
+        log_dir: z.string().min(1).optional().describe('Where tensorboard writes its event files, and wandb its offline run directory.'),
+        project: z.string().min(1).optional().describe('wandb project (default rollflow).'),
+        name: z.string().min(1).optional().describe('wandb run name (default: the run id).'),
+        notes: z.string().optional().describe('wandb run notes.'),
+        tags: z.array(z.string()).optional().describe('wandb run tags.'),
+      })
+      .default({})
+      .describe('Settings of the trackers in track_with, with ROLL\'s names.'),
     run_dir: z.string().min(1).optional().describe('(rollflow) Directory of the runs of this config, each in its own <run_dir>/<run id> (metrics, validation records, checkpoints), and of the default sample store; defaults to runs/<exp_name> under the working directory.'),
   })
   .superRefine(checkCrossReferences);

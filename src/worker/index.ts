@@ -101,6 +101,7 @@ export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}):
     await reclaiming;
   } finally {
     metrics?.close();
+    await deps.trackers.closeAll(); // wandb finishes its runs
     await deps.prober.stop();
     await connection.close();
   }

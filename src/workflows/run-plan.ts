@@ -1,5 +1,6 @@
 /** The run's plan: everything the `run` workflow needs, computed from the run config on the client (workflows never read files). */
 import type { Sampling, TrainerBinding, TrainOptions } from '../activities';
+import type { TrackingSpec } from '../trackers/spec';
 import type { GroupFilter } from './group';
 import { trainerStateDir } from './ids';
 import type { AdmissionLimits } from './run-state';
@@ -54,6 +55,8 @@ export interface RunPlan {
    */
   trainerStateSaveSteps?: number;
   configHash: string;
+  /** track_with: the trackers every metrics and validation record goes to (the appendMetrics activity feeds them); absent without trackers. */
+  tracking?: TrackingSpec;
 }
 
 /**

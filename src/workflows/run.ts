@@ -184,6 +184,9 @@ export async function run(input: RunInput): Promise<RunStatus> {
     }
   })();
 
+  // The trackers each record goes to (track_with); `final` marks the run's last record, after which they close.
+  const tracking = (final: boolean) => (plan.tracking ? { tracking: plan.tracking, final } : {});
+
   // ---- validation: the served weights scored on val_env_manager's envs, one record per validation
   const runValidation = async () => {
     const v = plan.validation!;
@@ -195,7 +198,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
       staticSummary: validateSummary(steps, state.version),
     });
     lastValidation = { steps, rewardMean: result.rewardMean };
-    await appendMetrics({ runDir: plan.runDir, file: 'validation.jsonl', record: validationRecord({ run_id: plan.runId, step: steps, version: result.version, wall_s: sinceRunStart() }, result) });
+    await appendMetrics({ runDir: plan.runDir, file: 'validation.jsonl', record: validationRecord({ run_id: plan.runId, step: steps, version: result.version, wall_s: sinceRunStart() }, result), ...tracking(steps === plan.maxSteps) });
   };
   const validationDue = () => plan.validation !== undefined && (state.step % plan.validation.everySteps === 0 || state.step === plan.maxSteps);
   if (!input.snapshot && plan.validation) await runValidation(); // the starting point of the curve
@@ -230,7 +233,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     const now = Date.now();
     const times = { lastStepEnd, batchAt, trainedAt, now, rolloutIdleMs: idle.take(now) };
     const record = { ...stepRecord({ run_id: plan.runId, step: batch.step, version: state.version, wall_s: sinceRunStart() }, batch, times, trained, sync.aborted), ...runCounts(state.view()) };
-    await appendMetrics({ runDir: plan.runDir, record });
+    await appendMetrics({ runDir: plan.runDir, record, ...tracking(state.step === plan.maxSteps && !validationDue()) });
     lastStepEnd = now;
     if (validationDue()) await runValidation();
     progress.push({ step: state.step, maxSteps: plan.maxSteps, version: state.version, reward: record[METRIC.rewardMean], ...(lastValidation ? { validation: lastValidation } : {}), stalenessMean: record[METRIC.stalenessMean], stalenessMax: record[METRIC.stalenessMax], inFlight: state.runningSamples, suspended });

@@ -19,6 +19,8 @@ import { EngineUnavailableError, EnvClient, HealthProber, InferenceClient, Infer
 import { DirectorySampleStore } from '../../src/store';
 import { weightsKey } from '../../src/workflows/ids';
 import { CHAT_PROMPT, CONTINUATION, FakeInference } from './helpers/fake-inference';
+import { createLogger } from '../../src/logging';
+import { RunTrackers } from '../../src/trackers';
 
 const RUN = 'run-1';
 const sampling = { max_tokens: 8, temperature: 1, top_p: 1, seed: 5 };
@@ -35,7 +37,7 @@ function depsFor(urls: string[]): ActivityDeps {
   const inference = new Map(urls.map((u) => [u, new InferenceClient(u)]));
   const weights = new LatestWeights(store);
   const router = new InferenceRouter(pool, inference, () => weights.current());
-  return { store, pool, inference, router, prober: new HealthProber(pool, router), weights, env: new EnvClient('http://127.0.0.1:1'), trainer: new TrainerClient('http://127.0.0.1:1'), maxResultBytes: 1 << 20, heartbeatPartialTokens: true };
+  return { store, pool, inference, router, prober: new HealthProber(pool, router), weights, env: new EnvClient('http://127.0.0.1:1'), trainer: new TrainerClient('http://127.0.0.1:1'), maxResultBytes: 1 << 20, heartbeatPartialTokens: true, trackers: new RunTrackers(createLogger('test')) };
 }
 
 /** Runs an activity with heartbeat details from a previous attempt (if any), recording its heartbeats. */
