@@ -1,6 +1,7 @@
 /**
- * rollflow's command line. Exit codes: 0 ok, 1 failure, 2 invalid config or
- * usage, 3 `dev status` found a part down.
+ * rollflow's command line. Exit codes: 0 ok, 1 failure (a run that failed,
+ * timed out or was terminated, for `run --wait` and `wait`), 2 invalid config
+ * or usage, 3 `dev status` found a part down.
  */
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
@@ -11,7 +12,7 @@ import { runWorker } from '../worker';
 import { benchCommand } from './bench';
 import { chaosCommand } from './chaos';
 import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
-import { runStatus, steer, syncRunWeights } from './operate';
+import { listRuns, runStatus, steer, syncRunWeights, waitRun, watchRun } from './operate';
 import { startRun, type RunOptions } from './run';
 import { runSmoke } from './smoke';
 
@@ -80,32 +81,55 @@ function buildProgram(): Command {
       await startRun(loaded, args, opts, out, (line) => process.stderr.write(`${line}\n`));
     });
 
+  const configOption = ['--config <file>', 'run config (for the Temporal address); default: built-in defaults'] as const;
+  const configOf = (opts: { config?: string }) => loadFromArgs(opts.config, {}).loaded.config;
   for (const [name, description] of [
     ['status', 'print a run\'s status (step, version, buffer, running, consumed, staleness)'],
     ['suspend', 'suspend a run: no new work or train step starts, generations in flight freeze on the inference servers'],
     ['resume', 'resume a suspended run'],
+    ['cancel', 'end a run cleanly after the step in progress: no more dispatch, a checkpoint to resume from, groups in flight cancelled; the run completes'],
   ] as const) {
     program
       .command(name)
       .description(description)
       .argument('<run>', 'run id')
-      .option('--config <file>', 'run config (for the Temporal address); default: built-in defaults')
+      .option(...configOption)
       .action(async (runId: string, opts: { config?: string }) => {
-        const { loaded } = loadFromArgs(opts.config, {});
-        if (name === 'status') await runStatus(loaded.config, runId, out);
-        else await steer(loaded.config, runId, name, out);
+        if (name === 'status') await runStatus(configOf(opts), runId, out);
+        else await steer(configOf(opts), runId, name, out);
       });
   }
+
+  program
+    .command('wait')
+    .description('wait until a run ends: exit 0 if it completed (also after `rollflow cancel`), 1 with the cause if it failed, timed out or was terminated')
+    .argument('<run>', 'run id')
+    .option('--json', 'print the final status as one JSON line')
+    .option(...configOption)
+    .action(async (runId: string, opts: { config?: string; json?: boolean }) => void (await waitRun(configOf(opts), runId, opts.json === true, out)));
+
+  program
+    .command('watch')
+    .description('follow a running run until it ends: a live bar on a terminal (step/max, ETA, reward, validation reward, staleness, in flight), a line per step otherwise')
+    .argument('<run>', 'run id')
+    .option(...configOption)
+    .action(async (runId: string, opts: { config?: string }) => watchRun(configOf(opts), runId, out));
+
+  program
+    .command('list')
+    .description('list runs, newest first: id, status, step, version, start time')
+    .option('--json', 'one JSON array')
+    .option('--limit <n>', 'at most n runs', (v: string) => Number(v))
+    .option(...configOption)
+    .action(async (opts: { config?: string; json?: boolean; limit?: number }) => listRuns(configOf(opts), opts, out));
 
   program
     .command('sync-weights')
     .description('load external weights (an exported weights directory) on every inference server of a run, between train steps')
     .argument('<run>', 'run id')
     .argument('<path>', 'weights directory, as written by the trainer\'s /export_weights')
-    .option('--config <file>', 'run config (for the Temporal address); default: built-in defaults')
-    .action(async (runId: string, weightsPath: string, opts: { config?: string }) => {
-      await syncRunWeights(loadFromArgs(opts.config, {}).loaded.config, runId, path.resolve(weightsPath), out);
-    });
+    .option(...configOption)
+    .action(async (runId: string, weightsPath: string, opts: { config?: string }) => syncRunWeights(configOf(opts), runId, path.resolve(weightsPath), out));
 
   program.addCommand(benchCommand(out, (line) => process.stderr.write(`${line}\n`)));
   program.addCommand(chaosCommand(out, (line) => process.stderr.write(`${line}\n`)));

@@ -1,64 +1,58 @@
-/** `rollflow status | suspend | resume | sync-weights <run>`: operator commands on a run, each failing in one clear line. */
-import type { Client } from '@temporalio/client';
-import { connectClient } from '../client/connect';
-import { NoWorkerError } from '../client/errors';
-import { checkedRun, startWorkerHint, type CheckedRun } from '../client/run-handle';
+/**
+ * `rollflow status | suspend | resume | cancel | sync-weights | wait | watch | list`: operator commands on runs,
+ * each failing in one clear line; RollflowClient does the work, these print.
+ */
 import type { RunConfig } from '../configs';
-import { causeMessage } from '../workflows/failure';
-import { resume, status, suspend, syncWeightsUpdate } from '../workflows/run';
+import { RollflowClient } from '../client/rollflow-client';
+import { startWorkerHint } from '../client/run-handle';
+import type { RunStatus } from '../workflows/run';
+import { progressSink } from './progress';
+import { follow } from './run';
 
-/** A query normally answers in milliseconds; past this the listed pollers are workers that stopped. */
-const QUERY_DEADLINE_MS = 10_000;
-
-/** gRPC's DEADLINE_EXCEEDED (4), on the error or (as the client's ServiceError wraps it) its cause. */
-const deadlineExceeded = (e: unknown): boolean => e instanceof Error && ((e as { code?: unknown }).code === 4 || deadlineExceeded(e.cause));
-
-async function withClient<T>(config: RunConfig, fn: (client: Client) => Promise<T>): Promise<T> {
-  const client = await connectClient(config);
+async function withClient<T>(config: RunConfig, fn: (rf: RollflowClient) => Promise<T>): Promise<T> {
+  const rf = await RollflowClient.connectTo(config);
   try {
-    return await fn(client);
+    return await fn(rf);
   } finally {
-    await client.connection.close();
+    await rf.close();
   }
 }
 
-/** Signals and updates reach only a run still running (not completed, failed or terminated). */
-function requireRunning({ description }: CheckedRun, runId: string, what: string): void {
-  const state = description.status.name;
-  if (state !== 'RUNNING') throw new Error(`run "${runId}" is ${state.toLowerCase().replace(/_/g, ' ')}; only a running run can ${what}`);
-}
+export const runStatus = (config: RunConfig, runId: string, out: (line: string) => void) => withClient(config, async (rf) => out(JSON.stringify(await rf.status(runId), null, 2)));
 
-export async function runStatus(config: RunConfig, runId: string, out: (line: string) => void): Promise<void> {
-  await withClient(config, async (client) => {
-    const { handle, description } = await checkedRun(client, runId, { needsWorker: true });
-    try {
-      out(JSON.stringify(await client.connection.withDeadline(Date.now() + QUERY_DEADLINE_MS, () => handle.query(status)), null, 2));
-    } catch (e) {
-      if (!deadlineExceeded(e)) throw e;
-      throw new NoWorkerError(`run "${runId}" did not answer within ${QUERY_DEADLINE_MS / 1000} s: no live worker on task queue "${description.taskQueue}" (a stopped one stays listed for a few minutes); ${startWorkerHint}`);
-    }
-  });
-}
-
-export async function steer(config: RunConfig, runId: string, action: 'suspend' | 'resume', out: (line: string) => void): Promise<void> {
-  await withClient(config, async (client) => {
-    const run = await checkedRun(client, runId, { needsWorker: false });
-    requireRunning(run, runId, `be ${action}d`);
-    await run.handle.signal(action === 'suspend' ? suspend : resume);
+export async function steer(config: RunConfig, runId: string, action: 'suspend' | 'resume' | 'cancel', out: (line: string) => void): Promise<void> {
+  await withClient(config, async (rf) => {
+    const { polled, taskQueue } = await rf.signal(runId, action);
     // Temporal keeps the signal; the run acts on it once a worker picks the run up.
-    out(`run ${runId}: ${action} sent${run.polled ? '' : `; no worker polls task queue "${run.description.taskQueue}" yet, so it takes effect when one does (${startWorkerHint})`}`);
+    const what = action === 'cancel' ? 'cancel sent: the run ends after the step in progress, with a checkpoint' : `${action} sent`;
+    out(`run ${runId}: ${what}${polled ? '' : `; no worker polls task queue "${taskQueue}" yet, so it takes effect when one does (${startWorkerHint})`}`);
   });
 }
 
 /** Loads external weights on every inference server of a run (between train steps); prints what the update returned. */
-export async function syncRunWeights(config: RunConfig, runId: string, weightsPath: string, out: (line: string) => void): Promise<void> {
-  await withClient(config, async (client) => {
-    const run = await checkedRun(client, runId, { needsWorker: true });
-    requireRunning(run, runId, 'load weights');
-    try {
-      out(JSON.stringify(await run.handle.executeUpdate(syncWeightsUpdate, { args: [{ path: weightsPath }] })));
-    } catch (err) {
-      throw new Error(`syncWeights failed: ${causeMessage(err)}`);
-    }
+export const syncRunWeights = (config: RunConfig, runId: string, weightsPath: string, out: (line: string) => void) =>
+  withClient(config, async (rf) => out(JSON.stringify(await rf.syncWeights(runId, weightsPath))));
+
+/** `rollflow wait`: exit 0 once the run completed (its final status with --json); a run that did not complete throws its cause. */
+export const waitRun = (config: RunConfig, runId: string, json: boolean, out: (line: string) => void): Promise<RunStatus> =>
+  withClient(config, async (rf) => {
+    const final = await rf.wait(runId);
+    out(json ? JSON.stringify(final) : `run ${runId} completed: ${final.step}/${final.maxSteps} steps, version ${final.version}${final.cancelled ? ` (cancelled after step ${final.cancelled.atStep})` : ''}`);
+    return final;
   });
-}
+
+/** `rollflow watch`: the progress of a running run until it ends (a bar on a terminal, a line per step otherwise). */
+export const watchRun = (config: RunConfig, runId: string, out: (line: string) => void) =>
+  withClient(config, async (rf) => {
+    await rf.status(runId); // a run that does not exist, or no worker to answer, is one clear line
+    await follow(rf, runId, progressSink(out, process.stdout.isTTY === true));
+  });
+
+/** `rollflow list`: a line per run, newest first; with --json one JSON array. */
+export const listRuns = (config: RunConfig, opts: { json?: boolean; limit?: number }, out: (line: string) => void) =>
+  withClient(config, async (rf) => {
+    const runs = await rf.list({ ...(opts.limit ? { limit: opts.limit } : {}) });
+    if (opts.json) return out(JSON.stringify(runs));
+    out(['RUN', 'STATUS', 'STEP', 'VERSION', 'STARTED'].join('\t'));
+    for (const r of runs) out([r.runId, r.status.toLowerCase(), r.step ?? '-', r.version ?? '-', r.startTime.toISOString()].join('\t'));
+  });

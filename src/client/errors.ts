@@ -14,3 +14,14 @@ export class RunNotFoundError extends Error {
 export class NoWorkerError extends Error {
   override readonly name = 'NoWorkerError';
 }
+
+/** Thrown by wait when the run ended without completing: it failed, timed out or was terminated. `status` is Temporal's. */
+export class RunFailedError extends Error {
+  override readonly name = 'RunFailedError';
+  constructor(
+    message: string,
+    readonly status: string,
+  ) {
+    super(message);
+  }
+}

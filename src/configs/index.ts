@@ -1,5 +1,5 @@
 export { RunConfigSchema, PG_VARIANTS, ADV_ESTIMATORS, REWARD_NORMS, REWARD_TYPES, WORKER_SLOTS, type RunConfig, type RunConfigInput } from './schema';
 export { derive, type Derived } from './derive';
 export { ConfigError, formatProblem, type ConfigProblem } from './errors';
-export { loadConfig, parseConfig, applyOverride, type LoadedConfig } from './load';
+export { loadConfig, loadConfigObject, parseConfig, applyOverride, type LoadedConfig } from './load';
 export { knownKeysAt, suggestKey } from './explain';

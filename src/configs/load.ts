@@ -26,8 +26,15 @@ export function parseConfig(raw: unknown, source: string, cwd = process.cwd()): 
 
 /** Loads `file` (or the defaults when undefined), applies overrides, validates. Throws ConfigError. */
 export function loadConfig(file: string | undefined, overrides: readonly string[] = [], cwd = process.cwd()): LoadedConfig {
-  const source = file ?? '(defaults)';
-  const raw = file ? readYaml(file) : {};
+  return withOverrides(file ? readYaml(file) : {}, file ?? '(defaults)', overrides, cwd);
+}
+
+/** A config given as an object (the client library's start), with the same overrides and checks as a file. */
+export function loadConfigObject(config: Record<string, unknown>, overrides: readonly string[] = [], source = '(config object)', cwd = process.cwd()): LoadedConfig {
+  return withOverrides(structuredClone(config), source, overrides, cwd);
+}
+
+function withOverrides(raw: Record<string, unknown>, source: string, overrides: readonly string[], cwd: string): LoadedConfig {
   const problems: ConfigProblem[] = [];
   for (const o of overrides) {
     const problem = applyOverride(raw, o);

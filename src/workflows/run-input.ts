@@ -18,6 +18,8 @@ export interface RunInput {
   /** The latest validation: mean reward of the weights after `steps` steps. */
   lastValidation?: { steps: number; rewardMean: number };
   suspended?: boolean;
+  /** An operator asked to cancel (cancelRun) while this execution continued-as-new: the next one ends at once. */
+  cancelRequested?: boolean;
   /** Whether this run left the inference servers paused (suspend); carried so resume unpauses them after continue-as-new. */
   enginesPaused?: boolean;
   /** The file dataset's index, taken at the first run's start. */
@@ -48,6 +50,8 @@ export type RunStatus = ReturnType<RunState['view']> & {
   datasetSize: number;
   /** A file dataset's index: valid rows, malformed rows (skipped) and the first problems. */
   dataset?: DatasetIndex;
+  /** Set when the run ended on the operator's cancelRun: the steps trained, and the workflows still generating that were cancelled. */
+  cancelled?: { atStep: number; groupsInFlight: number };
 };
 
 const { datasetIndex } = proxyActivities<Activities>(ENV);

@@ -55,6 +55,8 @@ export type { RolloutMode, RunPlan } from './run-plan';
 export const groupDone = defineSignal<[GroupResult]>('groupDone');
 export const suspend = defineSignal('suspend');
 export const resume = defineSignal('resume');
+/** Operator: end the run cleanly after the step in progress: no more dispatch, a checkpoint, groups in flight cancelled. */
+export const cancelRun = defineSignal('cancelRun');
 export const status = defineQuery<RunStatus>('status');
 /** Operator update: load external weights on every inference server between train steps (pause -> update -> resume,
  * like a step's sync). The trainer keeps its own weights, so the next train step's sync replaces these. */
@@ -112,6 +114,15 @@ export async function run(input: RunInput): Promise<RunStatus> {
     showProgress();
   });
   setHandler(status, report);
+  // (patched: a run started before cancelRun existed ignored the signal; it replays so.)
+  const cancellable = patched('run-cancel');
+  let cancelRequested = input.cancelRequested ?? false;
+  setHandler(cancelRun, () => {
+    if (!cancellable) return;
+    cancelRequested = true;
+    showProgress();
+  });
+  const cancelled = () => cancellable && cancelRequested;
   setHandler(
     syncWeightsUpdate,
     ({ path }) =>
@@ -203,6 +214,14 @@ export async function run(input: RunInput): Promise<RunStatus> {
   const validationDue = () => plan.validation !== undefined && (state.step % plan.validation.everySteps === 0 || state.step === plan.maxSteps);
   if (!input.snapshot && plan.validation) await runValidation(); // the starting point of the curve
 
+  const checkpoint = async () => {
+    const { consumed } = state.snapshot();
+    await saveCheckpoint({
+      dir: checkpointDir(plan.runDir, state.step),
+      manifest: { run_id: plan.runId, step: state.step, version: state.version, consumed, seed: plan.seed, dataset_size: datasetSize, config_hash: plan.configHash },
+      ...trainer });
+  };
+
   // ---- trainer loop
   const firstStep = state.step;
   let lastStepEnd = Date.now();
@@ -210,7 +229,8 @@ export async function run(input: RunInput): Promise<RunStatus> {
   // A run whose groups keep failing (a bad env config, a broken engine) stops with the cause instead of spinning.
   const failingBadly = () => state.failingBadly(plan.maxFailedGroupRatio ?? 0.2);
   while (state.step < plan.maxSteps) {
-    await condition(() => (!suspended && state.batchReady()) || failingBadly());
+    await condition(() => (!suspended && state.batchReady()) || failingBadly() || cancelled());
+    if (cancelled()) break;
     if (failingBadly()) {
       stopDispatch = true;
       throw ApplicationFailure.nonRetryable(`${state.failingSummary()}; last error: ${lastGroupError}`, 'RunFailingError');
@@ -239,13 +259,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     progress.push({ step: state.step, maxSteps: plan.maxSteps, version: state.version, reward: record[METRIC.rewardMean], ...(lastValidation ? { validation: lastValidation } : {}), stalenessMean: record[METRIC.stalenessMean], stalenessMax: record[METRIC.stalenessMax], inFlight: state.runningSamples, suspended });
     progress.splice(0, progress.length - PROGRESS_ROWS);
     showProgress();
-    if ((plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps) {
-      const { consumed } = state.snapshot();
-      await saveCheckpoint({
-        dir: checkpointDir(plan.runDir, state.step),
-        manifest: { run_id: plan.runId, step: state.step, version: state.version, consumed, seed: plan.seed, dataset_size: datasetSize, config_hash: plan.configHash },
-        ...trainer });
-    }
+    if ((plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps) await checkpoint();
     upsertSearchAttributes([
       { key: STEP, value: state.step },
       { key: POLICY_VERSION, value: state.version },
@@ -257,13 +271,16 @@ export async function run(input: RunInput): Promise<RunStatus> {
   stopDispatch = true;
   stopEngineControl = true;
   await Promise.all([dispatcher, engineControl]);
-  if (state.step < plan.maxSteps) {
+  if (state.step < plan.maxSteps && !cancelled()) {
     // Keep history small: carry the state into a fresh execution; in-flight groups keep reporting to this workflow id.
     await condition(allHandlersFinished);
-    return continueAsNew<typeof run>({ plan, snapshot: state.snapshot(), startedAtMs, ...(lastValidation ? { lastValidation } : {}), suspended, enginesPaused, owners: Object.fromEntries(owners), dataset, progress });
+    return continueAsNew<typeof run>({ plan, snapshot: state.snapshot(), startedAtMs, ...(lastValidation ? { lastValidation } : {}), suspended, enginesPaused, owners: Object.fromEntries(owners), dataset, progress, ...(cancelRequested ? { cancelRequested } : {}) });
   }
+  // Cancelled by the operator: a checkpoint of what was trained (unless the last step just saved one), to resume from.
+  const savedAtStep = (plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps;
+  if (cancelled() && state.step > 0 && !savedAtStep) await checkpoint();
   // Done: groups still generating are no longer needed.
   const running = new Set(state.inFlightGroups.map((ref) => owners.get(groupUid(ref)) ?? groupWorkflowId(plan.runId, ref)));
   await Promise.all([...running].map((id) => getExternalWorkflowHandle(id).cancel().catch(() => undefined)));
-  return report();
+  return { ...report(), ...(cancelled() ? { cancelled: { atStep: state.step, groupsInFlight: running.size } } : {}) };
 }

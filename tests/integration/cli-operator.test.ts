@@ -132,6 +132,40 @@ describe('dev up with options a server would refuse', () => {
   });
 });
 
+describe('a run\'s life from the command line: cancel, watch, wait, list', () => {
+  it('a suspended run cancelled ends cleanly with a checkpoint; watch follows it to the end, wait exits 0, list shows it', () => {
+    const started = rollflowSlow('run', stackConfig, '--run-id', 'life', '--set', 'max_steps=1000', '--set', 'custom_envs={arith: {env_type: arithmetic, max_steps: 1, max_tokens_per_step: 8}}');
+    expect(started.status, started.stderr).toBe(0);
+    expect(rollflow('suspend', 'life', '--config', stackConfig).status).toBe(0);
+    const cancel = rollflow('cancel', 'life', '--config', stackConfig);
+    expect(cancel.status, cancel.stderr).toBe(0);
+    expect(cancel.stdout).toContain('run life: cancel sent: the run ends after the step in progress, with a checkpoint');
+
+    const watch = rollflowSlow('watch', 'life', '--config', stackConfig);
+    expect(watch.status, watch.stderr).toBe(0);
+    expect(watch.stdout).toMatch(/^step \d+\/1000 {2}version \d+ /m); // plain lines: stdout is not a terminal
+    expect(watch.stdout).toMatch(/^cancelled after step \d+: a checkpoint was saved/m);
+
+    const wait = rollflowSlow('wait', 'life', '--json', '--config', stackConfig);
+    expect(wait.status, wait.stderr).toBe(0);
+    const final = JSON.parse(wait.stdout) as { step: number; cancelled: { atStep: number } };
+    expect(final.cancelled.atStep).toBe(final.step);
+    expect(final.step).toBeLessThan(1000);
+    if (final.step > 0) expect(existsSync(path.join(server.stateDir, 'run', 'life', 'checkpoints', `step-${String(final.step).padStart(6, '0')}`))).toBe(true);
+
+    const list = rollflow('list', '--config', stackConfig);
+    expect(list.status, list.stderr).toBe(0);
+    expect(list.stdout.split('\n')[0]).toBe('RUN\tSTATUS\tSTEP\tVERSION\tSTARTED');
+    expect(list.stdout).toMatch(/^life\tcompleted\t/m);
+  });
+
+  it('wait on a run that did not complete exits 1 with its cause in one line', async () => {
+    const doomed = await client.workflow.start('run', { taskQueue: 'op-test', workflowId: 'doomed', args: [{}] });
+    await doomed.terminate('stopped by the test');
+    expectOneLineError(rollflow('wait', 'doomed', '--config', opsConfig), /^rollflow: run doomed terminated: .*stopped by the test/m);
+  });
+});
+
 function enginePidFile(prefix: string): string {
   const dir = path.join(server.stateDir, 'pids');
   const name = readdirSync(dir).find((f) => f.startsWith(prefix));

@@ -22,7 +22,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childWorkflowId, groupUid, groupWorkflowId, parseGroupUid, parseSampleUid } from '../../src/workflows/ids';
 import { IntervalSet } from '../../src/workflows/interval-set';
-import { resume, run, status, suspend, syncWeightsUpdate, type RunInput, type RunPlan, type RunStatus } from '../../src/workflows/run';
+import { cancelRun, resume, run, status, suspend, syncWeightsUpdate, type RunInput, type RunPlan, type RunStatus } from '../../src/workflows/run';
 import { ALL_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import { METRIC } from '../../src/workflows/step-metrics';
 import { freePort, ROOT } from '../integration/helpers/dev-server';
@@ -340,6 +340,26 @@ describe('env loss (on_env_loss) and infrastructure failures', () => {
     expect(done.totals.dispatchedGroups).toBe(5);
     expect(trained(plan.runId)).toHaveLength(2 * B);
     expect(positions(trained(plan.runId))).toHaveLength(4);
+  });
+});
+
+describe('cancelRun (rollflow cancel)', () => {
+  it('ends the run after the step in progress: nothing more is trained, a checkpoint is saved, groups in flight are cancelled', async () => {
+    const plan = testPlan('cancel', { maxSteps: 10 });
+    const { train } = scenario(plan.runId, { train: new Gate(false) });
+    const h = await startRun(plan);
+    await until(() => train.waiting, (w) => w.includes('step-0'), 'step 0 training');
+    train.release((k) => k === 'step-0');
+    await until(() => train.waiting, (w) => w.includes('step-1'), 'step 1 training');
+    await h.signal(cancelRun);
+    train.open(); // step 1, already training, finishes
+    const done = await h.result();
+    expect(done.step).toBe(2);
+    expect(done.cancelled).toEqual({ atStep: 2, groupsInFlight: expect.any(Number) as number });
+    expect(callsOf(plan.runId, 'runTrainStep').map((c) => c.step)).toEqual([0, 1]);
+    expect(callsOf(plan.runId, 'saveCheckpoint').map((c) => c.manifest.step)).toEqual([2]);
+    // Every group dispatched is trained, still in flight (cancelled at the end), or buffered: none vanished.
+    expect(done.totals.dispatchedGroups * G).toBe(done.totals.consumedSamples + done.running + done.buffered + done.totals.filteredGroups * G);
   });
 });
 
