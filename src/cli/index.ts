@@ -82,7 +82,8 @@ function buildProgram(): Command {
     });
 
   const configOption = ['--config <file>', 'run config (for the Temporal address); default: built-in defaults'] as const;
-  const configOf = (opts: { config?: string }) => loadFromArgs(opts.config, {}).loaded.config;
+  const setOption = ['--set <key.path=value>', 'override one value of that config, e.g. temporal.address=host:7233; repeatable', (v: string, prev: string[] = []) => [...prev, v]] as const;
+  const configOf = (opts: { config?: string; set?: string[] }) => loadFromArgs(opts.config, { set: opts.set ?? [] }).loaded.config;
   for (const [name, description] of [
     ['status', 'print a run\'s status (step, version, buffer, running, consumed, staleness)'],
     ['suspend', 'suspend a run: no new work or train step starts, generations in flight freeze on the inference servers'],
@@ -94,6 +95,7 @@ function buildProgram(): Command {
       .description(description)
       .argument('<run>', 'run id')
       .option(...configOption)
+      .option(...setOption)
       .action(async (runId: string, opts: { config?: string }) => {
         if (name === 'status') await runStatus(configOf(opts), runId, out);
         else await steer(configOf(opts), runId, name, out);
@@ -106,6 +108,7 @@ function buildProgram(): Command {
     .argument('<run>', 'run id')
     .option('--json', 'print the final status as one JSON line')
     .option(...configOption)
+      .option(...setOption)
     .action(async (runId: string, opts: { config?: string; json?: boolean }) => void (await waitRun(configOf(opts), runId, opts.json === true, out)));
 
   program
@@ -113,6 +116,7 @@ function buildProgram(): Command {
     .description('follow a running run until it ends: a live bar on a terminal (step/max, ETA, reward, validation reward, staleness, in flight), a line per step otherwise')
     .argument('<run>', 'run id')
     .option(...configOption)
+      .option(...setOption)
     .action(async (runId: string, opts: { config?: string }) => watchRun(configOf(opts), runId, out));
 
   program
@@ -121,6 +125,7 @@ function buildProgram(): Command {
     .option('--json', 'one JSON array')
     .option('--limit <n>', 'at most n runs', (v: string) => Number(v))
     .option(...configOption)
+      .option(...setOption)
     .action(async (opts: { config?: string; json?: boolean; limit?: number }) => listRuns(configOf(opts), opts, out));
 
   program
@@ -129,6 +134,7 @@ function buildProgram(): Command {
     .argument('<run>', 'run id')
     .argument('<path>', 'weights directory, as written by the trainer\'s /export_weights')
     .option(...configOption)
+      .option(...setOption)
     .action(async (runId: string, weightsPath: string, opts: { config?: string }) => syncRunWeights(configOf(opts), runId, path.resolve(weightsPath), out));
 
   program.addCommand(benchCommand(out, (line) => process.stderr.write(`${line}\n`)));
