@@ -159,6 +159,13 @@ export async function main(argv: string[]): Promise<void> {
   }
 }
 
+// grpc-js sets TLS's server name to the address's host, and Node warns (DEP0123) when that host is an IP address,
+// as 127.0.0.1 is: noise on every TLS command. Other warnings print as Node prints them.
+process.removeAllListeners('warning');
+process.on('warning', (w: Error & { code?: string }) => {
+  if (w.code !== 'DEP0123') process.stderr.write(`${w.name}: ${w.message}\n`);
+});
+
 // A reader that went away (`rollflow smoke | head -1`) is not an error.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);

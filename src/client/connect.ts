@@ -1,14 +1,20 @@
 import { Client, Connection } from '@temporalio/client';
+import { dataConverterOf } from '../codec/encryption';
 import type { RunConfig } from '../configs';
 import { TemporalUnreachableError } from './errors';
+import { connectionSecurity } from './tls';
 
+/** A client of the config's Temporal server: over TLS and with an API key when configured, payloads sealed when temporal.encryption is set. */
 export async function connectClient(config: RunConfig): Promise<Client> {
   const { address, namespace } = config.temporal;
+  const security = connectionSecurity(config); // a missing file is a ConfigError before any connection
+  const dataConverter = dataConverterOf(config);
   try {
-    const connection = await Connection.connect({ address, connectTimeout: '5s' });
-    return new Client({ connection, namespace });
+    const connection = await Connection.connect({ address, connectTimeout: '5s', ...(security.tls ? { tls: security.tls } : {}), ...(security.apiKey ? { apiKey: security.apiKey } : {}) });
+    return new Client({ connection, namespace, ...(dataConverter ? { dataConverter } : {}) });
   } catch (e) {
-    throw new TemporalUnreachableError(`no Temporal server at ${address} (${(e as Error).message}); start one with \`rollflow dev up\``);
+    const detail = security.tls ? `over ${security.describe}: ${(e as Error).message}` : (e as Error).message;
+    throw new TemporalUnreachableError(`no Temporal server at ${address} (${detail}); start one with \`rollflow dev up\`${security.tls ? ', or check the TLS settings (temporal.tls, TEMPORAL_TLS_*)' : ''}`);
   }
 }
 

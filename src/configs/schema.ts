@@ -67,6 +67,25 @@ export const TemporalSchema = z
       .url({ protocol: /^http$/ })
       .optional()
       .describe('(rollflow) The codec server the Temporal UI calls to show payloads (`rollflow codec-server`): it decrypts encrypted payloads and adds each trajectory result\'s transcript from the sample store. `rollflow dev up` starts it on this loopback URL and the embedded dev server\'s UI uses it (a dev server already running keeps its settings until `dev down`). Unset: no codec server.'),
+    tls: z
+      .strictObject({
+        ca_file: z.string().min(1).optional().describe('PEM file of the CA that signed the server\'s certificate (default: the system\'s CAs). Env TEMPORAL_TLS_CA_PATH overrides it.'),
+        cert_file: z.string().min(1).optional().describe('PEM file of this client\'s certificate, for mTLS (with key_file). Env TEMPORAL_TLS_CERT_PATH.'),
+        key_file: z.string().min(1).optional().describe('PEM file of this client\'s private key, for mTLS (with cert_file). Env TEMPORAL_TLS_KEY_PATH.'),
+        server_name: z.string().min(1).optional().describe('The name to check the server\'s certificate against, when it is not the address\'s host. Env TEMPORAL_TLS_SERVER_NAME.'),
+      })
+      .refine((t) => (t.cert_file === undefined) === (t.key_file === undefined), { message: 'cert_file and key_file go together (mTLS needs both)', path: ['cert_file'] })
+      .optional()
+      .describe('(rollflow) Connect to Temporal over TLS (present = on), for the CLI, the client library and workers; files only, never key material in the config. Any TEMPORAL_TLS_* variable also turns TLS on.'),
+    api_key_file: z.string().min(1).optional().describe('(rollflow) A file holding the API key sent to Temporal (Temporal Cloud); env TEMPORAL_API_KEY (the key itself) overrides it. An API key turns TLS on.'),
+    encryption: z
+      .strictObject({
+        key_file: z.string().min(1).optional().describe('A file holding the 256-bit key, as 64 hex digits or base64.'),
+        key_env: z.string().min(1).optional().describe('The name of an environment variable holding the key (64 hex digits or base64).'),
+      })
+      .refine((e) => (e.key_file === undefined) !== (e.key_env === undefined), { message: 'exactly one of key_file and key_env' })
+      .optional()
+      .describe('(rollflow) Encrypt every payload (prompts, responses, results) with AES-256-GCM before it reaches Temporal; workers, the CLI and the codec server (temporal.codec_url) decrypt them. Every process of a run needs the same key.'),
     worker: z
       .strictObject({
         max_concurrent_activities: count(1).default(WORKER_SLOTS).describe('Activities one worker runs at once; rollflow\'s wait on engines and envs (I/O, not CPU), and a sleeping env step holds a slot, so this is far above the SDK\'s 100.'),

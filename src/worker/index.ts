@@ -9,6 +9,8 @@ import type { LoadedConfig } from '../configs';
 import { createLogger, type Logger } from '../logging';
 import { HEARTBEAT_EVERY_MS } from '../workflows/heartbeat-timing';
 import { connectClient } from '../client/connect';
+import { connectionSecurity } from '../client/tls';
+import { dataConverterOf } from '../codec/encryption';
 import { freeLoopbackAddress, startMetricsServer } from '../monitoring/metrics-server';
 import { reclaimFromDeadWorkers } from './reclaim';
 
@@ -45,7 +47,9 @@ export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {
   const log = createLogger('worker');
   installRuntime(log, opts.sdkMetricsAddress);
   const deps = createDeps(loaded, log);
-  const connection = await NativeConnection.connect({ address: config.temporal.address });
+  const security = connectionSecurity(config);
+  const dataConverter = dataConverterOf(config);
+  const connection = await NativeConnection.connect({ address: config.temporal.address, ...(security.tls ? { tls: security.tls } : {}), ...(security.apiKey ? { apiKey: security.apiKey } : {}) });
   let worker: Worker;
   try {
     worker = await Worker.create({
@@ -53,6 +57,7 @@ export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.task_queue,
       workflowsPath: opts.workflowsPath ?? require.resolve('../workflows'),
+      ...(dataConverter ? { dataConverter } : {}),
       activities: createActivities(deps),
       maxConcurrentActivityTaskExecutions: config.temporal.worker.max_concurrent_activities,
       maxConcurrentLocalActivityExecutions: config.temporal.worker.max_concurrent_local_activities,

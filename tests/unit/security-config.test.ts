@@ -1,0 +1,76 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { describe, expect, it } from 'vitest';
+import { connectionSecurity } from '../../src/client/tls';
+import { AesGcmCodec, encryptionCodec, ENCRYPTED_ENCODING, EncryptionKeyError } from '../../src/codec/encryption';
+import { ConfigError, parseConfig } from '../../src/configs';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'security-'));
+const file = (name: string, text: string) => {
+  const f = path.join(dir, name);
+  writeFileSync(f, text);
+  return f;
+};
+const configOf = (temporal: Record<string, unknown>) => parseConfig({ temporal }, 'test').config;
+
+describe('connection security (temporal.tls, api_key_file, TEMPORAL_TLS_*)', () => {
+  it('plaintext unless something asks for TLS', () => {
+    expect(connectionSecurity(configOf({}), {})).toEqual({ describe: 'plaintext' });
+  });
+
+  it('reads the files the config names; the environment wins over the config', () => {
+    const ca = file('ca.pem', 'CA'), other = file('other.pem', 'OTHER'), crt = file('c.pem', 'CRT'), key = file('c.key', 'KEY');
+    const s = connectionSecurity(configOf({ tls: { ca_file: ca, cert_file: crt, key_file: key, server_name: 'temporal.internal' } }), { TEMPORAL_TLS_CA_PATH: other });
+    expect(Buffer.from(s.tls!.serverRootCACertificate!).toString()).toBe('OTHER');
+    expect(Buffer.from(s.tls!.clientCertPair!.crt).toString()).toBe('CRT');
+    expect(s.tls!.serverNameOverride).toBe('temporal.internal');
+    expect(s.describe).toBe(`TLS with the CA of TEMPORAL_TLS_CA_PATH (${other}), client certificate temporal.tls.cert_file (${crt})`);
+  });
+
+  it('an API key (from a file, or TEMPORAL_API_KEY) turns TLS on with the system CAs', () => {
+    const s = connectionSecurity(configOf({ api_key_file: file('key.txt', 'secret-from-file\n') }), {});
+    expect(s).toMatchObject({ apiKey: 'secret-from-file', tls: {}, describe: 'TLS with the system CAs, an API key' });
+    expect(connectionSecurity(configOf({ api_key_file: file('k2.txt', 'x') }), { TEMPORAL_API_KEY: 'from-env' }).apiKey).toBe('from-env');
+  });
+
+  it('a missing file names its key and path; half a client pair is refused', () => {
+    expect(() => connectionSecurity(configOf({ tls: { ca_file: `${dir}/nope.pem` } }), {})).toThrow(`temporal.tls.ca_file: got "${dir}/nope.pem"; a readable CA certificate file (ENOENT)`);
+    expect(() => configOf({ tls: { cert_file: 'a.pem' } })).toThrow(ConfigError);
+    expect(() => connectionSecurity(configOf({}), { TEMPORAL_TLS_CERT_PATH: 'c.pem' })).toThrow('TEMPORAL_TLS_CERT_PATH: got "c.pem"; mTLS with a key (temporal.tls.key_file or TEMPORAL_TLS_KEY_PATH) too');
+  });
+});
+
+describe('payload encryption (temporal.encryption)', () => {
+  const key = Buffer.alloc(32, 7);
+
+  it('seals payloads so their text is gone, and opens them again', async () => {
+    const codec = new AesGcmCodec(key);
+    const plain = [defaultPayloadConverter.toPayload({ prompt: 'What is 7+5?' })];
+    const [sealed] = await codec.encode(plain);
+    expect(Buffer.from(sealed!.metadata!.encoding!).toString()).toBe(ENCRYPTED_ENCODING);
+    expect(Buffer.from(sealed!.data!).toString('latin1')).not.toContain('What is');
+    expect(defaultPayloadConverter.fromPayload((await codec.decode([sealed!]))[0]!)).toEqual({ prompt: 'What is 7+5?' });
+    // Tampered ciphertext fails authentication.
+    const tampered = { ...sealed!, data: Buffer.from(sealed!.data!).map((b, i) => (i === 20 ? b ^ 1 : b)) };
+    await expect(codec.decode([tampered])).rejects.toThrow();
+  });
+
+  it('another key names both keys; payloads never sealed pass through', async () => {
+    const [sealed] = await new AesGcmCodec(key).encode([defaultPayloadConverter.toPayload('x')]);
+    const other = new AesGcmCodec(Buffer.alloc(32, 9));
+    await expect(other.decode([sealed!])).rejects.toThrow(EncryptionKeyError);
+    const open = defaultPayloadConverter.toPayload('open');
+    expect(await other.decode([open])).toEqual([open]);
+  });
+
+  it('reads the key from a file or a variable, as hex or base64; a bad or missing one is a config error naming it', () => {
+    const hex = file('k.hex', key.toString('hex'));
+    expect(encryptionCodec(configOf({ encryption: { key_file: hex } }))!.keyId).toBe(new AesGcmCodec(key).keyId);
+    expect(encryptionCodec(configOf({ encryption: { key_env: 'K' } }), { K: key.toString('base64') })!.keyId).toBe(new AesGcmCodec(key).keyId);
+    expect(() => encryptionCodec(configOf({ encryption: { key_env: 'K' } }), {})).toThrow('temporal.encryption.key_env: got "K"; an environment variable that holds the key; K is not set');
+    expect(() => encryptionCodec(configOf({ encryption: { key_file: file('short', 'abcd') } }))).toThrow('a 256-bit key: 64 hex digits or the base64 of 32 bytes');
+    expect(() => configOf({ encryption: {} })).toThrow(ConfigError);
+  });
+});
