@@ -34,7 +34,16 @@ export const BASE_CONFIG = {
   },
   rewards: { exact: { type: 'exact_match', tag_included: ['exact'] } },
   domain_interleave_probs: { exact: 1 },
-  temporal: { worker: { max_concurrent_workflow_tasks: 4, max_cached_workflows: 10 } },
+  temporal: {
+    worker: { max_concurrent_workflow_tasks: 4, max_cached_workflows: 10, metrics_address: '127.0.0.1:9464' },
+    codec_url: 'http://127.0.0.1:8234',
+    // Parsed only: no connection is made, so the files need not exist.
+    tls: { ca_file: 'ca.pem', cert_file: 'client.pem', key_file: 'client.key', server_name: 'temporal.test' },
+    api_key_file: 'api.key',
+    encryption: { key_file: 'payload.key' },
+  },
+  track_with: ['tensorboard', 'stdout'],
+  tracker_kwargs: { log_dir: 'tb', project: 'p', name: 'n', notes: 'x', tags: ['a'] },
   engines: { inference: [{ url: 'http://127.0.0.1:8301', options: { max_batch: 4 } }], judge: { url: 'http://127.0.0.1:8302', options: { model: 'tiny:default' } } },
   sample_store: { path: 'samples' },
   run_dir: 'runs/invalid-configs',
