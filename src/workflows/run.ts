@@ -127,7 +127,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     syncWeightsUpdate,
     ({ path }) =>
       engines.run(async () => {
-        const r = await syncWeights({ path, version: state.version, partialRollout: plan.partialRollout, runId: plan.runId });
+        const r = await syncWeights.executeWithOptions({ summary: `operator weights · ${path}` }, [{ path, version: state.version, partialRollout: plan.partialRollout, runId: plan.runId }]);
         enginesPaused = false; // the sync resumes the servers; a suspended run pauses them again (engine control)
         return { aborted: r.aborted, version: state.version };
       }),
@@ -141,7 +141,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   if (!input.snapshot) {
     // Every server starts this run at its first version (0, or the checkpoint's), whatever it served before.
     const initial = input.resumeFrom?.trainer_checkpoint ? await resumeTrainer({ trainerCheckpoint: input.resumeFrom.trainer_checkpoint, ...trainer }) : await initTrainer(trainer);
-    await syncWeights({ path: initial.path, version: initial.version, partialRollout: false, runId: plan.runId });
+    await syncWeights.executeWithOptions({ summary: `first weights · v${initial.version}` }, [{ path: initial.path, version: initial.version, partialRollout: false, runId: plan.runId }]);
   }
 
   // ---- dispatcher: admission-controlled group starts
@@ -209,17 +209,17 @@ export async function run(input: RunInput): Promise<RunStatus> {
       staticSummary: validateSummary(steps, state.version),
     });
     lastValidation = { steps, rewardMean: result.rewardMean };
-    await appendMetrics({ runDir: plan.runDir, file: 'validation.jsonl', record: validationRecord({ run_id: plan.runId, step: steps, version: result.version, wall_s: sinceRunStart() }, result), ...tracking(steps === plan.maxSteps) });
+    await appendMetrics.executeWithOptions({ summary: `validation after step ${steps} · reward ${result.rewardMean.toFixed(3)}` }, [{ runDir: plan.runDir, file: 'validation.jsonl', record: validationRecord({ run_id: plan.runId, step: steps, version: result.version, wall_s: sinceRunStart() }, result), ...tracking(steps === plan.maxSteps) }]);
   };
   const validationDue = () => plan.validation !== undefined && (state.step % plan.validation.everySteps === 0 || state.step === plan.maxSteps);
   if (!input.snapshot && plan.validation) await runValidation(); // the starting point of the curve
 
   const checkpoint = async () => {
     const { consumed } = state.snapshot();
-    await saveCheckpoint({
+    await saveCheckpoint.executeWithOptions({ summary: `checkpoint after step ${state.step}` }, [{
       dir: checkpointDir(plan.runDir, state.step),
       manifest: { run_id: plan.runId, step: state.step, version: state.version, consumed, seed: plan.seed, dataset_size: datasetSize, config_hash: plan.configHash },
-      ...trainer });
+      ...trainer }]);
   };
 
   // ---- trainer loop
@@ -245,7 +245,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     });
     const trainedAt = Date.now();
     const sync = await engines.run(async () => {
-      const r = await syncWeights({ path: trained.weightsPath, version: trained.version, partialRollout: plan.partialRollout, runId: plan.runId });
+      const r = await syncWeights.executeWithOptions({ summary: `step ${batch.step} · v${trained.version} to the inference servers` }, [{ path: trained.weightsPath, version: trained.version, partialRollout: plan.partialRollout, runId: plan.runId }]);
       enginesPaused = false;
       return r;
     });
@@ -253,7 +253,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     const now = Date.now();
     const times = { lastStepEnd, batchAt, trainedAt, now, rolloutIdleMs: idle.take(now) };
     const record = { ...stepRecord({ run_id: plan.runId, step: batch.step, version: state.version, wall_s: sinceRunStart() }, batch, times, trained, sync.aborted), ...runCounts(state.view()) };
-    await appendMetrics({ runDir: plan.runDir, record, ...tracking(state.step === plan.maxSteps && !validationDue()) });
+    await appendMetrics.executeWithOptions({ summary: `step ${batch.step} · reward ${record[METRIC.rewardMean].toFixed(3)}` }, [{ runDir: plan.runDir, record, ...tracking(state.step === plan.maxSteps && !validationDue()) }]);
     lastStepEnd = now;
     if (validationDue()) await runValidation();
     progress.push({ step: state.step, maxSteps: plan.maxSteps, version: state.version, reward: record[METRIC.rewardMean], ...(lastValidation ? { validation: lastValidation } : {}), stalenessMean: record[METRIC.stalenessMean], stalenessMax: record[METRIC.stalenessMax], inFlight: state.runningSamples, suspended });

@@ -31,10 +31,10 @@ export interface TrainStepResult {
 }
 
 export async function trainStep(input: TrainStepInput): Promise<TrainStepResult> {
-  const batchPath = await writeBatch({ batchKey: batchKey(input.runId, input.step), sampleKeys: input.sampleKeys });
+  const batchPath = await writeBatch.executeWithOptions({ summary: `step ${input.step} · ${input.sampleKeys.length} samples to one batch file` }, [{ batchKey: batchKey(input.runId, input.step), sampleKeys: input.sampleKeys }]);
   const binding = input.binding ? { binding: input.binding } : {};
-  const trained = await runTrainStep({ step: input.step, batchPath, options: input.options, ...binding });
-  const weights = await exportWeights({ version: trained.version, ...binding });
+  const trained = await runTrainStep.executeWithOptions({ summary: `step ${input.step} · advantages, loss and update on the trainer` }, [{ step: input.step, batchPath, options: input.options, ...binding }]);
+  const weights = await exportWeights.executeWithOptions({ summary: `export v${trained.version}` }, [{ version: trained.version, ...binding }]);
   // A trainer restarted between the step and the export was recovered by the export: count those replays with the step's.
   const metrics = weights.replayedSteps ? { ...trained.metrics, [REPLAYED_STEPS]: (trained.metrics[REPLAYED_STEPS] ?? 0) + weights.replayedSteps } : trained.metrics;
   return { step: trained.step, version: trained.version, weightsPath: weights.path, metrics, replayed: trained.replayed };

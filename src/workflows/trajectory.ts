@@ -105,7 +105,7 @@ const envInput = (input: TrajectoryInput) => ({ envType: input.env.type, envConf
 const publishTranscripts = (): void => setCurrentDetails(transcriptDetails());
 
 export async function startEpisode(input: TrajectoryInput, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
-  const { state, observation, generation, onLoss } = await calls.envReset({ ...envInput(input), seed: input.envSeed, sample: input.member });
+  const { state, observation, generation, onLoss } = await calls.envReset.executeWithOptions({ summary: `${input.uid} · ${input.env.type} · seed ${input.envSeed}` }, [{ ...envInput(input), seed: input.envSeed, sample: input.member }]);
   recordReset(input.uid, input.env.type, observation);
   publishTranscripts();
   return { state, observation, reward: 0, turns: 0, done: false, ...(generation ? { generation } : {}), ...(onLoss ? { onLoss } : {}) };

@@ -384,7 +384,9 @@ describe('what the Temporal UI shows (user metadata and current details)', () =>
     expect(runDetails.indexOf('| 2 of 2 | v2 |')).toBeLessThan(runDetails.indexOf('| 1 of 2 | v1 |'));
     const runSummaries = await summaries(plan.runId);
     expect(runSummaries).toContain('e0-p0 · stub · v0');
-    expect(runSummaries.filter((s) => s.startsWith('step 0 · ')).length).toBe(1);
+    expect(runSummaries).toContain(`step 0 · ${B} samples · v0→v1`); // the train step child
+    expect(runSummaries).toContain('step 0 · v1 to the inference servers'); // its weight sync
+    expect(runSummaries.filter((s) => /^step 1 · reward \d\.\d{3}$/.test(s))).toHaveLength(1); // its metrics record
 
     // Member 1 of group e0-p0: the stub env's prompt is "prompt <seed>", its reward the member index.
     const groupId = groupWorkflowId(plan.runId, { epoch: 0, position: 0 });
@@ -396,6 +398,6 @@ describe('what the Temporal UI shows (user metadata and current details)', () =>
     expect(details).toMatch(/\*\*Prompt\*\*\n\n```text\nprompt \d+\n```/);
     expect(details).toContain('**Response, turn 0** · 3 tokens');
     expect(details).toContain('```text\nanswer\n```');
-    expect(await summaries(trajectoryId)).toEqual(['e0-p0-s1 · stub', 'turn 0 · ≤8 tokens', 'turn 0 · "answer"', 'e0-p0-s1 · reward 1']);
+    expect(await summaries(trajectoryId)).toEqual(['e0-p0-s1 · stub', expect.stringMatching(/^e0-p0-s1 · stub · seed \d+$/), 'turn 0 · ≤8 tokens', 'turn 0 · "answer"', 'e0-p0-s1 · reward 1']);
   });
 });
