@@ -121,7 +121,7 @@ function buildProgram(): Command {
 
   program
     .command('list')
-    .description('list runs, newest first: id, status, step, version, start time')
+    .description('list runs, newest first: id, status, step, reward and validation reward (latest), version, start time')
     .option('--json', 'one JSON array')
     .option('--limit <n>', 'at most n runs', (v: string) => Number(v))
     .option(...configOption)

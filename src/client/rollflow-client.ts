@@ -19,6 +19,7 @@ import { loadConfig, loadConfigObject, type LoadedConfig, type RunConfig } from 
 import { checkConfig } from '../stack/preflight';
 import { causeMessage } from '../workflows/failure';
 import { runStaticDetails, runSummary } from '../workflows/metadata';
+import { rewardsOfMemo } from '../workflows/run-memo';
 import type { CheckpointManifest } from '../activities';
 import { cancelRun, resume, run, status, suspend, syncWeightsUpdate, type RunPlan, type RunStatus } from '../workflows/run';
 import { KIND, POLICY_VERSION, RUN_ID, STEP } from '../workflows/search-attributes';
@@ -57,6 +58,9 @@ export interface RunListing {
   status: string;
   step?: number;
   version?: number;
+  /** The latest step's mean reward, and the latest validation's (the run's memo). */
+  reward?: number;
+  valReward?: number;
   startTime: Date;
   closeTime?: Date;
 }
@@ -197,7 +201,7 @@ export class RollflowClient {
       const version = w.typedSearchAttributes.get(POLICY_VERSION);
       // A run continued-as-new is listed once per execution: keep its newest.
       if (out.some((r) => r.runId === w.workflowId)) continue;
-      out.push({ runId: w.workflowId, status: w.status.name, ...(step !== undefined ? { step } : {}), ...(version !== undefined ? { version } : {}), startTime: w.startTime, ...(w.closeTime ? { closeTime: w.closeTime } : {}) });
+      out.push({ runId: w.workflowId, status: w.status.name, ...(step !== undefined ? { step } : {}), ...(version !== undefined ? { version } : {}), ...rewardsOfMemo(w.memo), startTime: w.startTime, ...(w.closeTime ? { closeTime: w.closeTime } : {}) });
       if (opts.limit !== undefined && out.length >= opts.limit) break;
     }
     return out;

@@ -16,7 +16,7 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
-  continueAsNew,
+  makeContinueAsNewFunc,
   defineQuery,
   defineSignal,
   defineUpdate,
@@ -28,6 +28,7 @@ import {
   setCurrentDetails,
   setHandler,
   startChild,
+  upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -40,6 +41,7 @@ import { checkpointDir, groupUid, groupWorkflowId, lockstepWorkflowId, trainStep
 import { lockstepRollout } from './lockstep';
 import { groupSummary, PROGRESS_ROWS, runDetails, trainStepSummary, validateSummary, type RunRow } from './metadata';
 import { carriedFacts, indexDataset, initialState, type RunInput, type RunStatus } from './run-input';
+import { runMemo, type RunMemo } from './run-memo';
 import { trainerBinding } from './run-plan';
 import type { GroupRef, GroupResult } from './run-state';
 import { KIND, POLICY_VERSION, RUN_ID, STEP } from './search-attributes';
@@ -123,6 +125,9 @@ export async function run(input: RunInput): Promise<RunStatus> {
     showProgress();
   });
   const cancelled = () => cancellable && cancelRequested;
+  // (patched: a run started before the memo existed upserted none; it replays so.)
+  const listMemo = patched('run-list-memo');
+  let memo: RunMemo | undefined; // the latest upserted; continue-as-new hands it on (the server does not)
   setHandler(
     syncWeightsUpdate,
     ({ path }) =>
@@ -264,6 +269,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
       { key: STEP, value: state.step },
       { key: POLICY_VERSION, value: state.version },
     ]);
+    if (listMemo) upsertMemo((memo = runMemo(record[METRIC.rewardMean], lastValidation)));
     if (state.step < plan.maxSteps && (state.step - firstStep >= plan.stepsPerRun || workflowInfo().continueAsNewSuggested)) break;
   }
 
@@ -274,7 +280,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   if (state.step < plan.maxSteps && !cancelled()) {
     // Keep history small: carry the state into a fresh execution; in-flight groups keep reporting to this workflow id.
     await condition(allHandlersFinished);
-    return continueAsNew<typeof run>({ plan, snapshot: state.snapshot(), startedAtMs, ...(lastValidation ? { lastValidation } : {}), suspended, enginesPaused, owners: Object.fromEntries(owners), dataset, progress, ...(cancelRequested ? { cancelRequested } : {}) });
+    return makeContinueAsNewFunc<typeof run>(memo ? { memo } : {})({ plan, snapshot: state.snapshot(), startedAtMs, ...(lastValidation ? { lastValidation } : {}), suspended, enginesPaused, owners: Object.fromEntries(owners), dataset, progress, ...(cancelRequested ? { cancelRequested } : {}) });
   }
   // Cancelled by the operator: a checkpoint of what was trained (unless the last step just saved one), to resume from.
   const savedAtStep = (plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps;

@@ -24,7 +24,7 @@ import { childWorkflowId, groupUid, groupWorkflowId, parseGroupUid, parseSampleU
 import { IntervalSet } from '../../src/workflows/interval-set';
 import { cancelRun, resume, run, status, suspend, syncWeightsUpdate, type RunInput, type RunPlan, type RunStatus } from '../../src/workflows/run';
 import { ALL_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
-import { METRIC } from '../../src/workflows/step-metrics';
+import { METRIC, VAL_METRIC } from '../../src/workflows/step-metrics';
 import { freePort, ROOT } from '../integration/helpers/dev-server';
 import { B, DATASET_ROWS, G, testPlan } from './helpers/plan';
 import { callsOf, Gate, groupOf, mostEngineCallsAtOnce, openAllGates, scenario, stubs } from './helpers/stubs';
@@ -360,6 +360,35 @@ describe('cancelRun (rollflow cancel)', () => {
     expect(callsOf(plan.runId, 'saveCheckpoint').map((c) => c.manifest.step)).toEqual([2]);
     // Every group dispatched is trained, still in flight (cancelled at the end), or buffered: none vanished.
     expect(done.totals.dispatchedGroups * G).toBe(done.totals.consumedSamples + done.running + done.buffered + done.totals.filteredGroups * G);
+  });
+});
+
+describe('the memo `rollflow list` reads (no query, no worker)', () => {
+  it('holds the latest step reward and validation reward after each step, across continue-as-new', async () => {
+    const validation = { envs: [{ tag: 'stub', groupsPerStep: 1, spec: { type: 'stub', config: {}, maxTurns: 1 }, maxTokens: 8 }], groupSize: G, everySteps: 2 };
+    // Validations at steps 0, 2 and 3 (the end); the first execution trains two steps, then continues as new.
+    const plan = testPlan('memo', { maxSteps: 3, stepsPerRun: 2, validation });
+    let envSteps = 0;
+    scenario(plan.runId, { rewardBonus: () => 2 ** envSteps++ }); // sums of distinct powers of two never coincide
+    const h = await startRun(plan);
+    await h.result();
+    const appended = callsOf(plan.runId, 'appendMetrics');
+    const steps = appended.filter((c) => (c.file ?? 'metrics.jsonl') === 'metrics.jsonl').map((c) => c.record);
+    const vals = appended.filter((c) => c.file === 'validation.jsonl').map((c) => c.record);
+    expect(steps.map((r) => r.step)).toEqual([0, 1, 2]);
+    expect(vals.map((r) => r.step)).toEqual([0, 2, 3]);
+    const rewards = steps.map((r) => r[METRIC.rewardMean]);
+    expect(new Set(rewards).size).toBe(3); // each step its own reward: the memo's can only match one step
+    const memoOf = (stepIndex: number, valIndex: number) => ({ [METRIC.rewardMean]: rewards[stepIndex], [VAL_METRIC.rewardMean]: vals[valIndex]![VAL_METRIC.rewardMean] });
+
+    const first = env.client.workflow.getHandle(plan.runId, h.firstExecutionRunId);
+    expect((await first.describe()).memo).toEqual(memoOf(1, 1));
+    const { next } = await continuedWith(first);
+    // The server hands the memo to the next execution: listed before its first step, the run still shows its reward.
+    const started = (await events(env.client.workflow.getHandle(plan.runId, next)))[0]!.workflowExecutionStartedEventAttributes!;
+    const carried = Object.fromEntries(Object.entries(started.memo?.fields ?? {}).map(([k, p]) => [k, defaultPayloadConverter.fromPayload(p)]));
+    expect(carried).toEqual(memoOf(1, 1));
+    expect((await h.describe()).memo).toEqual(memoOf(2, 2));
   });
 });
 

@@ -64,6 +64,8 @@ export interface Scenario {
   loseSessions?: number;
   /** Steps after which the stub env ends an episode (done); absent = 1, a single-turn env. */
   episodeSteps?: number;
+  /** Added to each env step's reward (member i scores i): e.g. growing, so that every step has a mean reward of its own. */
+  rewardBonus?: () => number;
 }
 
 const scenarios = new Map<string, Scenario>();
@@ -171,7 +173,7 @@ export const stubs: StubActivities = {
     // Member i scores i: rewards always vary within a group, so the std filter keeps every group.
     const state = input.state as { member: number; steps: number };
     const steps = state.steps + 1;
-    return { state: { ...state, steps }, observation: '', reward: state.member, done: steps >= (s.episodeSteps ?? 1), info: { steps, task: 'stub' }, ...(lost ? { replayed: true as const } : {}) };
+    return { state: { ...state, steps }, observation: '', reward: state.member + (s.rewardBonus?.() ?? 0), done: steps >= (s.episodeSteps ?? 1), info: { steps, task: 'stub' }, ...(lost ? { replayed: true as const } : {}) };
   },
   async generateTurn(input) {
     await scenario(record('generateTurn', input).runId).generate.wait(input.affinity);
