@@ -3,7 +3,7 @@
  * activity, the engine's reply): the wrappers say where it failed, the
  * innermost cause says why. Workflows, the CLI and the bench report that one.
  */
-import { ApplicationFailure, TimeoutFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/common';
 import { EnvSessionLostError, INFRA_ENV_ERRORS, RewardUnscoredError } from '../envs/errors';
 import { INFRA_ENGINE_ERRORS } from '../gpu-bridge/errors';
 
@@ -58,4 +58,8 @@ export interface FailureSummary {
   unscored?: true;
 }
 
-export const summarizeFailure = (err: unknown): FailureSummary => ({ message: causeMessage(err), infra: isInfraFailure(err), ...(isUnscored(err) ? { unscored: true as const } : {}) });
+/** What a workflow stopped by Temporal's cancellation says: the CancelledFailure itself carries no message. */
+export const CANCELLED_MESSAGE = 'cancelled: its run ended or was cancelled (rollflow cancel), or an operator cancelled it';
+const failureMessage = (err: unknown): string => (innermostCause(err) instanceof CancelledFailure ? CANCELLED_MESSAGE : causeMessage(err));
+
+export const summarizeFailure = (err: unknown): FailureSummary => ({ message: failureMessage(err), infra: isInfraFailure(err), ...(isUnscored(err) ? { unscored: true as const } : {}) });

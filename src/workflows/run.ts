@@ -288,5 +288,13 @@ export async function run(input: RunInput): Promise<RunStatus> {
   // Done: groups still generating are no longer needed.
   const running = new Set(state.inFlightGroups.map((ref) => owners.get(groupUid(ref)) ?? groupWorkflowId(plan.runId, ref)));
   await Promise.all([...running].map((id) => getExternalWorkflowHandle(id).cancel().catch(() => undefined)));
+  // A run cancelled while suspended leaves no paused inference servers behind: their frozen generations belonged to
+  // the groups just cancelled. (patched: runs cancelled before this left them paused; they replay so.)
+  if (cancelled() && enginesPaused && patched('run-cancel-resumes-engines')) {
+    await engines.run(async () => {
+      await resumeEngines();
+      enginesPaused = false;
+    });
+  }
   return { ...report(), ...(cancelled() ? { cancelled: { atStep: state.step, groupsInFlight: running.size } } : {}) };
 }

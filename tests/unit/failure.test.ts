@@ -1,9 +1,9 @@
 // Which failures are the infrastructure's: the chains Temporal builds around an activity's error, classified.
-import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure, RetryState, TimeoutFailure, TimeoutType } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure, CancelledFailure, ChildWorkflowFailure, RetryState, TimeoutFailure, TimeoutType } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { EnvConfigError, EnvGaveUpError, EnvSessionLostError, RewardUnscoredError } from '../../src/envs/errors';
 import { EngineRejectedError, EngineUnavailableError, TokenizationDriftError } from '../../src/gpu-bridge/errors';
-import { isInfraFailure, summarizeFailure } from '../../src/workflows/failure';
+import { CANCELLED_MESSAGE, isInfraFailure, summarizeFailure } from '../../src/workflows/failure';
 
 /** As a trajectory's group sees it: child workflow <- activity <- the activity's error (its class name as the failure type). */
 const viaActivity = (cause: Error) =>
@@ -36,5 +36,9 @@ describe('isInfraFailure', () => {
     expect(summarizeFailure(viaActivity(raised(new EngineUnavailableError('env down'))))).toEqual({ message: 'env down', infra: true });
     expect(summarizeFailure(new Error('plain'))).toEqual({ message: 'plain', infra: false });
     expect(summarizeFailure(viaActivity(raised(new RewardUnscoredError('no readable grade'))))).toEqual({ message: 'no readable grade', infra: false, unscored: true });
+  });
+
+  it('says a cancelled trajectory was cancelled (its CancelledFailure has no message), and not the infrastructure\'s', () => {
+    expect(summarizeFailure(viaActivity(new CancelledFailure('')))).toEqual({ message: CANCELLED_MESSAGE, infra: false });
   });
 });

@@ -20,6 +20,8 @@ import type { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CANCELLED_MESSAGE } from '../../src/workflows/failure';
+import type { group } from '../../src/workflows/group';
 import { childWorkflowId, groupUid, groupWorkflowId, parseGroupUid, parseSampleUid } from '../../src/workflows/ids';
 import { IntervalSet } from '../../src/workflows/interval-set';
 import { cancelRun, resume, run, status, suspend, syncWeightsUpdate, type RunInput, type RunPlan, type RunStatus } from '../../src/workflows/run';
@@ -360,6 +362,28 @@ describe('cancelRun (rollflow cancel)', () => {
     expect(callsOf(plan.runId, 'saveCheckpoint').map((c) => c.manifest.step)).toEqual([2]);
     // Every group dispatched is trained, still in flight (cancelled at the end), or buffered: none vanished.
     expect(done.totals.dispatchedGroups * G).toBe(done.totals.consumedSamples + done.running + done.buffered + done.totals.filteredGroups * G);
+  });
+});
+
+describe('cancelRun on a suspended run', () => {
+  it('ends it at once: nothing trained, no checkpoint of nothing, the groups held generating cancelled, the inference servers resumed', async () => {
+    const plan = testPlan('cancel-suspended', { maxSteps: 10 });
+    const { generate } = scenario(plan.runId, { generate: new Gate(false) });
+    const h = await startRun(plan);
+    await until(() => generate.waiting.length, (n) => n === 4 * G, 'four groups generating');
+    await h.signal(suspend);
+    await statusWhere(h, (s) => s.suspended && s.enginesPaused, 'suspended with the engines paused');
+    await h.signal(cancelRun);
+    const done = await h.result();
+    expect(done).toMatchObject({ step: 0, running: 4 * G, buffered: 0, suspended: true, enginesPaused: false, cancelled: { atStep: 0, groupsInFlight: 4 } });
+    expect(callsOf(plan.runId, 'runTrainStep')).toEqual([]);
+    expect(callsOf(plan.runId, 'saveCheckpoint')).toEqual([]);
+    expect(callsOf(plan.runId, 'pauseEngines')).toHaveLength(1);
+    expect(callsOf(plan.runId, 'resumeEngines')).toHaveLength(1);
+    // The groups in flight are accounted for: each of the four closed, saying it was cancelled, nothing stored or trained.
+    const results = await Promise.all([0, 1, 2, 3].map((position) => env.client.workflow.getHandle<typeof group>(groupWorkflowId(plan.runId, { epoch: 0, position })).result()));
+    expect(results.map((r) => ({ accepted: r.accepted, storeKeys: r.storeKeys, error: r.error }))).toEqual(Array(4).fill({ accepted: false, storeKeys: [], error: CANCELLED_MESSAGE }));
+    expect(callsOf(plan.runId, 'writeBatch')).toEqual([]);
   });
 });
 
