@@ -5,17 +5,21 @@
 // non-zero exit; no stack trace; nothing working is stopped.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskQueuePollers } from '../../src/client/run-handle';
+import { batchDir } from '../../src/workflows/ids';
+import type { RunStatus } from '../../src/workflows/run';
+import { METRIC } from '../../src/workflows/step-metrics';
 import { freePort, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 
 let server: TestDevServer;
 let client: Client;
 let opsConfig: string;
 let stackConfig: string;
+let inferencePort: number;
 /** How long `rollflow status` took on a run no worker polls; printed for the record, not asserted. */
 let noWorkerStatusMs = 0;
 
@@ -38,6 +42,7 @@ beforeAll(async () => {
   opsConfig = path.join(server.stateDir, 'ops.yaml');
   writeFileSync(opsConfig, `temporal: { address: "${server.address}", task_queue: op-test }\n`);
   const [inference, trainer, env] = [await freePort(), await freePort(), await freePort()];
+  inferencePort = inference;
   stackConfig = path.join(server.stateDir, 'stack.yaml');
   writeFileSync(
     stackConfig,
@@ -133,9 +138,11 @@ describe('dev up with options a server would refuse', () => {
 });
 
 describe('a run\'s life from the command line: cancel, watch, wait, list', () => {
-  it('a suspended run cancelled ends cleanly with a checkpoint; watch follows it to the end, wait exits 0, list shows it', () => {
+  it('a run cancelled while suspended ends cleanly: a checkpoint, nothing trained twice or after, no server left paused; watch, wait and list report it', async () => {
     const started = rollflowSlow('run', stackConfig, '--run-id', 'life', '--set', 'max_steps=1000', '--set', 'custom_envs={arith: {env_type: arithmetic, max_steps: 1, max_tokens_per_step: 8}}');
     expect(started.status, started.stderr).toBe(0);
+    const life = client.workflow.getHandle('life');
+    await until(async () => ((await life.query<RunStatus>('status')).step >= 2 ? true : undefined), 'two steps trained');
     expect(rollflow('suspend', 'life', '--config', stackConfig).status).toBe(0);
     const cancel = rollflow('cancel', 'life', '--config', stackConfig);
     expect(cancel.status, cancel.stderr).toBe(0);
@@ -148,15 +155,26 @@ describe('a run\'s life from the command line: cancel, watch, wait, list', () =>
 
     const wait = rollflowSlow('wait', 'life', '--json', '--config', stackConfig);
     expect(wait.status, wait.stderr).toBe(0);
-    const final = JSON.parse(wait.stdout) as { step: number; cancelled: { atStep: number } };
-    expect(final.cancelled.atStep).toBe(final.step);
+    const final = JSON.parse(wait.stdout) as RunStatus;
+    expect(final.cancelled?.atStep).toBe(final.step);
+    expect(final.step).toBeGreaterThanOrEqual(2);
     expect(final.step).toBeLessThan(1000);
-    if (final.step > 0) expect(existsSync(path.join(server.stateDir, 'run', 'life', 'checkpoints', `step-${String(final.step).padStart(6, '0')}`))).toBe(true);
+    expect(existsSync(path.join(server.stateDir, 'run', 'life', 'checkpoints', `step-${String(final.step).padStart(6, '0')}`))).toBe(true);
+    // Nothing trained after the cancel, and no sample twice.
+    const metrics = readJsonl(path.join(server.stateDir, 'run', 'life', 'metrics.jsonl'));
+    expect(metrics.map((r) => r.step)).toEqual(Array.from({ length: final.step }, (_, i) => i));
+    const batches = path.join(server.stateDir, 'run', 'samples', batchDir('life'));
+    const uids = readdirSync(batches).flatMap((f) => readJsonl(path.join(batches, f)).map((r) => r.uid));
+    expect(uids).toHaveLength(final.totals.consumedSamples);
+    expect(new Set(uids).size).toBe(uids.length);
+    // Suspended, the run had paused the inference server; cancelled, it resumed it.
+    expect(((await (await fetch(`http://127.0.0.1:${inferencePort}/state`)).json()) as { paused: boolean }).paused).toBe(false);
 
     const list = rollflow('list', '--config', stackConfig);
     expect(list.status, list.stderr).toBe(0);
-    expect(list.stdout.split('\n')[0]).toBe('RUN\tSTATUS\tSTEP\tVERSION\tSTARTED');
-    expect(list.stdout).toMatch(/^life\tcompleted\t/m);
+    expect(list.stdout.split('\n')[0]).toBe('RUN\tSTATUS\tSTEP\tREWARD\tVAL_REWARD\tVERSION\tSTARTED');
+    const reward = (metrics.at(-1)![METRIC.rewardMean] as number).toFixed(3);
+    expect(list.stdout).toMatch(new RegExp(`^life\tcompleted\t${final.step}\t${reward}\t-\t${final.version}\t`, 'm'));
   });
 
   it('wait on a run that did not complete exits 1 with its cause in one line', async () => {
@@ -165,6 +183,12 @@ describe('a run\'s life from the command line: cancel, watch, wait, list', () =>
     expectOneLineError(rollflow('wait', 'doomed', '--config', opsConfig), /^rollflow: run doomed terminated: .*stopped by the test/m);
   });
 });
+
+const readJsonl = (file: string) =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Record<string, unknown> & { step: number; uid: string });
 
 function enginePidFile(prefix: string): string {
   const dir = path.join(server.stateDir, 'pids');
