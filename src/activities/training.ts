@@ -189,5 +189,10 @@ export function trainingActivities(deps: ActivityDeps) {
       observeRecord(input.file ?? 'metrics.jsonl', input.record); // the worker's /metrics (monitoring/run-metrics.ts)
       if (input.tracking) await deps.trackers.record(input.record.run_id, input.runDir, input.tracking, input.file ?? 'metrics.jsonl', input.record, input.final ?? false);
     },
+
+    /** A run that ends before its last record (rollflow cancel) closes its trackers here, as its last record would have. */
+    async closeTracking(input: { runId: string }): Promise<void> {
+      await deps.trackers.close(input.runId);
+    },
   };
 }

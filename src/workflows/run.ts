@@ -64,7 +64,7 @@ export const status = defineQuery<RunStatus>('status');
  * like a step's sync). The trainer keeps its own weights, so the next train step's sync replaces these. */
 export const syncWeightsUpdate = defineUpdate<{ aborted: number; version: number }, [{ path: string }]>('syncWeights');
 
-const { initTrainer, resumeTrainer, saveCheckpoint, syncWeights, appendMetrics, pauseEngines, resumeEngines } = proxyActivities<Activities>(TRAIN);
+const { initTrainer, resumeTrainer, saveCheckpoint, syncWeights, appendMetrics, closeTracking, pauseEngines, resumeEngines } = proxyActivities<Activities>(TRAIN);
 
 export async function run(input: RunInput): Promise<RunStatus> {
   // ---- set-up
@@ -288,13 +288,17 @@ export async function run(input: RunInput): Promise<RunStatus> {
   // Done: groups still generating are no longer needed.
   const running = new Set(state.inFlightGroups.map((ref) => owners.get(groupUid(ref)) ?? groupWorkflowId(plan.runId, ref)));
   await Promise.all([...running].map((id) => getExternalWorkflowHandle(id).cancel().catch(() => undefined)));
-  // A run cancelled while suspended leaves no paused inference servers behind: their frozen generations belonged to
-  // the groups just cancelled. (patched: runs cancelled before this left them paused; they replay so.)
-  if (cancelled() && enginesPaused && patched('run-cancel-resumes-engines')) {
-    await engines.run(async () => {
-      await resumeEngines();
-      enginesPaused = false;
-    });
+  // Cancelled, the run leaves nothing open: inference servers a suspended run paused resume (their frozen generations
+  // belonged to the groups just cancelled), and the trackers close, as after a last record.
+  // (patched: runs cancelled before this left both open; they replay so.)
+  if (cancelled() && patched('run-cancel-cleanup')) {
+    if (enginesPaused) {
+      await engines.run(async () => {
+        await resumeEngines();
+        enginesPaused = false;
+      });
+    }
+    if (plan.tracking) await closeTracking({ runId: plan.runId });
   }
   return { ...report(), ...(cancelled() ? { cancelled: { atStep: state.step, groupsInFlight: running.size } } : {}) };
 }

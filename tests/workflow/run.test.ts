@@ -347,7 +347,7 @@ describe('env loss (on_env_loss) and infrastructure failures', () => {
 
 describe('cancelRun (rollflow cancel)', () => {
   it('ends the run after the step in progress: nothing more is trained, a checkpoint is saved, groups in flight are cancelled', async () => {
-    const plan = testPlan('cancel', { maxSteps: 10 });
+    const plan = testPlan('cancel', { maxSteps: 10, tracking: { trackWith: ['tensorboard'], kwargs: {}, hparams: {} } });
     const { train } = scenario(plan.runId, { train: new Gate(false) });
     const h = await startRun(plan);
     await until(() => train.waiting, (w) => w.includes('step-0'), 'step 0 training');
@@ -360,6 +360,9 @@ describe('cancelRun (rollflow cancel)', () => {
     expect(done.cancelled).toEqual({ atStep: 2, groupsInFlight: expect.any(Number) as number });
     expect(callsOf(plan.runId, 'runTrainStep').map((c) => c.step)).toEqual([0, 1]);
     expect(callsOf(plan.runId, 'saveCheckpoint').map((c) => c.manifest.step)).toEqual([2]);
+    // The trackers close, as after a run's last record (none of the records sent was marked final).
+    expect(callsOf(plan.runId, 'appendMetrics').map((c) => c.final ?? false)).toEqual([false, false]);
+    expect(callsOf(plan.runId, 'closeTracking')).toEqual([{ runId: plan.runId }]);
     // Every group dispatched is trained, still in flight (cancelled at the end), or buffered: none vanished.
     expect(done.totals.dispatchedGroups * G).toBe(done.totals.consumedSamples + done.running + done.buffered + done.totals.filteredGroups * G);
   });
@@ -384,6 +387,7 @@ describe('cancelRun on a suspended run', () => {
     const results = await Promise.all([0, 1, 2, 3].map((position) => env.client.workflow.getHandle<typeof group>(groupWorkflowId(plan.runId, { epoch: 0, position })).result()));
     expect(results.map((r) => ({ accepted: r.accepted, storeKeys: r.storeKeys, error: r.error }))).toEqual(Array(4).fill({ accepted: false, storeKeys: [], error: CANCELLED_MESSAGE }));
     expect(callsOf(plan.runId, 'writeBatch')).toEqual([]);
+    expect(callsOf(plan.runId, 'closeTracking')).toEqual([]); // no trackers configured
   });
 });
 

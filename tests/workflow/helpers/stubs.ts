@@ -14,7 +14,7 @@ import { EnvConfigError, EnvSessionLostError } from '../../../src/envs/errors';
 import { groupUid, parseSampleUid } from '../../../src/workflows/ids';
 import { DATASET_ROWS } from './plan';
 
-type Stubbed = 'datasetIndex' | 'initTrainer' | 'resumeTrainer' | 'syncWeights' | 'pauseEngines' | 'resumeEngines' | 'appendMetrics' | 'saveCheckpoint'
+type Stubbed = 'datasetIndex' | 'initTrainer' | 'resumeTrainer' | 'syncWeights' | 'pauseEngines' | 'resumeEngines' | 'appendMetrics' | 'closeTracking' | 'saveCheckpoint'
   | 'writeBatch' | 'runTrainStep' | 'exportWeights' | 'envReset' | 'envStep' | 'generateTurn' | 'generateGroupTurn' | 'finishTrajectory';
 export type StubActivities = Pick<Activities, Stubbed>;
 type InputOf<K extends Stubbed> = Parameters<Activities[K]>[0];
@@ -140,6 +140,9 @@ export const stubs: StubActivities = {
   },
   async appendMetrics(input) {
     record('appendMetrics', input);
+  },
+  async closeTracking(input) {
+    record('closeTracking', input);
   },
   async saveCheckpoint(input) {
     record('saveCheckpoint', input);
