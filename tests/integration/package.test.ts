@@ -61,14 +61,14 @@ const rf = await RollflowClient.connect({ config });
 const { runId, url } = await rf.start(config, { set: ['max_steps=2'], runId: 'from-package' });
 const final = await rf.wait(runId);
 const listed = await rf.list();
-console.log(JSON.stringify({ runId, url, step: final.step, listed: listed.map((l) => [l.runId, l.status]) }));
+console.log(JSON.stringify({ runId, url, step: final.step, reward: final.totals.lastRewardMean, listed: listed.map((l) => [l.runId, l.status, l.step, l.reward]) }));
 await rf.close();
 `);
     expect(r.status, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { runId: string; url: string; step: number; listed: [string, string][] };
+    const out = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { runId: string; url: string; step: number; reward: number; listed: [string, string, number, number][] };
     expect(out).toMatchObject({ runId: 'from-package', step: 2 });
     expect(out.url).toContain('/workflows/from-package');
-    expect(out.listed).toContainEqual(['from-package', 'COMPLETED']);
+    expect(out.listed).toContainEqual(['from-package', 'COMPLETED', 2, out.reward]); // step and reward from the run's search attributes and memo
   });
 
   it('validates as the CLI does: a bad key is a ConfigError naming it, before anything starts', () => {
