@@ -4,7 +4,7 @@
  * or usage, 3 `dev status` found a part down.
  */
 import path from 'node:path';
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError } from '../configs';
 import { checkConfig, down, status, up } from '../stack';
 import { runCodecServer } from '../codec/run';
@@ -123,7 +123,11 @@ function buildProgram(): Command {
     .command('list')
     .description('list runs, newest first: id, status, step, reward and validation reward (latest), version, start time')
     .option('--json', 'one JSON array')
-    .option('--limit <n>', 'at most n runs', (v: string) => Number(v))
+    .option('--limit <n>', 'at most n runs', (v: string) => {
+      const n = Number(v);
+      if (!(Number.isInteger(n) && n >= 1)) throw new InvalidArgumentError('expected an integer ≥ 1.');
+      return n;
+    })
     .option(...configOption)
       .option(...setOption)
     .action(async (opts: { config?: string; json?: boolean; limit?: number }) => listRuns(configOf(opts), opts, out));

@@ -17,10 +17,10 @@ function eta(s: RunStatus, startStep: number, startedMs: number, nowMs: number):
 const reward = (s: RunStatus) => (s.step > 0 ? s.totals.lastRewardMean.toFixed(3) : '  -  '); // no batch trained yet
 const validation = (s: RunStatus) => (s.lastValidation ? `val reward ${s.lastValidation.rewardMean.toFixed(3)} (after ${s.lastValidation.steps} steps)` : '');
 
-/** The plain line of a step, as `run --wait` has always printed it. */
+/** The plain line of a step, for a pipe or a log: the bar's numbers but the ETA. */
 export function stepLine(s: RunStatus): string {
   const val = s.lastValidation ? `  ${validation(s)}` : '';
-  return `step ${s.step}/${s.maxSteps}  version ${s.version}  reward ${reward(s)}${val}  staleness max ${s.staleness.max}  in system ${s.samplesInSystem}/${s.maxSamplesInSystem}`;
+  return `step ${s.step}/${s.maxSteps}  version ${s.version}  reward ${reward(s)}${val}  staleness max ${s.staleness.max}  in flight ${s.running}  in system ${s.samplesInSystem}/${s.maxSamplesInSystem}`;
 }
 
 /** The terminal's line: a bar and the same numbers, with an ETA and what runs now. */

@@ -177,6 +177,17 @@ describe('a run\'s life from the command line: cancel, watch, wait, list', () =>
     expect(list.stdout).toMatch(new RegExp(`^life\tcompleted\t${final.step}\t${reward}\t-\t${final.version}\t`, 'm'));
   });
 
+  it('list --limit takes an integer ≥ 1: anything else is a usage error (exit 2) naming the option and the value', () => {
+    for (const bad of ['abc', '0', '2.5']) {
+      const r = rollflow('list', '--limit', bad, '--config', opsConfig);
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr.trim()).toBe(`error: option '--limit <n>' argument '${bad}' is invalid. expected an integer ≥ 1.`);
+    }
+    const one = rollflow('list', '--limit', '1', '--config', stackConfig);
+    expect(one.status, one.stderr).toBe(0);
+    expect(one.stdout.trim().split('\n')).toHaveLength(2); // the header and one run
+  });
+
   it('wait on a run that did not complete exits 1 with its cause in one line', async () => {
     const doomed = await client.workflow.start('run', { taskQueue: 'op-test', workflowId: 'doomed', args: [{}] });
     await doomed.terminate('stopped by the test');

@@ -13,8 +13,8 @@ describe('run progress (cli/progress.ts)', () => {
     sink.update(status(0));
     sink.update(status(1, { lastValidation: { steps: 1, rewardMean: 0.5 } }));
     expect(lines).toEqual([
-      'step 0/10  version 0  reward   -    staleness max 1  in system 8/16',
-      'step 1/10  version 1  reward 0.250  val reward 0.500 (after 1 steps)  staleness max 1  in system 8/16',
+      'step 0/10  version 0  reward   -    staleness max 1  in flight 6  in system 8/16',
+      'step 1/10  version 1  reward 0.250  val reward 0.500 (after 1 steps)  staleness max 1  in flight 6  in system 8/16',
     ]);
     expect(stepLine(status(3))).toBe(lines[1]!.replace('step 1/10  version 1', 'step 3/10  version 3').replace('  val reward 0.500 (after 1 steps)', ''));
   });
