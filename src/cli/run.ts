@@ -61,10 +61,12 @@ export async function follow(rf: RollflowClient, runId: string, sink: ProgressSi
     }
     await Promise.race([ended, new Promise((r) => setTimeout(r, 1000))]);
   }
-  sink?.end();
-  if (finished.e !== undefined) throw finished.e;
+  if (finished.e !== undefined) {
+    sink?.end(); // the cause goes on a line of its own
+    throw finished.e;
+  }
   const final = finished.s!;
-  sink?.update(final);
+  sink?.update(final); // on a terminal the bar's last frame, drawn over the previous one
   sink?.end();
   // The end-of-run validation finishes after the last step's line: print its result too.
   if (final.lastValidation && final.lastValidation.steps !== printedValSteps) sink?.note(`done: val reward ${final.lastValidation.rewardMean.toFixed(3)} after ${final.lastValidation.steps} steps`);

@@ -5,7 +5,7 @@
 // non-zero exit; no stack trace; nothing working is stopped.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ import { taskQueuePollers } from '../../src/client/run-handle';
 import { batchDir } from '../../src/workflows/ids';
 import type { RunStatus } from '../../src/workflows/run';
 import { METRIC } from '../../src/workflows/step-metrics';
-import { freePort, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
+import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 
 let server: TestDevServer;
 let client: Client;
@@ -138,15 +138,28 @@ describe('dev up with options a server would refuse', () => {
 });
 
 describe('a run\'s life from the command line: cancel, watch, wait, list', () => {
-  it('a run cancelled while suspended ends cleanly: a checkpoint, nothing trained twice or after, no server left paused; watch, wait and list report it', async () => {
+  it('a run cancelled while suspended ends cleanly: a checkpoint, nothing trained twice or after, no server left paused; watch draws its bar on a terminal and plain lines otherwise; wait and list report it', async () => {
     const started = rollflowSlow('run', stackConfig, '--run-id', 'life', '--set', 'max_steps=1000', '--set', 'custom_envs={arith: {env_type: arithmetic, max_steps: 1, max_tokens_per_step: 8}}');
     expect(started.status, started.stderr).toBe(0);
     const life = client.workflow.getHandle('life');
     await until(async () => ((await life.query<RunStatus>('status')).step >= 2 ? true : undefined), 'two steps trained');
-    expect(rollflow('suspend', 'life', '--config', stackConfig).status).toBe(0);
-    const cancel = rollflow('cancel', 'life', '--config', stackConfig);
-    expect(cancel.status, cancel.stderr).toBe(0);
-    expect(cancel.stdout).toContain('run life: cancel sent: the run ends after the step in progress, with a checkpoint');
+    // On a terminal (a pseudo-terminal from util-linux's `script`), watch redraws one line in place: the bar.
+    const onTerminal = spawn('script', ['-qefc', [path.join(ROOT, 'bin/rollflow'), 'watch', 'life', '--config', stackConfig].map(shellQuoted).join(' '), '/dev/null'], { env: server.env });
+    let screen = '';
+    onTerminal.stdout.on('data', (d: Buffer) => (screen += d.toString()));
+    const watched = once(onTerminal, 'exit');
+    try {
+      await until(async () => (/\r\x1b\[2K\[[#-]{24}\] \d+\/1000 {2}ETA \S+ {2}reward \d\.\d{3} {2}staleness \d+ {2}in flight \d+/.test(screen) ? true : undefined), 'watch drew its bar');
+
+      expect(rollflow('suspend', 'life', '--config', stackConfig).status).toBe(0);
+      const cancel = rollflow('cancel', 'life', '--config', stackConfig);
+      expect(cancel.status, cancel.stderr).toBe(0);
+      expect(cancel.stdout).toContain('run life: cancel sent: the run ends after the step in progress, with a checkpoint');
+      expect((await watched)[0], screen).toBe(0);
+    } finally {
+      onTerminal.kill(); // a no-op once it has exited; else no watch outlives a failed test
+    }
+    expect(screen).toMatch(/\[#*-*\] \d+\/1000 .*\r?\ncancelled after step \d+: a checkpoint was saved/); // the bar's last frame, then the end on a line of its own
 
     const watch = rollflowSlow('watch', 'life', '--config', stackConfig);
     expect(watch.status, watch.stderr).toBe(0);
@@ -161,10 +174,10 @@ describe('a run\'s life from the command line: cancel, watch, wait, list', () =>
     expect(final.step).toBeLessThan(1000);
     expect(existsSync(path.join(server.stateDir, 'run', 'life', 'checkpoints', `step-${String(final.step).padStart(6, '0')}`))).toBe(true);
     // Nothing trained after the cancel, and no sample twice.
-    const metrics = readJsonl(path.join(server.stateDir, 'run', 'life', 'metrics.jsonl'));
+    const metrics = readJsonl<{ step: number }>(path.join(server.stateDir, 'run', 'life', 'metrics.jsonl'));
     expect(metrics.map((r) => r.step)).toEqual(Array.from({ length: final.step }, (_, i) => i));
     const batches = path.join(server.stateDir, 'run', 'samples', batchDir('life'));
-    const uids = readdirSync(batches).flatMap((f) => readJsonl(path.join(batches, f)).map((r) => r.uid));
+    const uids = readdirSync(batches).flatMap((f) => readJsonl<{ uid: string }>(path.join(batches, f)).map((r) => r.uid));
     expect(uids).toHaveLength(final.totals.consumedSamples);
     expect(new Set(uids).size).toBe(uids.length);
     // Suspended, the run had paused the inference server; cancelled, it resumed it.
@@ -173,7 +186,7 @@ describe('a run\'s life from the command line: cancel, watch, wait, list', () =>
     const list = rollflow('list', '--config', stackConfig);
     expect(list.status, list.stderr).toBe(0);
     expect(list.stdout.split('\n')[0]).toBe('RUN\tSTATUS\tSTEP\tREWARD\tVAL_REWARD\tVERSION\tSTARTED');
-    const reward = (metrics.at(-1)![METRIC.rewardMean] as number).toFixed(3);
+    const reward = (metrics.at(-1) as Record<string, number>)[METRIC.rewardMean]!.toFixed(3);
     expect(list.stdout).toMatch(new RegExp(`^life\tcompleted\t${final.step}\t${reward}\t-\t${final.version}\t`, 'm'));
   });
 
@@ -195,11 +208,8 @@ describe('a run\'s life from the command line: cancel, watch, wait, list', () =>
   });
 });
 
-const readJsonl = (file: string) =>
-  readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as Record<string, unknown> & { step: number; uid: string });
+/** One argument for `sh -c`. */
+const shellQuoted = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
 
 function enginePidFile(prefix: string): string {
   const dir = path.join(server.stateDir, 'pids');
