@@ -30,6 +30,12 @@ export function barLine(s: RunStatus, startStep: number, startedMs: number, nowM
   return `[${'#'.repeat(filled)}${'-'.repeat(BAR - filled)}] ${s.step}/${s.maxSteps}  ETA ${eta(s, startStep, startedMs, nowMs)}  reward ${reward(s)}${val}  staleness ${s.staleness.max}  in flight ${s.running}${s.suspended ? '  SUSPENDED' : ''}`;
 }
 
+/** How a cancelled run ended: before its first step it had nothing to checkpoint. */
+export function cancelledNote({ atStep, groupsInFlight }: NonNullable<RunStatus['cancelled']>): string {
+  const saved = atStep > 0 ? 'a checkpoint was saved' : 'nothing was trained, so no checkpoint';
+  return `cancelled after step ${atStep}: ${saved}, ${groupsInFlight} workflows still generating were cancelled`;
+}
+
 export interface ProgressSink {
   /** A status seen while following; prints what changed. */
   update(s: RunStatus): void;

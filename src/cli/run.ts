@@ -7,7 +7,7 @@ import { describeIndex } from '../envs/dataset-rows';
 import { checkConfig, up } from '../stack';
 import { batchDir } from '../workflows/ids';
 import { status, type RunStatus } from '../workflows/run';
-import { progressSink, type ProgressSink } from './progress';
+import { cancelledNote, progressSink, type ProgressSink } from './progress';
 
 export interface RunOptions {
   resumeFrom?: string;
@@ -70,7 +70,7 @@ export async function follow(rf: RollflowClient, runId: string, sink: ProgressSi
   sink?.end();
   // The end-of-run validation finishes after the last step's line: print its result too.
   if (final.lastValidation && final.lastValidation.steps !== printedValSteps) sink?.note(`done: val reward ${final.lastValidation.rewardMean.toFixed(3)} after ${final.lastValidation.steps} steps`);
-  if (final.cancelled) sink?.note(`cancelled after step ${final.cancelled.atStep}: a checkpoint was saved, ${final.cancelled.groupsInFlight} workflows still generating were cancelled`);
+  if (final.cancelled) sink?.note(cancelledNote(final.cancelled));
   return final;
 }
 

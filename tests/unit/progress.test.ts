@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { barLine, progressSink, stepLine } from '../../src/cli/progress';
+import { barLine, cancelledNote, progressSink, stepLine } from '../../src/cli/progress';
 import type { RunStatus } from '../../src/workflows/run';
 
 const status = (step: number, extra: Partial<RunStatus> = {}): RunStatus =>
@@ -25,5 +25,10 @@ describe('run progress (cli/progress.ts)', () => {
     // 2 steps in 60 s: 6 left take 180 s.
     expect(barLine(status(4, { lastValidation: { steps: 4, rewardMean: 0.75 } }), 2, t0, t0 + 60_000)).toBe('[##########--------------] 4/10  ETA 3m00s  reward 0.250  val 0.750  staleness 1  in flight 6');
     expect(barLine(status(10, { suspended: true }), 2, t0, t0 + 60_000)).toBe('[########################] 10/10  ETA –  reward 0.250  staleness 1  in flight 6  SUSPENDED');
+  });
+
+  it('a cancelled run\'s last line says whether a checkpoint was saved: none before the first step', () => {
+    expect(cancelledNote({ atStep: 3, groupsInFlight: 2 })).toBe('cancelled after step 3: a checkpoint was saved, 2 workflows still generating were cancelled');
+    expect(cancelledNote({ atStep: 0, groupsInFlight: 4 })).toBe('cancelled after step 0: nothing was trained, so no checkpoint, 4 workflows still generating were cancelled');
   });
 });
