@@ -16,6 +16,7 @@
  */
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { loadConfig, loadConfigObject, type LoadedConfig, type RunConfig } from '../configs';
+import { ENCRYPTED_ENCODING, EncryptionKeyError } from '../codec/encryption';
 import { checkConfig } from '../stack/preflight';
 import { causeMessage } from '../workflows/failure';
 import { runStaticDetails, runSummary } from '../workflows/metadata';
@@ -144,7 +145,7 @@ export class RollflowClient {
     try {
       return await this.temporal.connection.withDeadline(Date.now() + QUERY_DEADLINE_MS, () => handle.query(status));
     } catch (e) {
-      if (!deadlineExceeded(e)) throw e;
+      if (!deadlineExceeded(e)) throw explainSealed(e);
       throw new NoWorkerError(`run "${runId}" did not answer within ${QUERY_DEADLINE_MS / 1000} s: no live worker on task queue "${description.taskQueue}" (a stopped one stays listed for a few minutes); ${startWorkerHint}`);
     }
   }
@@ -187,14 +188,22 @@ export class RollflowClient {
     try {
       return (await handle.result()) as RunStatus;
     } catch (err) {
+      // Only the run's own end is a run failure; a result this client cannot read, or a lost connection, is not.
+      if (!(err instanceof WorkflowFailedError)) throw explainSealed(err);
       const closed = await handle.describe().catch(() => undefined);
-      const how = err instanceof WorkflowFailedError && closed ? closed.status.name.toLowerCase().replace(/_/g, ' ') : 'failed';
+      const how = closed ? closed.status.name.toLowerCase().replace(/_/g, ' ') : 'failed';
       throw new RunFailedError(`run ${runId} ${how}: ${causeMessage(err)}`, closed?.status.name ?? 'FAILED');
     }
   }
 
   /** Runs in the namespace, newest first (Temporal's visibility, by the RollflowKind search attribute). */
   async list(opts: { limit?: number } = {}): Promise<RunListing[]> {
+    return this.listVisible(opts.limit).catch((e: unknown) => {
+      throw explainSealed(e); // the memo is a payload, sealed like the others
+    });
+  }
+
+  private async listVisible(limit: number | undefined): Promise<RunListing[]> {
     const out: RunListing[] = [];
     for await (const w of this.temporal.workflow.list({ query: `${KIND.name} = "run"` })) {
       const step = w.typedSearchAttributes.get(STEP);
@@ -202,10 +211,16 @@ export class RollflowClient {
       // A run continued-as-new is listed once per execution: keep its newest.
       if (out.some((r) => r.runId === w.workflowId)) continue;
       out.push({ runId: w.workflowId, status: w.status.name, ...(step !== undefined ? { step } : {}), ...(version !== undefined ? { version } : {}), ...rewardsOfMemo(w.memo), startTime: w.startTime, ...(w.closeTime ? { closeTime: w.closeTime } : {}) });
-      if (opts.limit !== undefined && out.length >= opts.limit) break;
+      if (limit !== undefined && out.length >= limit) break;
     }
     return out;
   }
+}
+
+/** A payload temporal.encryption sealed, read by a client without a key: the SDK says only "Unknown encoding". */
+function explainSealed(err: unknown): unknown {
+  if (!(err instanceof Error && err.message.includes(`Unknown encoding: ${ENCRYPTED_ENCODING}`))) return err;
+  return new EncryptionKeyError('the run\'s data is encrypted (temporal.encryption) and this config has no key: set temporal.encryption (key_file or key_env) to the key of the run\'s workers');
 }
 
 /** Signals and updates reach only a run still running (not completed, failed or terminated). */

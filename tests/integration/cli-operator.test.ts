@@ -4,14 +4,17 @@
 // options the new server would refuse. Each is one line on stderr and a
 // non-zero exit; no stack trace; nothing working is stopped.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskQueuePollers } from '../../src/client/run-handle';
+import { AesGcmCodec } from '../../src/codec/encryption';
 import { batchDir } from '../../src/workflows/ids';
 import type { RunStatus } from '../../src/workflows/run';
+import { KIND } from '../../src/workflows/search-attributes';
 import { METRIC } from '../../src/workflows/step-metrics';
 import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 
@@ -205,6 +208,42 @@ describe('a run\'s life from the command line: cancel, watch, wait, list', () =>
     const doomed = await client.workflow.start('run', { taskQueue: 'op-test', workflowId: 'doomed', args: [{}] });
     await doomed.terminate('stopped by the test');
     expectOneLineError(rollflow('wait', 'doomed', '--config', opsConfig), /^rollflow: run doomed terminated: .*stopped by the test/m);
+  });
+});
+
+// Last in the file: once a listed run's memo is sealed, listing without the key fails, as it should.
+describe('runs whose data temporal.encryption seals, read by a config without the key', () => {
+  it('wait and list say the data is encrypted and what to set, in one line; wait does not call it a run failure; with the key they work', async () => {
+    const key = randomBytes(32);
+    const keyFile = path.join(server.stateDir, 'sealed.key');
+    writeFileSync(keyFile, key.toString('hex'));
+    const sealedConfig = path.join(server.stateDir, 'sealed.yaml');
+    writeFileSync(sealedConfig, `temporal: { address: "${server.address}", task_queue: op-sealed, encryption: { key_file: "${keyFile}" } }\n`);
+    const sealing = new Client({ connection: client.connection, dataConverter: { payloadCodecs: [new AesGcmCodec(key)] } });
+    const noKey = /^rollflow: the run's data is encrypted \(temporal\.encryption\) and this config has no key: set temporal\.encryption/m;
+
+    // A workflow completed with a sealed result, by a worker with the key.
+    const worker = spawn(path.join(ROOT, 'bin/rollflow'), ['worker', sealedConfig], { env: { ...server.env, ROLLFLOW_LOG_FORMAT: 'json' }, stdio: 'ignore' });
+    try {
+      await until(async () => ((await taskQueuePollers(client, 'default', 'op-sealed')).length > 0 ? true : undefined));
+      await sealing.workflow.execute('smoke', { taskQueue: 'op-sealed', workflowId: 'sealed-smoke', args: [{ engines: [] }] });
+    } finally {
+      worker.kill('SIGTERM');
+      await once(worker, 'exit');
+    }
+    const waited = rollflow('wait', 'sealed-smoke', '--config', opsConfig);
+    expectOneLineError(waited, noKey);
+    expect(waited.stderr).not.toMatch(/failed|terminated/);
+    const withKey = rollflow('wait', 'sealed-smoke', '--json', '--config', sealedConfig);
+    expect(withKey.status, withKey.stderr).toBe(0);
+    expect(JSON.parse(withKey.stdout)).toEqual(await sealing.workflow.getHandle('sealed-smoke').result());
+
+    // A listed run whose memo is sealed (no worker needed: the memo is given at its start).
+    await sealing.workflow.start('run', { taskQueue: 'op-sealed-idle', workflowId: 'sealed-run', args: [{}], memo: { [METRIC.rewardMean]: 0.5 }, typedSearchAttributes: [{ key: KIND, value: 'run' }] });
+    expectOneLineError(rollflow('list', '--config', opsConfig), noKey);
+    const listed = rollflow('list', '--config', sealedConfig);
+    expect(listed.status, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(/^sealed-run\trunning\t-\t0\.500\t-\t-\t/m);
   });
 });
 
