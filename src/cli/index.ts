@@ -121,9 +121,9 @@ function buildProgram(): Command {
 
   program
     .command('list')
-    .description('list runs, newest first: id, status, step, version, start time')
+    .description('list runs, newest first: id, status, step, version, the latest batch reward, start time')
     .option('--json', 'one JSON array')
-    .option('--limit <n>', 'at most n runs', (v: string) => Number(v))
+    .option('--limit <n>', 'at most n runs (default 50)', (v: string) => Number(v))
     .option(...configOption)
       .option(...setOption)
     .action(async (opts: { config?: string; json?: boolean; limit?: number }) => listRuns(configOf(opts), opts, out));

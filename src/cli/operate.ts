@@ -53,6 +53,6 @@ export const listRuns = (config: RunConfig, opts: { json?: boolean; limit?: numb
   withClient(config, async (rf) => {
     const runs = await rf.list({ ...(opts.limit ? { limit: opts.limit } : {}) });
     if (opts.json) return out(JSON.stringify(runs));
-    out(['RUN', 'STATUS', 'STEP', 'VERSION', 'STARTED'].join('\t'));
-    for (const r of runs) out([r.runId, r.status.toLowerCase(), r.step ?? '-', r.version ?? '-', r.startTime.toISOString()].join('\t'));
+    out(['RUN', 'STATUS', 'STEP', 'VERSION', 'REWARD', 'STARTED'].join('\t'));
+    for (const r of runs) out([r.runId, r.status.toLowerCase(), r.step ?? '-', r.version ?? '-', r.reward?.toFixed(3) ?? '-', r.startTime.toISOString()].join('\t'));
   });

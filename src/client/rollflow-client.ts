@@ -59,10 +59,14 @@ export interface RunListing {
   version?: number;
   startTime: Date;
   closeTime?: Date;
+  /** The mean reward of the latest batch trained, when the run has trained one and could say. */
+  reward?: number;
 }
 
 /** A query normally answers in milliseconds; past this the listed pollers are workers that stopped. */
 const QUERY_DEADLINE_MS = 10_000;
+/** `list` asks each running run for its reward; one without a live worker is listed without it. */
+const LIST_QUERY_DEADLINE_MS = 3_000;
 
 /** gRPC's DEADLINE_EXCEEDED (4), on the error or (as the client's ServiceError wraps it) its cause. */
 const deadlineExceeded = (e: unknown): boolean => e instanceof Error && ((e as { code?: unknown }).code === 4 || deadlineExceeded(e.cause));
@@ -189,8 +193,13 @@ export class RollflowClient {
     }
   }
 
-  /** Runs in the namespace, newest first (Temporal's visibility, by the RollflowKind search attribute). */
+  /**
+   * Runs in the namespace, newest first (Temporal's visibility, by the RollflowKind search attribute), at most `limit`
+   * (default 50). The reward is the latest batch's: from a completed run's result, or a running run's status query
+   * (which a worker answers; without one within a few seconds the reward is left out).
+   */
   async list(opts: { limit?: number } = {}): Promise<RunListing[]> {
+    const limit = opts.limit ?? 50;
     const out: RunListing[] = [];
     for await (const w of this.temporal.workflow.list({ query: `${KIND.name} = "run"` })) {
       const step = w.typedSearchAttributes.get(STEP);
@@ -198,9 +207,20 @@ export class RollflowClient {
       // A run continued-as-new is listed once per execution: keep its newest.
       if (out.some((r) => r.runId === w.workflowId)) continue;
       out.push({ runId: w.workflowId, status: w.status.name, ...(step !== undefined ? { step } : {}), ...(version !== undefined ? { version } : {}), startTime: w.startTime, ...(w.closeTime ? { closeTime: w.closeTime } : {}) });
-      if (opts.limit !== undefined && out.length >= opts.limit) break;
+      if (out.length >= limit) break;
     }
+    await Promise.all(out.map(async (r) => {
+      const s = await this.latestStatus(r.runId, r.status).catch(() => undefined);
+      if (s && s.step > 0) r.reward = s.totals.lastRewardMean;
+    }));
     return out;
+  }
+
+  private async latestStatus(runId: string, state: string): Promise<RunStatus | undefined> {
+    const handle = this.temporal.workflow.getHandle(runId);
+    if (state === 'COMPLETED') return (await handle.result()) as RunStatus;
+    if (state !== 'RUNNING') return undefined;
+    return this.temporal.connection.withDeadline(Date.now() + LIST_QUERY_DEADLINE_MS, () => handle.query(status));
   }
 }
 

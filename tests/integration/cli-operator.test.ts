@@ -155,8 +155,10 @@ describe('a run\'s life from the command line: cancel, watch, wait, list', () =>
 
     const list = rollflow('list', '--config', stackConfig);
     expect(list.status, list.stderr).toBe(0);
-    expect(list.stdout.split('\n')[0]).toBe('RUN\tSTATUS\tSTEP\tVERSION\tSTARTED');
-    expect(list.stdout).toMatch(/^life\tcompleted\t/m);
+    expect(list.stdout.split('\n')[0]).toBe('RUN\tSTATUS\tSTEP\tVERSION\tREWARD\tSTARTED');
+    const row = list.stdout.split('\n').find((l) => l.startsWith('life\t'))!.split('\t');
+    expect(row.slice(0, 2)).toEqual(['life', 'completed']);
+    if (final.step > 0) expect(Number(row[4])).toBeCloseTo((JSON.parse(wait.stdout) as { totals: { lastRewardMean: number } }).totals.lastRewardMean, 3);
   });
 
   it('wait on a run that did not complete exits 1 with its cause in one line', async () => {
