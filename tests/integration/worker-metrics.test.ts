@@ -107,14 +107,20 @@ describe('worker /metrics (Prometheus)', () => {
     const exited = new Promise<number | null>((resolve) => second.once('exit', resolve));
     try {
       const identity = `${second.pid}@`;
-      await until(async () => ((await taskQueuePollers(stack.client, 'default', 'worker-metrics')).some((p) => p.startsWith(identity)) ? true : undefined), 'the second worker polling');
+      const polling = async () => (await taskQueuePollers(stack.client, 'default', 'worker-metrics')).some((p) => p.startsWith(identity));
+      await until(async () => (second.exitCode !== null || (await polling()) ? true : undefined), 'the second worker polling (or gone)', 120_000);
+      expect(second.exitCode, log).toBeNull();
+      // (Logged before the worker polls, but read here from a pipe: waited for, not assumed.)
+      await until(async () => (log.includes('worker metrics not served') ? true : undefined), 'the second worker\'s warning', 60_000);
       expect(log).toContain(`worker metrics not served at ${new URL(metricsUrl).host}: the port is taken`);
-      expect(second.exitCode).toBeNull();
       // The first worker's page is still the first worker's.
       expect((await scrape(metricsUrl)).get('rollflow_run_step{run_id="prom"}')).toBe(3);
     } finally {
+      // SIGTERM stops a worker that runs; one stuck before running (a failed test) ignores it: SIGKILL after 30 s.
       second.kill('SIGTERM');
+      const stuck = setTimeout(() => second.kill('SIGKILL'), 30_000);
       await exited;
+      clearTimeout(stuck);
     }
   });
 });
