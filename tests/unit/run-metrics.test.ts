@@ -99,6 +99,16 @@ describe('run metrics from the run\'s records', () => {
     expect(await value('rollflow_run_reward_mean', 'r-val')).toBe(0.4375);
   });
 
+  it('a record seen again (a retried appendMetrics) sets the gauges and adds no counts', async () => {
+    observeRecord('metrics.jsonl', stepRecord('r-retry', 0, 1));
+    observeRecord('metrics.jsonl', stepRecord('r-retry', 0, 1), { counters: false });
+    expect(await value('rollflow_run_infra_failed_samples_total', 'r-retry')).toBe(1);
+    // On a worker that had not seen it (the writer died): the gauges, and no counter series at all.
+    observeRecord('metrics.jsonl', stepRecord('r-other-worker', 3, 1), { counters: false });
+    expect(await value('rollflow_run_step', 'r-other-worker')).toBe(4);
+    expect(await value('rollflow_run_infra_failed_samples_total', 'r-other-worker')).toBeUndefined();
+  });
+
   it('keeps runs apart by run_id', async () => {
     observeRecord('metrics.jsonl', { ...stepRecord('r-a', 0, 1), [METRIC.rewardMean]: 0.25 });
     observeRecord('metrics.jsonl', { ...stepRecord('r-b', 6, 1), [METRIC.rewardMean]: 0.75 });
