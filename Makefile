@@ -10,7 +10,7 @@ DEMO_CONFIG ?= examples/learn-arith.yaml
 DEMO_SETS ?= --set max_steps=100 --set eval_steps=20
 TS_SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
-.PHONY: help setup node python temporal-cli system-packages build lint typecheck test demo down status clean python-lock cluster-up cluster-down cluster-status bench bench-learning record-histories
+.PHONY: help setup node python temporal-cli system-packages build lint typecheck test demo down status clean python-lock cluster-up cluster-down cluster-status bench bench-learning bench-cluster-tls record-histories
 
 help:
 	@echo "make demo   - set up, start the embedded stack (Temporal + torch engines + worker), run a real learning run (GRPO on addition)"
@@ -19,6 +19,7 @@ help:
 	@echo "make cluster-up / cluster-down / cluster-status - the local Temporal cluster on PostgreSQL (builds the server once)"
 	@echo "make bench  - W1-W5, W7 and W8 on the real system beside their DES, then the long chaos schedule; tables and plots in bench/results/ (well over an hour)"
 	@echo "make record-histories - record the replay tests' workflow histories from this checkout (docs/versioning.md says when)"
+	@echo "make bench-cluster-tls - a run on the local PostgreSQL cluster serving mTLS, payloads encrypted (builds the server once)"
 	@echo "make bench-learning - the learning runs (sync vs async, long tail, FrozenLake, SWE-lite) on the torch engines (about two hours)"
 
 setup: node python temporal-cli system-packages
@@ -113,6 +114,10 @@ bench: setup build
 
 # The learning runs of bench/results/learning.md (torch engines, about two hours on 2 cores):
 # appends to bench/results/learning-runs.jsonl, then redraws learning.png and learning.md.
+# rollflow on the Temporal server's own mTLS: the local PostgreSQL cluster with TLS (builds the server once).
+bench-cluster-tls: setup build
+	bench/tls/cluster-tls.sh
+
 bench-learning: setup build
 	bench/learning/run.sh
 	.venv/bin/python bench/learning/report.py

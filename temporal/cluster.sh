@@ -31,6 +31,42 @@ server_marker="--root $dir --config config"
 
 say_phase() { rf_say "cluster: $*"; }
 
+# TLS (optional): TEMPORAL_CLUSTER_TLS_DIR holds ca.pem, server.pem, server.key, client.pem and client.key;
+# server.pem must name "localhost" (the server's own clients check that name).
+# The frontend then serves mTLS only: clients need a certificate the CA signed. The server's own system
+# worker uses client.pem, and so do this script's CLI calls (health, namespace set-up: RF_CLI_TLS_ARGS).
+# Internode traffic (one process here) stays plaintext on loopback.
+tls_dir="${TEMPORAL_CLUSTER_TLS_DIR:-}"
+if [ -n "$tls_dir" ]; then
+  for f in ca.pem server.pem server.key client.pem client.key; do
+    [ -r "$tls_dir/$f" ] || rf_die "TEMPORAL_CLUSTER_TLS_DIR=$tls_dir has no readable $f (needs ca.pem, server.pem, server.key, client.pem, client.key)"
+  done
+  [[ "$tls_dir" != *" "* ]] || rf_die "TEMPORAL_CLUSTER_TLS_DIR must not contain spaces: $tls_dir"
+  RF_CLI_TLS_ARGS="--tls-ca-path $tls_dir/ca.pem --tls-cert-path $tls_dir/client.pem --tls-key-path $tls_dir/client.key"
+fi
+
+render_tls() {
+  [ -n "$tls_dir" ] || return 0
+  cat <<EOF
+  tls:
+    frontend:
+      server:
+        certFile: "$tls_dir/server.pem"
+        keyFile: "$tls_dir/server.key"
+        requireClientAuth: true
+        clientCaFiles: ["$tls_dir/ca.pem"]
+      client:
+        serverName: localhost
+        rootCaFiles: ["$tls_dir/ca.pem"]
+    systemWorker:
+      certFile: "$tls_dir/client.pem"
+      keyFile: "$tls_dir/client.key"
+      client:
+        serverName: localhost
+        rootCaFiles: ["$tls_dir/ca.pem"]
+EOF
+}
+
 # ---- PostgreSQL -------------------------------------------------------------
 
 # The directory with initdb, pg_ctl and postgres: $TEMPORAL_CLUSTER_PG_BIN, the
@@ -227,6 +263,7 @@ global:
       framework: tally
       timerType: histogram
       listenAddress: "$TEMPORAL_CLUSTER_IP:${cluster_ports[8]}"
+$(render_tls)
 services:
   frontend:
     rpc: { grpcPort: ${cluster_ports[0]}, membershipPort: ${cluster_ports[4]}, bindOnIP: "$TEMPORAL_CLUSTER_IP" }
@@ -296,6 +333,8 @@ $(tail -n 20 "$server_log")"
 namespace_setup() {
   local cli; cli=$("$here/ensure-cli.sh")
   local ns=(--address "$address" --namespace "$namespace")
+  # shellcheck disable=SC2206  # the TLS flags, split on spaces (no spaces in the path, checked above)
+  [ -z "${RF_CLI_TLS_ARGS:-}" ] || ns+=($RF_CLI_TLS_ARGS)
   if ! "$cli" operator namespace describe "${ns[@]}" >/dev/null 2>&1; then
     "$cli" operator namespace create "${ns[@]}" --retention 72h >/dev/null \
       || rf_die "could not create namespace $namespace at $address"

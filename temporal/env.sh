@@ -76,5 +76,6 @@ rf_stop_pid() {
 # rf_healthy HOST:PORT: does a Temporal frontend there answer SERVING?
 rf_healthy() {
   local cli; cli=$("$ROLLFLOW_ROOT/temporal/ensure-cli.sh")
-  "$cli" operator cluster health --address "$1" 2>/dev/null | grep -q SERVING
+  # shellcheck disable=SC2086  # RF_CLI_TLS_ARGS: flags (cluster.sh sets them for a TLS frontend), split on spaces
+  "$cli" operator cluster health --address "$1" ${RF_CLI_TLS_ARGS:-} 2>/dev/null | grep -q SERVING
 }

@@ -183,7 +183,7 @@ export function trainingActivities(deps: ActivityDeps) {
       const file = path.join(input.runDir, input.file ?? 'metrics.jsonl');
       const written = await readFile(file, 'utf8').catch(() => '');
       const key = `"run_id":${JSON.stringify(input.record.run_id)},"step":${input.record.step},`;
-      if (written.split('\n').some((line) => line.startsWith(`{${key}`))) return;
+      if (written.split('\n').some((line) => line.startsWith(`{${key}`))) return observeRecord(input.file ?? 'metrics.jsonl', input.record, { counters: false });
       const { run_id, step, ...rest } = input.record; // run_id and step lead each line: the key looked for above
       await appendFile(file, `${JSON.stringify({ run_id, step, ...rest })}\n`);
       observeRecord(input.file ?? 'metrics.jsonl', input.record); // the worker's /metrics (monitoring/run-metrics.ts)

@@ -121,9 +121,9 @@ function buildProgram(): Command {
 
   program
     .command('list')
-    .description('list runs, newest first: id, status, step, reward and validation reward (latest), version, start time')
+    .description('list runs, newest first: id, status, step, version, the latest step\'s reward and validation reward, start time')
     .option('--json', 'one JSON array')
-    .option('--limit <n>', 'at most n runs', (v: string) => {
+    .option('--limit <n>', 'at most n runs (default 50)', (v: string) => {
       const n = Number(v);
       if (!(Number.isInteger(n) && n >= 1)) throw new InvalidArgumentError('expected an integer ≥ 1.');
       return n;

@@ -54,6 +54,6 @@ export const listRuns = (config: RunConfig, opts: { json?: boolean; limit?: numb
     const runs = await rf.list({ ...(opts.limit ? { limit: opts.limit } : {}) });
     if (opts.json) return out(JSON.stringify(runs));
     const reward = (v: number | undefined) => (v === undefined ? '-' : v.toFixed(3));
-    out(['RUN', 'STATUS', 'STEP', 'REWARD', 'VAL_REWARD', 'VERSION', 'STARTED'].join('\t'));
-    for (const r of runs) out([r.runId, r.status.toLowerCase(), r.step ?? '-', reward(r.reward), reward(r.valReward), r.version ?? '-', r.startTime.toISOString()].join('\t'));
+    out(['RUN', 'STATUS', 'STEP', 'VERSION', 'REWARD', 'VAL_REWARD', 'STARTED'].join('\t'));
+    for (const r of runs) out([r.runId, r.status.toLowerCase(), r.step ?? '-', r.version ?? '-', reward(r.reward), reward(r.valReward), r.startTime.toISOString()].join('\t'));
   });

@@ -59,7 +59,7 @@ export interface RunListing {
   status: string;
   step?: number;
   version?: number;
-  /** The latest step's mean reward, and the latest validation's (the run's memo). */
+  /** The latest step's mean reward, and the latest validation's (the run's memo), once the run has trained a step. */
   reward?: number;
   valReward?: number;
   startTime: Date;
@@ -68,6 +68,8 @@ export interface RunListing {
 
 /** A query normally answers in milliseconds; past this the listed pollers are workers that stopped. */
 const QUERY_DEADLINE_MS = 10_000;
+/** `list` asks each running run for its reward; one without a live worker is listed without it. */
+const LIST_QUERY_DEADLINE_MS = 3_000;
 
 /** gRPC's DEADLINE_EXCEEDED (4), on the error or (as the client's ServiceError wraps it) its cause. */
 const deadlineExceeded = (e: unknown): boolean => e instanceof Error && ((e as { code?: unknown }).code === 4 || deadlineExceeded(e.cause));
@@ -196,14 +198,19 @@ export class RollflowClient {
     }
   }
 
-  /** Runs in the namespace, newest first (Temporal's visibility, by the RollflowKind search attribute). */
+  /**
+   * Runs in the namespace, newest first (Temporal's visibility, by the RollflowKind search attribute), at most `limit`
+   * (default 50). The rewards come with each run, in its memo: no worker needed. A run started before the memo existed
+   * gets its reward from its result (completed) or a status query (running; without a live worker within a few seconds
+   * the reward is left out).
+   */
   async list(opts: { limit?: number } = {}): Promise<RunListing[]> {
-    return this.listVisible(opts.limit).catch((e: unknown) => {
+    return this.listVisible(opts.limit ?? 50).catch((e: unknown) => {
       throw explainSealed(e); // the memo is a payload, sealed like the others
     });
   }
 
-  private async listVisible(limit: number | undefined): Promise<RunListing[]> {
+  private async listVisible(limit: number): Promise<RunListing[]> {
     const out: RunListing[] = [];
     for await (const w of this.temporal.workflow.list({ query: `${KIND.name} = "run"` })) {
       const step = w.typedSearchAttributes.get(STEP);
@@ -211,9 +218,21 @@ export class RollflowClient {
       // A run continued-as-new is listed once per execution: keep its newest.
       if (out.some((r) => r.runId === w.workflowId)) continue;
       out.push({ runId: w.workflowId, status: w.status.name, ...(step !== undefined ? { step } : {}), ...(version !== undefined ? { version } : {}), ...rewardsOfMemo(w.memo), startTime: w.startTime, ...(w.closeTime ? { closeTime: w.closeTime } : {}) });
-      if (limit !== undefined && out.length >= limit) break;
+      if (out.length >= limit) break;
     }
+    // Trained a step but no reward in the memo: a run from before the memo; ask it.
+    await Promise.all(out.filter((r) => r.reward === undefined && (r.step ?? 0) > 0).map(async (r) => {
+      const s = await this.latestStatus(r.runId, r.status).catch(() => undefined);
+      if (s && s.step > 0) r.reward = s.totals.lastRewardMean;
+    }));
     return out;
+  }
+
+  private async latestStatus(runId: string, state: string): Promise<RunStatus | undefined> {
+    const handle = this.temporal.workflow.getHandle(runId);
+    if (state === 'COMPLETED') return (await handle.result()) as RunStatus;
+    if (state !== 'RUNNING') return undefined;
+    return this.temporal.connection.withDeadline(Date.now() + LIST_QUERY_DEADLINE_MS, () => handle.query(status));
   }
 }
 

@@ -96,7 +96,7 @@ export const TemporalSchema = z
           .default(1024 * 1024)
           .describe('Largest env reset/step or generation result (its JSON: observation, generated text) a worker hands to Temporal; a larger one fails its group with PayloadTooLargeError instead of a payload the server rejects (above 2 MB) and a retry without end.'),
         metrics_address: z
-          .union([z.string().regex(/^[^:\s]+:\d{1,5}$/, 'host:port'), z.literal('off')])
+          .union([z.string().regex(/^[^:\s]+:([1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$/, 'host:port, port 1-65535'), z.literal('off')])
           .default('127.0.0.1:9464')
           .describe('Where a worker serves Prometheus metrics (/metrics: the run metrics by run id, the process\'s, and the Temporal SDK runtime\'s), host:port, or off. A taken port (a second worker on the host) is a warning, not a failure.'),
         heartbeat_partial_tokens: z

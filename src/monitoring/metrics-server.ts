@@ -18,19 +18,23 @@ export async function freeLoopbackAddress(): Promise<string> {
   return `127.0.0.1:${port}`;
 }
 
+const SDK_SCRAPE_TIMEOUT_MS = 3000;
+
 async function sdkMetrics(sdkAddress: string | undefined): Promise<string> {
   if (!sdkAddress) return '';
   try {
-    const r = await fetch(`http://${sdkAddress}/metrics`);
+    // A bound: an exporter that hangs must not hang the scrape (Prometheus' own timeout is 10 s by default).
+    const r = await fetch(`http://${sdkAddress}/metrics`, { signal: AbortSignal.timeout(SDK_SCRAPE_TIMEOUT_MS) });
     return r.ok ? await r.text() : '';
   } catch {
-    return ''; // the SDK's exporter not up yet: this scrape has the run metrics only
+    return ''; // the SDK's exporter not up yet, or too slow: this scrape has the run metrics only
   }
 }
 
 /**
- * Serves /metrics on `address` (host:port). A port already taken (another worker on this host) is a warning, never
- * the worker's failure: its metrics are then not served, and the log says so.
+ * Serves /metrics on `address` (host:port). An address it cannot listen on (the port taken by another worker on this
+ * host, a host that is not this machine's) is a warning, never the worker's failure: its metrics are then not served,
+ * and the log says so.
  */
 export async function startMetricsServer(address: string, sdkAddress: string | undefined, log: Logger): Promise<Server | undefined> {
   const server = createServer((req, res) => {
@@ -46,7 +50,8 @@ export async function startMetricsServer(address: string, sdkAddress: string | u
       server.listen(port, host, resolve);
     });
   } catch (e) {
-    log.warn({ address, err: e }, 'worker metrics not served: the address is taken (another worker on this host?); set temporal.worker.metrics_address');
+    const why = (e as NodeJS.ErrnoException).code === 'EADDRINUSE' ? 'the port is taken (another worker on this host?)' : 'cannot listen there';
+    log.warn({ address, err: e }, `worker metrics not served at ${address}: ${why}; set temporal.worker.metrics_address (host:port or off)`);
     return undefined;
   }
   log.info({ url: `http://${address}/metrics` }, 'worker metrics served');

@@ -52,8 +52,12 @@ const validationStep = gauge('validation_step', 'Steps trained when the latest v
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
-/** One record the run wrote: its step log's (metrics.jsonl) or its validation log's (validation.jsonl). */
-export function observeRecord(file: 'metrics.jsonl' | 'validation.jsonl', record: { run_id: string; step: number } & Record<string, unknown>): void {
+/**
+ * One record the run wrote: its step log's (metrics.jsonl) or its validation log's (validation.jsonl).
+ * `counters: false` for a record written before (a retried appendMetrics, perhaps on another worker than the one
+ * that wrote it): its gauges are set again, which changes nothing where they were set, and its counts are not added twice.
+ */
+export function observeRecord(file: 'metrics.jsonl' | 'validation.jsonl', record: { run_id: string; step: number } & Record<string, unknown>, { counters = true } = {}): void {
   const labels = { run_id: record.run_id };
   if (file === 'validation.jsonl') {
     const reward = num(record[VAL_METRIC.rewardMean]);
@@ -66,7 +70,7 @@ export function observeRecord(file: 'metrics.jsonl' | 'validation.jsonl', record
     const v = key === 'step' ? record.step + 1 : num(record[key]);
     if (v !== undefined) g.set(labels, v);
   }
-  for (const [key, c] of STEP_COUNTERS) {
+  for (const [key, c] of counters ? STEP_COUNTERS : []) {
     const v = num(record[key]);
     // (An increment of 0 still creates the run's series, so a dashboard shows 0, not "no data".)
     if (v !== undefined && v >= 0) c.inc(labels, v);

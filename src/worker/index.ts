@@ -22,30 +22,46 @@ const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = 
 export const forwardSdkLog = (log: Logger) => (e: LogEntry) => log[levels[e.level]]({ ...e.meta }, e.message);
 
 /**
- * Routes the Temporal SDK's own logs through pino and, when `sdkMetricsAddress` is given, serves its runtime
- * metrics there (for the worker's /metrics to pass on). Once per process.
+ * Routes the Temporal SDK's own logs through pino and, with `sdkMetrics`, serves its runtime metrics on a free
+ * loopback port (returned) for the worker's /metrics to pass on. Once per process. The port is free when picked, but
+ * another process may take it before the SDK binds (workers of parallel tests share the host): then the SDK fails to
+ * start its exporter, so a new port is tried, and after three the worker goes on without the SDK's metrics (a warning).
  */
-function installRuntime(log: Logger, sdkMetricsAddress?: string): void {
-  if (runtimeInstalled) return;
+export async function installRuntime(log: Logger, sdkMetrics: boolean, pickAddress = freeLoopbackAddress): Promise<string | undefined> {
+  if (runtimeInstalled) return undefined;
+  const logger = new DefaultLogger('INFO', forwardSdkLog(log));
+  for (let attempt = 1; sdkMetrics && attempt <= 3; attempt++) {
+    const bindAddress = await pickAddress();
+    try {
+      Runtime.install({ logger, telemetryOptions: { metrics: { prometheus: { bindAddress, countersTotalSuffix: true } } } });
+      runtimeInstalled = true;
+      return bindAddress;
+    } catch (e) {
+      // Runtime.install keeps nothing when its exporter fails to bind, so it can be called again.
+      log.warn({ bindAddress, attempt, err: e }, 'the Temporal SDK runtime could not serve its metrics there');
+    }
+  }
+  if (sdkMetrics) log.warn('the worker\'s /metrics goes on without the Temporal SDK runtime\'s metrics');
+  Runtime.install({ logger });
   runtimeInstalled = true;
-  Runtime.install({
-    logger: new DefaultLogger('INFO', forwardSdkLog(log)),
-    ...(sdkMetricsAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: sdkMetricsAddress, countersTotalSuffix: true } } } } : {}),
-  });
+  return undefined;
 }
 
 export interface WorkerOptions {
   /** Where the workflow code is; the compiled dist/workflows by default. Tests point at src/. */
   workflowsPath?: string;
   identity?: string;
-  /** Where the SDK runtime serves its Prometheus metrics (runWorker sets it; in-process workers of tests and benches do not). */
-  sdkMetricsAddress?: string;
+  /** The SDK runtime serves its Prometheus metrics (runWorker sets it; in-process workers of tests and benches do not). */
+  sdkMetrics?: boolean;
 }
 
-export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {}): Promise<{ worker: Worker; connection: NativeConnection; deps: ActivityDeps }> {
+export async function createWorker(
+  loaded: LoadedConfig,
+  opts: WorkerOptions = {},
+): Promise<{ worker: Worker; connection: NativeConnection; deps: ActivityDeps; sdkMetricsAddress: string | undefined }> {
   const { config } = loaded;
   const log = createLogger('worker');
-  installRuntime(log, opts.sdkMetricsAddress);
+  const sdkMetricsAddress = await installRuntime(log, opts.sdkMetrics ?? false);
   const deps = createDeps(loaded, log);
   const security = connectionSecurity(config);
   const dataConverter = dataConverterOf(config);
@@ -74,7 +90,7 @@ export async function createWorker(loaded: LoadedConfig, opts: WorkerOptions = {
     throw e;
   }
   log.info({ address: config.temporal.address, taskQueue: config.temporal.task_queue }, 'worker ready');
-  return { worker, connection, deps };
+  return { worker, connection, deps, sdkMetricsAddress };
 }
 
 /** What a dead worker of this host left behind is retried now (reclaim.ts); a failure here costs only speed, never the worker. */
@@ -95,8 +111,7 @@ async function reclaim({ config }: LoadedConfig, identity: string): Promise<void
 
 export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}): Promise<void> {
   const metricsAddress = loaded.config.temporal.worker.metrics_address;
-  const sdkMetricsAddress = metricsAddress === 'off' ? undefined : await freeLoopbackAddress();
-  const { worker, connection, deps } = await createWorker(loaded, { ...opts, ...(sdkMetricsAddress ? { sdkMetricsAddress } : {}) });
+  const { worker, connection, deps, sdkMetricsAddress } = await createWorker(loaded, { ...opts, sdkMetrics: metricsAddress !== 'off' });
   const metrics = metricsAddress === 'off' ? undefined : await startMetricsServer(metricsAddress, sdkMetricsAddress, createLogger('worker'));
   // The health prober lives as long as the worker: it brings inference servers marked down back.
   deps.prober.start();

@@ -188,9 +188,9 @@ describe('a run\'s life from the command line: cancel, watch, wait, list', () =>
 
     const list = rollflow('list', '--config', stackConfig);
     expect(list.status, list.stderr).toBe(0);
-    expect(list.stdout.split('\n')[0]).toBe('RUN\tSTATUS\tSTEP\tREWARD\tVAL_REWARD\tVERSION\tSTARTED');
+    expect(list.stdout.split('\n')[0]).toBe('RUN\tSTATUS\tSTEP\tVERSION\tREWARD\tVAL_REWARD\tSTARTED');
     const reward = (metrics.at(-1) as Record<string, number>)[METRIC.rewardMean]!.toFixed(3);
-    expect(list.stdout).toMatch(new RegExp(`^life\tcompleted\t${final.step}\t${reward}\t-\t${final.version}\t`, 'm'));
+    expect(list.stdout).toMatch(new RegExp(`^life\tcompleted\t${final.step}\t${final.version}\t${reward}\t-\t`, 'm'));
   });
 
   it('list --limit takes an integer ≥ 1: anything else is a usage error (exit 2) naming the option and the value', () => {
@@ -243,7 +243,7 @@ describe('runs whose data temporal.encryption seals, read by a config without th
     expectOneLineError(rollflow('list', '--config', opsConfig), noKey);
     const listed = rollflow('list', '--config', sealedConfig);
     expect(listed.status, listed.stderr).toBe(0);
-    expect(listed.stdout).toMatch(/^sealed-run\trunning\t-\t0\.500\t-\t-\t/m);
+    expect(listed.stdout).toMatch(/^sealed-run\trunning\t-\t-\t0\.500\t-\t/m);
   });
 });
 

@@ -3,12 +3,15 @@
  * started, on the port the config names): after a run, the run gauges equal
  * the last record of the run's metrics.jsonl, its counters the sum over the
  * records, and the Temporal SDK runtime's own metrics are on the same page.
+ * A second worker on the same host and address warns and works without them.
  */
+import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { METRIC, RUN_COUNT } from '../../src/workflows/step-metrics';
-import { freePort, readJsonl, ROOT } from './helpers/dev-server';
+import { METRIC, RUN_COUNT, TRAINER_PREFIX, VAL_METRIC } from '../../src/workflows/step-metrics';
+import { taskQueuePollers } from '../../src/client/run-handle';
+import { freePort, readJsonl, ROOT, until } from './helpers/dev-server';
 import { scrape } from './helpers/prometheus';
 import { upSimStack, type SimStack } from './helpers/sim-stack';
 
@@ -27,9 +30,17 @@ max_steps: 3
 eval_steps: 3
 rollout_batch_size: 2
 num_return_sequences_in_group: 4
+async_generation_ratio: 1
 custom_envs:
-  arith: { env_type: arithmetic, max_steps: 1, max_tokens_per_step: 16 }
-val_env_manager: { num_env_groups: 2, group_size: 2, tags: [arith] }
+  # rewards of 0 and 1 by the env's own draws (the sim policy's random tokens would score 0 on every task),
+  # so the reward gauges are compared with numbers that are not 0
+  solver:
+    env_type: latency_sim
+    max_steps: 1
+    max_tokens_per_step: 16
+    env_config: { turns: 1, mean_s: 0, std_s: 0, draw_seed: 5, solve: { p_easy: 0.5, p_hard: 0.2 } }
+train_env_manager: { num_env_groups: 2, group_size: 4, tags: [solver] }
+val_env_manager: { num_env_groups: 2, group_size: 2, tags: [solver] }
 `,
     {},
     `worker: { metrics_address: "127.0.0.1:${port}" }`,
@@ -57,14 +68,21 @@ describe('worker /metrics (Prometheus)', () => {
     const run = (name: string) => m.get(`rollflow_run_${name}{run_id="prom"}`);
     expect(run('step')).toBe(3);
     expect(run('version')).toBe(last.version);
+    expect(records.some((rec) => (rec[METRIC.rewardMean] as number) > 0)).toBe(true); // the env's draws solve some
     expect(run('reward_mean')).toBeCloseTo(last[METRIC.rewardMean] as number, 9);
+    expect(run('batch_samples')).toBe(last[METRIC.samples]);
+    expect(run('staleness_dispatch_mean')).toBeCloseTo(last[METRIC.stalenessMean] as number, 9);
     expect(run('staleness_dispatch_max')).toBe(last[METRIC.stalenessMax]);
+    expect(run('staleness_oldest_token_max')).toBe(last[`${TRAINER_PREFIX}staleness/oldest_token_max`]);
+    expect(run('partial_ratio')).toBeCloseTo(last[METRIC.partialRatio] as number, 9);
     expect(run('idle_trainer_ratio')).toBeCloseTo(last[METRIC.trainerIdle] as number, 9);
+    expect(run('idle_rollout_ratio')).toBeCloseTo(last[METRIC.rolloutIdle] as number, 9);
+    expect(run('buffered_samples')).toBe(last[RUN_COUNT.buffered]);
     expect(run('trained_samples')).toBe(last[RUN_COUNT.trainedSamples]);
     expect(run('trained_samples')).toBe(3 * 8);
     expect(run('dispatched_groups')).toBe(last[RUN_COUNT.dispatchedGroups]);
     expect(run('in_flight_samples')).toBe(last[RUN_COUNT.inFlight]);
-    expect(run('validation_reward_mean')).toBeCloseTo(validations.at(-1)![`val/reward_mean`] as number, 9);
+    expect(run('validation_reward_mean')).toBeCloseTo(validations.at(-1)![VAL_METRIC.rewardMean] as number, 9);
     expect(run('validation_step')).toBe(3);
     // A counter adds each step's "since the previous step" count.
     const aborted = records.reduce((n, rec) => n + (rec[METRIC.syncAborted] as number), 0);
@@ -80,5 +98,29 @@ describe('worker /metrics (Prometheus)', () => {
     const names = new Set([...(await scrape(metricsUrl)).keys()].map((k) => k.replace(/\{.*$/, '')));
     expect(queried.size).toBeGreaterThan(10);
     expect([...queried].filter((q) => !names.has(q))).toEqual([]);
+  });
+
+  it('a second worker on the same address warns that the port is taken and polls all the same', async () => {
+    const second = spawn(path.join(ROOT, 'bin/rollflow'), ['worker', stack.config], { env: { ...stack.server.env, ROLLFLOW_LOG_FORMAT: 'json' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    second.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => second.once('exit', resolve));
+    try {
+      const identity = `${second.pid}@`;
+      const polling = async () => (await taskQueuePollers(stack.client, 'default', 'worker-metrics')).some((p) => p.startsWith(identity));
+      await until(async () => (second.exitCode !== null || (await polling()) ? true : undefined), 'the second worker polling (or gone)', 120_000);
+      expect(second.exitCode, log).toBeNull();
+      // (Logged before the worker polls, but read here from a pipe: waited for, not assumed.)
+      await until(async () => (log.includes('worker metrics not served') ? true : undefined), 'the second worker\'s warning', 60_000);
+      expect(log).toContain(`worker metrics not served at ${new URL(metricsUrl).host}: the port is taken`);
+      // The first worker's page is still the first worker's.
+      expect((await scrape(metricsUrl)).get('rollflow_run_step{run_id="prom"}')).toBe(3);
+    } finally {
+      // SIGTERM stops a worker that runs; one stuck before running (a failed test) ignores it: SIGKILL after 30 s.
+      second.kill('SIGTERM');
+      const stuck = setTimeout(() => second.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(stuck);
+    }
   });
 });

@@ -53,6 +53,13 @@ describe('invalid configs generated from the schema', () => {
     expect(validateFile({ ...BASE_CONFIG, engines: { env: { url: '|' } } }).map((p) => p.path)).toEqual(['engines.env.url']);
   });
 
+  it('reject a metrics address whose port no socket can have (was accepted, then the worker warned "address taken")', () => {
+    const withAddress = (metrics_address: string) => validateFile({ ...BASE_CONFIG, temporal: { worker: { metrics_address } } });
+    expect(withAddress('127.0.0.1:70000')).toEqual([{ path: 'temporal.worker.metrics_address', given: '127.0.0.1:70000', expected: 'expected a value matching host:port, port 1-65535' }]);
+    expect(withAddress('0.0.0.0:0').map((p) => p.path)).toEqual(['temporal.worker.metrics_address']);
+    expect(withAddress('0.0.0.0:65535')).toEqual([]);
+  });
+
   it('report every broken key at once', () => {
     fc.assert(
       fc.property(twoBrokenKeys, ([a, b]) => {

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { registry } from '../../src/monitoring/run-metrics';
 
 const root = path.join(__dirname, '../..');
 
@@ -18,6 +19,7 @@ function composeConfig(file: string, ...args: string[]) {
 
 describe('docker-compose.yml', () => {
   it('is a valid compose file with the Temporal cluster, UI, worker and engines', () => {
+    expect(composeConfig(path.join(root, 'docker-compose.yml'), '-q').status).toBe(0);
     const r = composeConfig(path.join(root, 'docker-compose.yml'), '--services');
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.trim().split('\n').sort()).toEqual(
@@ -44,10 +46,44 @@ describe('deploy/ (Prometheus and Grafana)', () => {
     expect(prom.scrape_configs.flatMap((c) => c.static_configs.flatMap((s) => s.targets))).toEqual([`worker:${port}`]);
   });
 
-  it('the dashboard is valid JSON whose panels all query something (names are checked against a live scrape in worker-metrics.test.ts)', () => {
-    const dash = JSON.parse(readFileSync(path.join(root, 'deploy/grafana/dashboards/rollflow.json'), 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
+  const dashboard = () =>
+    JSON.parse(readFileSync(path.join(root, 'deploy/grafana/dashboards/rollflow.json'), 'utf8')) as {
+      panels: { title: string; datasource: { uid: string }; targets: { expr: string }[] }[];
+      templating: { list: { datasource: { uid: string }; query: string }[] };
+    };
+  const queries = () => [...dashboard().panels.flatMap((p) => p.targets.map((t) => t.expr)), ...dashboard().templating.list.map((v) => v.query)];
+
+  it('the dashboard is valid JSON whose panels all query something', () => {
+    const dash = dashboard();
     expect(dash.panels.length).toBeGreaterThanOrEqual(8);
     for (const p of dash.panels) expect(p.targets.length, p.title).toBeGreaterThan(0);
+  });
+
+  it('every rollflow metric the dashboard queries is one the worker registers (temporal_* ones: the live scrape in worker-metrics.test.ts)', async () => {
+    const registered = new Set((await registry.getMetricsAsJSON()).map((m) => m.name));
+    const queried = new Set(queries().flatMap((q) => [...q.matchAll(/\b(rollflow_[a-z_]+)/g)].map((x) => x[1]!)));
+    expect(queried.size).toBeGreaterThan(10);
+    expect([...queried].filter((name) => !registered.has(name.replace(/_(bucket|sum|count)$/, '')))).toEqual([]);
+  });
+
+  it('Grafana is provisioned with the data source the dashboard names and the directory compose mounts the dashboard in', () => {
+    const datasources = parse(readFileSync(path.join(root, 'deploy/grafana/provisioning/datasources/prometheus.yml'), 'utf8')) as { datasources: { uid: string; url: string }[] };
+    const providers = parse(readFileSync(path.join(root, 'deploy/grafana/provisioning/dashboards/rollflow.yml'), 'utf8')) as { providers: { options: { path: string } }[] };
+    const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8')) as { services: Record<string, { image?: string; volumes?: string[] }> };
+    const dash = dashboard();
+    const uids = new Set([...dash.panels.map((p) => p.datasource.uid), ...dash.templating.list.map((v) => v.datasource.uid)]);
+    expect([...uids]).toEqual([datasources.datasources[0]!.uid]);
+    expect(datasources.datasources[0]!.url).toBe('http://prometheus:9090');
+    expect(compose.services.grafana!.volumes).toContain(`./deploy/grafana/dashboards:${providers.providers[0]!.options.path}:ro`);
+    expect(compose.services.grafana!.volumes).toContain('./deploy/grafana/provisioning:/etc/grafana/provisioning:ro');
+    expect(compose.services.prometheus!.volumes).toContain('./deploy/prometheus/prometheus.yml:/etc/prometheus/prometheus.yml:ro');
+  });
+
+  it('every image compose pulls is pinned to a version tag', () => {
+    const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, { image?: string; build?: unknown }> };
+    const pulled = Object.entries(compose.services).filter(([, s]) => !s.build);
+    expect(pulled.map(([name]) => name)).toEqual(expect.arrayContaining(['prometheus', 'grafana']));
+    for (const [name, s] of pulled) expect(s.image, name).toMatch(/^[\w./-]+:v?\d+(\.\d+)*$/);
   });
 });
 

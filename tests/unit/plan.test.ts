@@ -1,7 +1,7 @@
 // The run plan built from a config: env tags split per step, algorithm
 // settings passed to the trainer only when set, and the metrics log that
 // stays exact when its activity is retried.
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +9,8 @@ import { trainingActivities } from '../../src/activities/training';
 import type { ActivityDeps } from '../../src/activities/deps';
 import { buildPlan } from '../../src/client/plan';
 import { ConfigError, parseConfig } from '../../src/configs';
+import { registry } from '../../src/monitoring/run-metrics';
+import { METRIC } from '../../src/workflows/step-metrics';
 
 const envs = {
   a: { env_type: 'latency_sim', max_steps: 2, env_config: { turns: 2 } },
@@ -85,5 +87,20 @@ describe('appendMetrics', () => {
     await appendMetrics({ runDir, record: { 'rollout/samples': 8, step: 1, run_id: 'r' } }); // key order does not matter
     const lines = readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { run_id: string; step: number });
     expect(lines.map((l) => `${l.run_id}:${l.step}`)).toEqual(['r:0', 'other:0', 'r:1']);
+  });
+
+  it('feeds the worker\'s /metrics: a retry sets the gauges (here too if another worker wrote the record) and adds no counts twice', async () => {
+    const runDir = mkdtempSync(path.join(tmpdir(), 'rollflow-metrics-'));
+    const { appendMetrics } = trainingActivities({} as ActivityDeps);
+    const series = async (name: string, runId: string) => (await registry.getSingleMetric(name)!.get()).values.find((v) => v.labels.run_id === runId)?.value;
+    const record = { run_id: 'r-prom', step: 0, version: 1, [METRIC.infraFailed]: 2 };
+    await appendMetrics({ runDir, record });
+    await appendMetrics({ runDir, record }); // the retry
+    expect(await series('rollflow_run_infra_failed_samples_total', 'r-prom')).toBe(2);
+    // Written by a worker that died before reporting it; retried on this one.
+    writeFileSync(path.join(runDir, 'metrics.jsonl'), `${JSON.stringify({ run_id: 'r-died', step: 4, version: 5, [METRIC.infraFailed]: 1 })}\n`);
+    await appendMetrics({ runDir, record: { run_id: 'r-died', step: 4, version: 5, [METRIC.infraFailed]: 1 } });
+    expect(await series('rollflow_run_version', 'r-died')).toBe(5);
+    expect(await series('rollflow_run_infra_failed_samples_total', 'r-died')).toBeUndefined();
   });
 });
