@@ -37,6 +37,9 @@ def test_tensorboard_and_wandb_get_every_record_and_the_config(tmp_path: Path):
     reward = events.Scalars("rollout/reward_mean")
     assert [(e.step, e.value) for e in reward] == [(0, 0.0), (1, 0.25), (2, 0.5)]
     assert [(e.step, e.value) for e in events.Scalars("val/reward_mean")] == [(3, 0.5)]
+    # The validation record's version is its own series, not a point among the steps' versions.
+    assert [(e.step, e.value) for e in events.Scalars("version")] == [(0, 1.0), (1, 2.0), (2, 3.0)]
+    assert [(e.step, e.value) for e in events.Scalars("val/version")] == [(3, 3.0)]
     assert "config/text_summary" in events.Tags()["tensors"]
 
     [log] = list((tmp_path / "wandb").glob("offline-run-*-trk-1/run-trk-1.wandb"))
@@ -65,3 +68,24 @@ def test_an_unreadable_line_is_an_error_answer_not_an_exit(tmp_path: Path):
     first, second = [json.loads(line) for line in r.stdout.splitlines()]
     assert first["ok"] is False and "unreadable line" in first["errors"][0]["error"]
     assert second == {"ok": True, "errors": []}
+
+
+def test_library_output_on_stdout_never_reaches_the_answers(tmp_path: Path):
+    # A tracker that prints, and a child process writing to the inherited fd 1 (as wandb's service could):
+    # both must land on stderr, or the worker would take them for answers and misorder every later one.
+    script = (
+        "import os, sys\n"
+        "from rollflow_engines.trackers import main, sinks\n"
+        "log = sinks.TensorboardSink.log\n"
+        "def noisy(self, step, scalars):\n"
+        "    print(7); os.system('echo 8'); log(self, step, scalars)\n"
+        "sinks.TensorboardSink.log = noisy\n"
+        "main.TensorboardSink = sinks.TensorboardSink\n"
+        "sys.exit(main.main(sys.argv[1:]))\n"
+    )
+    cmd = [sys.executable, "-c", script, "--run-id", "x", "--run-dir", str(tmp_path), "--track-with", "tensorboard"]
+    r = subprocess.run(cmd, input="".join(json.dumps(m) + "\n" for m in steps(2)), capture_output=True, text=True, timeout=120,
+                       cwd=Path(__file__).parents[2])
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(line) for line in r.stdout.splitlines()] == [{"ok": True, "errors": []}] * 2
+    assert r.stderr.split().count("7") == 2 and r.stderr.split().count("8") == 2
