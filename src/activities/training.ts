@@ -183,11 +183,17 @@ export function trainingActivities(deps: ActivityDeps) {
       const file = path.join(input.runDir, input.file ?? 'metrics.jsonl');
       const written = await readFile(file, 'utf8').catch(() => '');
       const key = `"run_id":${JSON.stringify(input.record.run_id)},"step":${input.record.step},`;
-      if (written.split('\n').some((line) => line.startsWith(`{${key}`))) return observeRecord(input.file ?? 'metrics.jsonl', input.record, { counters: false });
-      const { run_id, step, ...rest } = input.record; // run_id and step lead each line: the key looked for above
-      await appendFile(file, `${JSON.stringify({ run_id, step, ...rest })}\n`);
-      observeRecord(input.file ?? 'metrics.jsonl', input.record); // the worker's /metrics (monitoring/run-metrics.ts)
-      if (input.tracking) await deps.trackers.record(input.record.run_id, input.runDir, input.tracking, input.file ?? 'metrics.jsonl', input.record, input.final ?? false);
+      if (written.split('\n').some((line) => line.startsWith(`{${key}`))) {
+        observeRecord(input.file ?? 'metrics.jsonl', input.record, { counters: false }); // written by a worker that died: this one's gauges, no counts
+      } else {
+        const { run_id, step, ...rest } = input.record; // run_id and step lead each line: the key looked for above
+        await appendFile(file, `${JSON.stringify({ run_id, step, ...rest })}\n`);
+        observeRecord(input.file ?? 'metrics.jsonl', input.record); // the worker's /metrics (monitoring/run-metrics.ts)
+      }
+      // Also on a retry after the write (the worker that wrote it died before its trackers got it); the trackers
+      // take a record once per worker. Heartbeating: a tracker process starting (torch, wandb) may take a while.
+      const tracking = input.tracking;
+      if (tracking) await withHeartbeat(() => deps.trackers.record(input.record.run_id, input.runDir, tracking, input.file ?? 'metrics.jsonl', input.record, input.final ?? false));
     },
 
     /** A run that ends before its last record (rollflow cancel) closes its trackers here, as its last record would have. */

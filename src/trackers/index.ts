@@ -6,7 +6,9 @@
  *
  * A tracker never fails the run: its errors are logged (once per tracker and
  * run) and counted (rollflow_tracker_errors_total), and the record goes on to
- * the others. A process that died is started again for the next record.
+ * the others. A process that died (or could not start) is started again for
+ * the next record. A run that ends without its last record (cancelled, failed,
+ * terminated) has its process closed once it has been idle for IDLE_CLOSE_MS.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -22,6 +24,11 @@ export type { TrackingSpec } from './spec';
 
 /** How long a record may take in the trackers before the run goes on without waiting. */
 const ANSWER_TIMEOUT_MS = 60_000;
+/**
+ * A run's process is closed after this long without a record (wandb finishes its run), so runs that ended
+ * without their final record do not keep a Python process each; a later record opens a new one.
+ */
+const IDLE_CLOSE_MS = 30 * 60_000;
 
 const trackerErrors = new Counter({ name: 'rollflow_tracker_errors_total', help: 'Errors of experiment trackers (track_with); the run goes on without the failed tracker.', labelNames: ['run_id', 'tracker'] as const, registers: [registry] });
 
@@ -33,24 +40,32 @@ interface Answer {
 /** The Python trackers of one run: a JSON line in, an answer line out. */
 class TrackerProcess {
   private readonly child: ChildProcessWithoutNullStreams;
+  /** The trackers this process runs (all but stdout). */
+  private readonly python: string[];
   private readonly answers: ((a: Answer) => void)[] = [];
+  private startError: string | undefined;
+  private closed = false;
   readonly exited: Promise<void>;
 
   constructor(runId: string, runDir: string, spec: TrackingSpec, log: Logger) {
-    const python = spec.trackWith.filter((t) => t !== 'stdout');
-    this.child = spawn(pythonBin(), ['-m', 'rollflow_engines', 'track', '--run-id', runId, '--run-dir', runDir, '--track-with', python.join(','), '--kwargs', JSON.stringify(spec.kwargs)], { env: pythonEnginesEnv(), cwd: ROOT });
+    this.python = spec.trackWith.filter((t) => t !== 'stdout');
+    this.child = spawn(pythonBin(), ['-m', 'rollflow_engines', 'track', '--run-id', runId, '--run-dir', runDir, '--track-with', this.python.join(','), '--kwargs', JSON.stringify(spec.kwargs)], { env: pythonEnginesEnv(), cwd: ROOT });
     createInterface({ input: this.child.stdout }).on('line', (line) => {
       let answer: Answer;
       try {
         answer = JSON.parse(line) as Answer;
       } catch {
-        return; // a library printing to stdout: not an answer
+        return; // not an answer (the process keeps stdout for its answers: trackers/main.py)
       }
-      this.answers.shift()?.(answer);
+      if (typeof (answer as Partial<Answer> | null)?.ok === 'boolean') this.answers.shift()?.(answer);
     });
     createInterface({ input: this.child.stderr }).on('line', (line) => log.debug({ run_id: runId, line }, 'tracker process'));
     this.exited = new Promise((resolve) => this.child.once('close', () => resolve()));
-    this.child.once('close', () => this.answers.splice(0).forEach((r) => r({ ok: false, errors: [{ tracker: python.join(','), error: 'the tracker process exited' }] })));
+    this.child.once('error', (e) => (this.startError = e.message)); // cannot start (no python): its close answers for it
+    this.child.once('close', () => {
+      this.closed = true;
+      this.answers.splice(0).forEach((r) => r(this.exitAnswer()));
+    });
     this.child.stdin.on('error', () => undefined); // a dead process: its answer says so
   }
 
@@ -58,7 +73,12 @@ class TrackerProcess {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
 
+  private exitAnswer(): Answer {
+    return { ok: false, errors: [{ tracker: this.python.join(','), error: this.startError ?? 'the tracker process exited' }] };
+  }
+
   send(message: unknown): Promise<Answer> {
+    if (this.closed) return Promise.resolve(this.exitAnswer()); // it died on an earlier line: nobody would answer
     return new Promise((resolve) => {
       const timer = setTimeout(() => resolve({ ok: false, errors: [{ tracker: 'all', error: `no answer within ${ANSWER_TIMEOUT_MS / 1000} s` }] }), ANSWER_TIMEOUT_MS);
       this.answers.push((a) => {
@@ -79,11 +99,29 @@ class TrackerProcess {
 export class RunTrackers {
   private readonly processes = new Map<string, TrackerProcess>();
   private readonly warned = new Set<string>();
+  /**
+   * Per run and file, the last step its trackers got from this worker: a retried activity's record is not logged
+   * twice. Steps only grow within a file (appendMetrics adds a step once), so the last one is enough.
+   */
+  private readonly lastStep = new Map<string, number>();
+  private readonly idleTimers = new Map<string, NodeJS.Timeout>();
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly idleCloseMs = IDLE_CLOSE_MS,
+  ) {}
 
-  /** One record of a run's metrics.jsonl or validation.jsonl, to each of its trackers; `final`: the run's last record. */
+  /** The runs with a tracker process open. */
+  openRuns(): string[] {
+    return [...this.processes.keys()];
+  }
+
+  /** One record of a run's metrics.jsonl or validation.jsonl, to each of its trackers, once per worker; `final`: the run's last record. */
   async record(runId: string, runDir: string, spec: TrackingSpec, file: string, record: { step: number } & Record<string, unknown>, final: boolean): Promise<void> {
+    const key = `${runId}/${file}`;
+    if (record.step <= (this.lastStep.get(key) ?? -1)) return;
+    this.lastStep.set(key, record.step);
+    clearTimeout(this.idleTimers.get(runId));
     if (spec.trackWith.includes('stdout')) this.log.info({ run_id: runId, file, ...record }, `${file === 'validation.jsonl' ? 'validation' : 'step'} ${record.step}`);
     if (spec.trackWith.some((t) => t !== 'stdout')) {
       let proc = this.processes.get(runId);
@@ -94,6 +132,7 @@ export class RunTrackers {
       }
       this.report(runId, await proc.send({ kind: 'record', file, record }));
       if (final) await this.close(runId);
+      else this.idleTimers.set(runId, setTimeout(() => void this.close(runId), this.idleCloseMs).unref());
     }
   }
 
@@ -108,6 +147,8 @@ export class RunTrackers {
   }
 
   async close(runId: string): Promise<void> {
+    clearTimeout(this.idleTimers.get(runId));
+    this.idleTimers.delete(runId);
     const proc = this.processes.get(runId);
     this.processes.delete(runId);
     await proc?.close();
