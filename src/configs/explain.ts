@@ -67,7 +67,8 @@ function expectation(issue: Issue): string {
     case 'invalid_format':
       return `expected ${issue.format === 'regex' ? `a value matching ${issue.message}` : `a valid ${issue.format}`}`;
     case 'invalid_union':
-      return 'expected ' + issue.errors.map((branch) => branch.map(expectation).join(' and ')).join(', or ');
+      // Each alternative once prefixed; an alternative's issue inside the value (a list's item) says where.
+      return 'expected ' + issue.errors.map((branch) => branch.map((i) => expectation(i).replace(/^expected /, '') + (i.path.length > 0 ? ` at ${pathString(i.path)}` : '')).join(' and ')).join(', or ');
     case 'not_multiple_of':
       return `expected a multiple of ${issue.divisor}`;
     default:

@@ -60,6 +60,14 @@ describe('invalid configs generated from the schema', () => {
     expect(withAddress('0.0.0.0:65535')).toEqual([]);
   });
 
+  it('say once what each alternative of a key expects, and where inside a list it failed (track_with)', () => {
+    expect(validateFile({ ...BASE_CONFIG, track_with: 'mlflow' })).toEqual([{ path: 'track_with', given: 'mlflow', expected: 'expected one of "tensorboard", "wandb", "stdout", or array' }]);
+    expect(validateFile({ ...BASE_CONFIG, track_with: ['wandb', 'mlflow'] })).toEqual([
+      { path: 'track_with', given: ['wandb', 'mlflow'], expected: 'expected one of "tensorboard", "wandb", "stdout", or one of "tensorboard", "wandb", "stdout" at [1]' },
+    ]);
+    expect(validateFile({ ...BASE_CONFIG, tracker_kwargs: { dir: 'x' } }).map((p) => p.path)).toEqual(['tracker_kwargs.dir']);
+  });
+
   it('report every broken key at once', () => {
     fc.assert(
       fc.property(twoBrokenKeys, ([a, b]) => {
