@@ -1,11 +1,15 @@
 // The run plan built from a config: env tags split per step, algorithm
 // settings passed to the trainer only when set, and the metrics log that
-// stays exact when its activity is retried.
+// stays exact when its activity is retried (its trackers still get a record retried on another worker).
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import { trainingActivities } from '../../src/activities/training';
+import { createLogger } from '../../src/logging';
+import { RunTrackers, type TrackingSpec } from '../../src/trackers';
 import type { ActivityDeps } from '../../src/activities/deps';
 import { buildPlan } from '../../src/client/plan';
 import { ConfigError, parseConfig } from '../../src/configs';
@@ -102,5 +106,25 @@ describe('appendMetrics', () => {
     await appendMetrics({ runDir, record: { run_id: 'r-died', step: 4, version: 5, [METRIC.infraFailed]: 1 } });
     expect(await series('rollflow_run_version', 'r-died')).toBe(5);
     expect(await series('rollflow_run_infra_failed_samples_total', 'r-died')).toBeUndefined();
+  });
+
+  it('feeds a record retried after its write to the trackers of a worker that had not got it, once', async () => {
+    const runDir = mkdtempSync(path.join(tmpdir(), 'rollflow-metrics-'));
+    const tracking: TrackingSpec = { trackWith: ['stdout'], kwargs: {}, hparams: {} };
+    const record = { run_id: 'r', step: 0, 'rollout/samples': 8 };
+    const worker = () => {
+      const msgs: string[] = [];
+      const log = createLogger('trackers', new Writable({ write: (chunk: Buffer, _enc, done) => done(void msgs.push((JSON.parse(chunk.toString()) as { msg: string }).msg)) }));
+      return { msgs, appendMetrics: trainingActivities({ trackers: new RunTrackers(log) } as ActivityDeps).appendMetrics };
+    };
+    const [first, second] = [worker(), worker()];
+    const activity = new MockActivityEnvironment();
+    await activity.run(first.appendMetrics, { runDir, record, tracking });
+    // The first worker died after its write (its trackers with it); the retry lands on the second, then again.
+    await activity.run(second.appendMetrics, { runDir, record, tracking });
+    await activity.run(second.appendMetrics, { runDir, record, tracking });
+    expect(first.msgs).toEqual(['step 0']);
+    expect(second.msgs).toEqual(['step 0']);
+    expect(readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n')).toHaveLength(1);
   });
 });
