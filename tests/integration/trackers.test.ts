@@ -73,6 +73,9 @@ describe('experiment trackers (track_with)', () => {
     const rewards = steps.map((s) => [s.step, s[METRIC.rewardMean]]);
     expect(back.tensorboard[METRIC.rewardMean]!.map(([step, v]) => [step, Number(v.toFixed(6))])).toEqual(rewards.map(([s, v]) => [s, Number((v as number).toFixed(6))]));
     expect(back.tensorboard[VAL_METRIC.rewardMean]!.map(([step]) => step)).toEqual([0, 2, 3]);
+    // The two files' version series stay apart: the validations' is val/version.
+    expect(back.tensorboard.version!.map(([step, v]) => [step, v])).toEqual(steps.map((s) => [s.step, s.version]));
+    expect(back.tensorboard['val/version']!.map(([step, v]) => [step, v])).toEqual(validations.map((s) => [s.step, s.version]));
 
     expect(back.wandb_runs).toHaveLength(1); // one wandb run for the whole run
     const wandbRewards = back.wandb_history.filter((h) => METRIC.rewardMean in h).map((h) => [h._step, h[METRIC.rewardMean]]);
