@@ -22,7 +22,7 @@ import type { TrackingSpec } from './spec';
 export type { TrackingSpec } from './spec';
 
 
-/** How long a record may take in the trackers before the run goes on without waiting. */
+/** How long a record may take in the trackers; past it the process is taken for hung, killed, and the run goes on. */
 const ANSWER_TIMEOUT_MS = 60_000;
 /**
  * A run's process is closed after this long without a record (wandb finishes its run), so runs that ended
@@ -47,7 +47,7 @@ class TrackerProcess {
   private closed = false;
   readonly exited: Promise<void>;
 
-  constructor(runId: string, runDir: string, spec: TrackingSpec, log: Logger) {
+  constructor(runId: string, runDir: string, spec: TrackingSpec, log: Logger, private readonly answerTimeoutMs: number) {
     this.python = spec.trackWith.filter((t) => t !== 'stdout');
     this.child = spawn(pythonBin(), ['-m', 'rollflow_engines', 'track', '--run-id', runId, '--run-dir', runDir, '--track-with', this.python.join(','), '--kwargs', JSON.stringify(spec.kwargs)], { env: pythonEnginesEnv(), cwd: ROOT });
     createInterface({ input: this.child.stdout }).on('line', (line) => {
@@ -80,7 +80,11 @@ class TrackerProcess {
   send(message: unknown): Promise<Answer> {
     if (this.closed) return Promise.resolve(this.exitAnswer()); // it died on an earlier line: nobody would answer
     return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve({ ok: false, errors: [{ tracker: 'all', error: `no answer within ${ANSWER_TIMEOUT_MS / 1000} s` }] }), ANSWER_TIMEOUT_MS);
+      const timer = setTimeout(() => {
+        // Hung (a deadlocked library): killed, so later records do not each wait out the timeout; the next starts a new one.
+        this.child.kill('SIGKILL');
+        resolve({ ok: false, errors: [{ tracker: this.python.join(','), error: `no answer within ${this.answerTimeoutMs / 1000} s; the process was killed` }] });
+      }, this.answerTimeoutMs);
       this.answers.push((a) => {
         clearTimeout(timer);
         resolve(a);
@@ -109,6 +113,7 @@ export class RunTrackers {
   constructor(
     private readonly log: Logger,
     private readonly idleCloseMs = IDLE_CLOSE_MS,
+    private readonly answerTimeoutMs = ANSWER_TIMEOUT_MS,
   ) {}
 
   /** The runs with a tracker process open. */
@@ -126,7 +131,7 @@ export class RunTrackers {
     if (spec.trackWith.some((t) => t !== 'stdout')) {
       let proc = this.processes.get(runId);
       if (!proc?.alive) {
-        proc = new TrackerProcess(runId, runDir, spec, this.log);
+        proc = new TrackerProcess(runId, runDir, spec, this.log, this.answerTimeoutMs);
         this.processes.set(runId, proc);
         this.report(runId, await proc.send({ kind: 'config', config: spec.hparams }));
       }

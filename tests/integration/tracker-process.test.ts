@@ -3,10 +3,11 @@
  * tracker process, no Temporal: a record a retried activity passes again
  * is logged once; a run that stops sending records (it failed, or was
  * terminated) has its process closed when idle, and its wandb run finished;
- * a Python that cannot start is warned about and counted, never thrown.
+ * a process that never answers is killed; a Python that cannot start is
+ * warned about and counted, never thrown.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -43,6 +44,27 @@ function python(code: string, ...args: string[]): unknown {
   return JSON.parse(r.stdout) as unknown;
 }
 
+/** Runs `fn` with the trackers started by `bin` instead of the venv's Python (ROLLFLOW_PYTHON). */
+async function withPython(bin: string, fn: () => Promise<void>): Promise<void> {
+  const saved = process.env.ROLLFLOW_PYTHON;
+  process.env.ROLLFLOW_PYTHON = bin;
+  try {
+    await fn();
+  } finally {
+    if (saved === undefined) delete process.env.ROLLFLOW_PYTHON;
+    else process.env.ROLLFLOW_PYTHON = saved;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function errorCount(runId: string, tracker: string): Promise<number> {
   const metric = await registry.getSingleMetric('rollflow_tracker_errors_total')!.get();
   return metric.values.filter((v) => v.labels.run_id === runId && v.labels.tracker === tracker).reduce((n, v) => n + v.value, 0);
@@ -70,18 +92,32 @@ describe('the worker\'s tracker processes', () => {
     expect(kinds).toContain('exit'); // run.finish() was called: the offline run is complete for `wandb sync`
   });
 
+  it('kill a process that does not answer in time; the next record starts a new one', async () => {
+    // A "python" that starts, notes its pid and never answers (a deadlocked tracker library).
+    const hang = path.join(dir, 'hang.sh');
+    writeFileSync(hang, `#!/bin/sh\necho $$ >> ${dir}/hang.pids\nexec sleep 1000\n`);
+    chmodSync(hang, 0o755);
+    const { log, lines } = recordingLogger();
+    const trackers = new RunTrackers(log, 60_000, 5_000); // long enough for sh to start and note its pid on a loaded machine
+    await withPython(hang, async () => {
+      await trackers.record('hang', path.join(dir, 'hang'), spec(['wandb']), 'metrics.jsonl', step('hang', 0), false);
+      await trackers.record('hang', path.join(dir, 'hang'), spec(['wandb']), 'metrics.jsonl', step('hang', 1), false);
+    });
+    const pids = readFileSync(path.join(dir, 'hang.pids'), 'utf8').trim().split('\n').map(Number);
+    expect(pids).toHaveLength(2); // one process per record: the hung one was not waited on again
+    expect(alive(pids[0]!)).toBe(false);
+    expect(String(lines.find((l) => l.tracker === 'wandb')?.error)).toMatch(/no answer within 5 s; the process was killed/);
+    await trackers.closeAll();
+    expect(pids.map(alive)).toEqual([false, false]);
+  });
+
   it('warn about and count a Python that cannot start, and never throw', async () => {
     const { log, lines } = recordingLogger();
     const trackers = new RunTrackers(log);
-    const saved = process.env.ROLLFLOW_PYTHON;
-    process.env.ROLLFLOW_PYTHON = path.join(dir, 'no-such-python');
-    try {
+    await withPython(path.join(dir, 'no-such-python'), async () => {
       await trackers.record('nopy', path.join(dir, 'nopy'), spec(['tensorboard', 'stdout']), 'metrics.jsonl', step('nopy', 0), false);
       await trackers.record('nopy', path.join(dir, 'nopy'), spec(['tensorboard', 'stdout']), 'metrics.jsonl', step('nopy', 1), false);
-    } finally {
-      if (saved === undefined) delete process.env.ROLLFLOW_PYTHON;
-      else process.env.ROLLFLOW_PYTHON = saved;
-    }
+    });
     const warnings = lines.filter((l) => l.msg === 'tracker failed; the run goes on without it (counted in rollflow_tracker_errors_total)');
     expect(warnings).toHaveLength(1); // once per tracker and run
     expect(String(warnings[0]!.error)).toContain('ENOENT');
