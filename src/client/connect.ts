@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { dataConverterOf } from '../codec/encryption';
 import type { RunConfig } from '../configs';
+import { explainConnectFailure } from './connect-failure';
 import { TemporalUnreachableError } from './errors';
 import { connectionSecurity } from './tls';
 
@@ -13,8 +14,7 @@ export async function connectClient(config: RunConfig): Promise<Client> {
     const connection = await Connection.connect({ address, connectTimeout: '5s', ...(security.tls ? { tls: security.tls } : {}), ...(security.apiKey ? { apiKey: security.apiKey } : {}) });
     return new Client({ connection, namespace, ...(dataConverter ? { dataConverter } : {}) });
   } catch (e) {
-    const detail = security.tls ? `over ${security.describe}: ${(e as Error).message}` : (e as Error).message;
-    throw new TemporalUnreachableError(`no Temporal server at ${address} (${detail}); start one with \`rollflow dev up\`${security.tls ? ', or check the TLS settings (temporal.tls, TEMPORAL_TLS_*)' : ''}`);
+    throw new TemporalUnreachableError(await explainConnectFailure(address, security, e));
   }
 }
 

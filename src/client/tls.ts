@@ -15,6 +15,8 @@ export const TLS_ENV = { ca: 'TEMPORAL_TLS_CA_PATH', cert: 'TEMPORAL_TLS_CERT_PA
 export interface ConnectionSecurity {
   tls?: TLSConfig;
   apiKey?: string;
+  /** Where the API key came from, for error messages: "TEMPORAL_API_KEY" or "temporal.api_key_file (<path>)". */
+  apiKeyFrom?: string;
   /** Where each setting came from, for error messages: e.g. "temporal.tls.ca_file" or "TEMPORAL_TLS_CA_PATH". */
   describe: string;
 }
@@ -39,6 +41,7 @@ export function connectionSecurity({ temporal }: RunConfig, env: NodeJS.ProcessE
     throw new ConfigError(has, [{ path: has, given: (cert ?? key)!.value, expected: `mTLS with ${lacks} too` }]);
   }
   const apiKey = env[TLS_ENV.apiKey] || (temporal.api_key_file ? readSetting(temporal.api_key_file, 'temporal.api_key_file', 'API key').toString('utf8').trim() : undefined);
+  const apiKeyFrom = env[TLS_ENV.apiKey] ? TLS_ENV.apiKey : apiKey !== undefined ? `temporal.api_key_file (${temporal.api_key_file})` : undefined;
   const tlsOn = temporal.tls !== undefined || [ca, cert, serverName].some((s) => s !== undefined) || apiKey !== undefined;
   if (!tlsOn) return { describe: 'plaintext' };
   const tls: TLSConfig = {
@@ -46,6 +49,6 @@ export function connectionSecurity({ temporal }: RunConfig, env: NodeJS.ProcessE
     ...(cert && key ? { clientCertPair: { crt: readSetting(cert.value, cert.from, 'client certificate'), key: readSetting(key.value, key.from, 'client key') } } : {}),
     ...(serverName ? { serverNameOverride: serverName.value } : {}),
   };
-  const parts = [`TLS${ca ? ` with the CA of ${ca.from} (${ca.value})` : ' with the system CAs'}`, ...(cert ? [`client certificate ${cert.from} (${cert.value})`] : []), ...(apiKey ? ['an API key'] : [])];
-  return { tls, ...(apiKey ? { apiKey } : {}), describe: parts.join(', ') };
+  const parts = [`TLS${ca ? ` with the CA of ${ca.from} (${ca.value})` : ' with the system CAs'}`, ...(cert ? [`client certificate ${cert.from} (${cert.value})`] : []), ...(apiKeyFrom ? [`an API key from ${apiKeyFrom}`] : [])];
+  return { tls, ...(apiKey ? { apiKey, apiKeyFrom } : {}), describe: parts.join(', ') };
 }

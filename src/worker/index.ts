@@ -9,6 +9,8 @@ import type { LoadedConfig } from '../configs';
 import { createLogger, type Logger } from '../logging';
 import { HEARTBEAT_EVERY_MS } from '../workflows/heartbeat-timing';
 import { connectClient } from '../client/connect';
+import { explainConnectFailure } from '../client/connect-failure';
+import { TemporalUnreachableError } from '../client/errors';
 import { connectionSecurity } from '../client/tls';
 import { dataConverterOf } from '../codec/encryption';
 import { freeLoopbackAddress, startMetricsServer } from '../monitoring/metrics-server';
@@ -65,7 +67,9 @@ export async function createWorker(
   const deps = createDeps(loaded, log);
   const security = connectionSecurity(config);
   const dataConverter = dataConverterOf(config);
-  const connection = await NativeConnection.connect({ address: config.temporal.address, ...(security.tls ? { tls: security.tls } : {}), ...(security.apiKey ? { apiKey: security.apiKey } : {}) });
+  const connection = await NativeConnection.connect({ address: config.temporal.address, ...(security.tls ? { tls: security.tls } : {}), ...(security.apiKey ? { apiKey: security.apiKey } : {}) }).catch(async (e: unknown) => {
+    throw new TemporalUnreachableError(await explainConnectFailure(config.temporal.address, security, e));
+  });
   let worker: Worker;
   try {
     worker = await Worker.create({
