@@ -56,7 +56,7 @@ export function tlsProblem(address: string, tls: TLSConfig, timeoutMs = 5_000): 
     const guard = setTimeout(() => done(undefined), timeoutMs);
     // The server's SETTINGS come after the handshake, and after a client certificate was accepted (TLS 1.3 refuses it only then).
     session.on('remoteSettings', () => done(undefined));
-    session.on('error', (e: NodeJS.ErrnoException) => {
+    const onError = (e: NodeJS.ErrnoException) => {
       const code = e.code ?? '';
       if (code === 'ECONNREFUSED') return done(undefined);
       // A server that requires a client certificate refuses its absence with CERTIFICATE_REQUIRED (TLS 1.3) or a
@@ -65,7 +65,10 @@ export function tlsProblem(address: string, tls: TLSConfig, timeoutMs = 5_000): 
       // OpenSSL's own messages are long and internal ("…:SSL routines:…"); its code says the same.
       const what = code.startsWith('ERR_SSL_') ? code : `${code ? `${code}: ` : ''}${e.message.trim()}`;
       done(hint ? `${what}; ${hint}` : what);
-    });
+    };
+    session.on('error', onError);
+    // An alert after the handshake (a refused client certificate, TLS 1.3) reaches the socket, not the session.
+    session.socket.on('error', onError);
   });
 }
 

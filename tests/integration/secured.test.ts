@@ -125,18 +125,45 @@ describe('mTLS to Temporal and encrypted payloads', () => {
     expect(decoded.map((p) => Buffer.from(p.metadata.encoding!, 'base64').toString()).every((e) => e === 'json/plain')).toBe(true);
   });
 
-  it('without a client certificate, or trusting another CA, the CLI fails in one line; a missing file is a config error naming it', () => {
-    const noCert = rollflow('status', 'sec', '--config', configWith('no-cert', `{ ca_file: "${certs.ca}" }`));
-    expect(noCert.status, noCert.stderr).toBe(1);
-    expect(noCert.stderr.trim().split('\n')).toHaveLength(1);
-    expect(noCert.stderr).toMatch(/^rollflow: no Temporal server at 127\.0\.0\.1:\d+ \(over TLS with the CA of temporal\.tls\.ca_file .*check the TLS settings/);
+  it('without a client certificate, trusting another CA, or speaking TLS to a plaintext server, the CLI and a worker fail in one line naming the fix; a missing file is a config error naming it', () => {
+    const where = /^rollflow: no TLS connection to Temporal at 127\.0\.0\.1:\d+ \(TLS with the CA of temporal\.tls\.ca_file /;
+    const requiresCert = /\): ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED; the server requires a client certificate: set temporal\.tls\.cert_file and key_file \(or TEMPORAL_TLS_CERT_PATH, TEMPORAL_TLS_KEY_PATH\)$/;
+    const noCertConfig = configWith('no-cert', `{ ca_file: "${certs.ca}" }`);
+    // The CLI (grpc-js) and a worker (the SDK's Rust core) alike.
+    for (const r of [rollflow('status', 'sec', '--config', noCertConfig), rollflow('worker', noCertConfig)]) {
+      expectOneLineFailure(r, where);
+      expect(r.stderr.trim()).toMatch(requiresCert);
+    }
 
     const wrongCa = rollflow('status', 'sec', '--config', configWith('wrong-ca', `{ ca_file: "${certs.otherCa}", cert_file: "${certs.clientCert}", key_file: "${certs.clientKey}" }`));
-    expect(wrongCa.status, wrongCa.stderr).toBe(1);
-    expect(wrongCa.stderr).toContain(`over TLS with the CA of temporal.tls.ca_file (${certs.otherCa})`);
+    expectOneLineFailure(wrongCa, where);
+    expect(wrongCa.stderr).toContain(`temporal.tls.ca_file (${certs.otherCa}), client certificate temporal.tls.cert_file (${certs.clientCert})): SELF_SIGNED_CERT_IN_CHAIN: self-signed certificate in certificate chain; the server's certificate is not signed by the CA this client trusts`);
+
+    // TLS settings, but the address is the dev server's own plaintext port.
+    const plaintext = rollflow('status', 'sec', '--config', config, '--set', `temporal.address=${server.address}`);
+    expectOneLineFailure(plaintext, where);
+    expect(plaintext.stderr).toContain('ERR_SSL_WRONG_VERSION_NUMBER; the server does not answer TLS: is it a plaintext server? Then drop temporal.tls');
 
     const missing = rollflow('status', 'sec', '--config', configWith('missing', `{ ca_file: "${certs.dir}/nope.pem" }`));
     expect(missing.status, missing.stderr).toBe(2);
     expect(missing.stderr).toContain(`temporal.tls.ca_file: got "${certs.dir}/nope.pem"; a readable CA certificate file (ENOENT)`);
   });
+
+  it('the CLI with another payload key than the run\'s names both keys in one line', () => {
+    const otherKey = randomBytes(32);
+    const otherKeyFile = path.join(server.stateDir, 'other.key');
+    writeFileSync(otherKeyFile, otherKey.toString('hex'));
+    const r = rollflow('status', 'sec', '--config', config, '--set', `temporal.encryption.key_file=${otherKeyFile}`);
+    expectOneLineFailure(r, /^rollflow: payload encrypted with key [0-9a-f]{16}, this key is [0-9a-f]{16} \(temporal\.encryption\)/);
+    // Which key sealed what the CLI read: the run's (its worker answered the status query), or the CLI's own (its query's argument, opened by the worker).
+    const [, sealedWith, holder] = /key ([0-9a-f]{16}), this key is ([0-9a-f]{16})/.exec(r.stderr)!;
+    expect([sealedWith, holder].sort()).toEqual([new AesGcmCodec(key).keyId, new AesGcmCodec(otherKey).keyId].sort());
+  });
 });
+
+/** A CLI failure: exit 1, one line on stderr, matching `pattern`. */
+function expectOneLineFailure(r: { status: number | null; stderr: string }, pattern: RegExp): void {
+  expect(r.status, r.stderr).toBe(1);
+  expect(r.stderr.trim().split('\n'), r.stderr).toHaveLength(1);
+  expect(r.stderr.trim()).toMatch(pattern);
+}

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
+import { explainConnectFailure } from '../../src/client/connect-failure';
 import { connectionSecurity } from '../../src/client/tls';
 import { AesGcmCodec, encryptionCodec, ENCRYPTED_ENCODING, EncryptionKeyError } from '../../src/codec/encryption';
 import { ConfigError, parseConfig } from '../../src/configs';
@@ -39,6 +40,24 @@ describe('connection security (temporal.tls, api_key_file, TEMPORAL_TLS_*)', () 
     expect(() => connectionSecurity(configOf({ tls: { ca_file: `${dir}/nope.pem` } }), {})).toThrow(`temporal.tls.ca_file: got "${dir}/nope.pem"; a readable CA certificate file (ENOENT)`);
     expect(() => configOf({ tls: { cert_file: 'a.pem' } })).toThrow(ConfigError);
     expect(() => connectionSecurity(configOf({}), { TEMPORAL_TLS_CERT_PATH: 'c.pem' })).toThrow('TEMPORAL_TLS_CERT_PATH: got "c.pem"; mTLS with a key (temporal.tls.key_file or TEMPORAL_TLS_KEY_PATH) too');
+  });
+});
+
+describe('why a connection failed (explainConnectFailure)', () => {
+  it('a refusal of credentials is said as one, from the client\'s gRPC status or the worker\'s (tonic\'s) message', async () => {
+    const refused = Object.assign(new Error('Failed to connect to Temporal server'), { cause: { code: 16, details: 'no API key' } });
+    expect(await explainConnectFailure('h:7233', { describe: 'TLS with the system CAs' }, refused)).toBe(
+      'Temporal at h:7233 refused the credentials (TLS with the system CAs): UNAUTHENTICATED: no API key; give an API key: temporal.api_key_file or TEMPORAL_API_KEY',
+    );
+    const denied = new Error("Failed to call GetSystemInfo: code: 'The caller does not have permission to execute the specified operation', message: \"namespace\"");
+    expect(await explainConnectFailure('h:7233', { apiKey: 'k', apiKeyFrom: 'TEMPORAL_API_KEY', describe: 'TLS with the system CAs, an API key from TEMPORAL_API_KEY' }, denied)).toBe(
+      `Temporal at h:7233 refused the credentials (TLS with the system CAs, an API key from TEMPORAL_API_KEY): ${denied.message}; check the API key (TEMPORAL_API_KEY)`,
+    );
+  });
+
+  it('any other failure of a plaintext connection is "no Temporal server" with the SDK\'s reason', async () => {
+    const other = Object.assign(new Error('Failed to connect before the deadline'), { cause: { code: 14, details: 'unavailable' } });
+    expect(await explainConnectFailure('h:7233', { describe: 'plaintext' }, other)).toBe('no Temporal server at h:7233 (Failed to connect before the deadline); start one with `rollflow dev up`');
   });
 });
 
