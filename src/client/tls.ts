@@ -29,6 +29,13 @@ function readSetting(file: string, from: string, what: string): Buffer {
   }
 }
 
+/** Where TLS was asked for (the first of: temporal.tls, temporal.api_key_file, a TEMPORAL_TLS_* or TEMPORAL_API_KEY variable), or undefined. */
+export function tlsRequestedBy({ temporal }: RunConfig, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (temporal.tls !== undefined) return 'temporal.tls';
+  if (temporal.api_key_file !== undefined) return 'temporal.api_key_file';
+  return Object.values(TLS_ENV).find((name) => env[name]);
+}
+
 export function connectionSecurity({ temporal }: RunConfig, env: NodeJS.ProcessEnv = process.env): ConnectionSecurity {
   const pick = (envName: string, configValue: string | undefined, configKey: string) =>
     env[envName] ? { value: env[envName], from: envName } : configValue !== undefined ? { value: configValue, from: configKey } : undefined;

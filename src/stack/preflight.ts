@@ -17,6 +17,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { buildPlan } from '../client/plan';
+import { tlsRequestedBy } from '../client/tls';
 import { ConfigError, type ConfigProblem, type LoadedConfig } from '../configs';
 import { EnvConfigError, parseTsEnvConfig, TS_ENV_TYPES } from '../envs';
 import { pythonBin } from '../paths';
@@ -41,6 +42,12 @@ function localProblems(loaded: LoadedConfig, run: boolean): ConfigProblem[] {
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     problems.push(...e.problems);
+  }
+  const embedded = loaded.config.temporal.embedded && loaded.derived.temporal.loopback;
+  const tlsBy = tlsRequestedBy(loaded.config);
+  if (embedded && tlsBy) {
+    // The Temporal CLI's dev server serves no TLS: rollflow would start a plaintext server and then fail to reach it over TLS.
+    problems.push({ path: 'temporal.embedded', given: true, expected: `false when ${tlsBy} asks for TLS: the embedded dev server at ${loaded.config.temporal.address} serves no TLS; run a TLS server there yourself (e.g. temporal/cluster.sh) or drop the TLS settings` });
   }
   for (const [tag, env] of Object.entries(loaded.config.custom_envs)) {
     try {

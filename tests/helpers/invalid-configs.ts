@@ -37,7 +37,8 @@ export const BASE_CONFIG = {
   temporal: {
     worker: { max_concurrent_workflow_tasks: 4, max_cached_workflows: 10, metrics_address: '127.0.0.1:9464' },
     codec_url: 'http://127.0.0.1:8234',
-    // Parsed only: no connection is made, so the files need not exist.
+    // Parsed only: no connection is made, so the files need not exist. TLS is for a server of one's own, not the embedded one.
+    embedded: false,
     tls: { ca_file: 'ca.pem', cert_file: 'client.pem', key_file: 'client.key', server_name: 'temporal.test' },
     api_key_file: 'api.key',
     encryption: { key_file: 'payload.key' },

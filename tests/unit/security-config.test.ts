@@ -4,7 +4,8 @@ import path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { explainConnectFailure } from '../../src/client/connect-failure';
-import { connectionSecurity } from '../../src/client/tls';
+import { connectionSecurity, tlsRequestedBy } from '../../src/client/tls';
+import { checkConfig } from '../../src/stack/preflight';
 import { AesGcmCodec, encryptionCodec, ENCRYPTED_ENCODING, EncryptionKeyError } from '../../src/codec/encryption';
 import { ConfigError, parseConfig } from '../../src/configs';
 
@@ -34,6 +35,15 @@ describe('connection security (temporal.tls, api_key_file, TEMPORAL_TLS_*)', () 
     const s = connectionSecurity(configOf({ api_key_file: file('key.txt', 'secret-from-file\n') }), {});
     expect(s).toMatchObject({ apiKey: 'secret-from-file', tls: {}, describe: `TLS with the system CAs, an API key from temporal.api_key_file (${dir}/key.txt)` });
     expect(connectionSecurity(configOf({ api_key_file: file('k2.txt', 'x') }), { TEMPORAL_API_KEY: 'from-env' })).toMatchObject({ apiKey: 'from-env', apiKeyFrom: 'TEMPORAL_API_KEY' });
+  });
+
+  it('TLS asked for by the config or the environment, on the embedded (plaintext) dev server\'s loopback address, is a config error naming temporal.embedded', () => {
+    expect(tlsRequestedBy(configOf({}), {})).toBeUndefined();
+    expect(tlsRequestedBy(configOf({ tls: {} }), {})).toBe('temporal.tls');
+    expect(tlsRequestedBy(configOf({ api_key_file: 'k' }), {})).toBe('temporal.api_key_file');
+    expect(tlsRequestedBy(configOf({}), { TEMPORAL_TLS_SERVER_NAME: 'x' })).toBe('TEMPORAL_TLS_SERVER_NAME');
+    const loaded = parseConfig({ temporal: { address: '127.0.0.1:7233', tls: { ca_file: 'ca.pem' } } }, 'test');
+    expect(() => checkConfig(loaded, { run: false })).toThrow(/temporal\.embedded: got true; false when temporal\.tls asks for TLS: the embedded dev server at 127\.0\.0\.1:7233 serves no TLS/);
   });
 
   it('a missing file names its key and path; half a client pair is refused', () => {
