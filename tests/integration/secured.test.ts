@@ -14,7 +14,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
-import type { temporal } from '@temporalio/proto';
+import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AesGcmCodec, ENCRYPTED_ENCODING, EncryptionKeyError } from '../../src/codec/encryption';
 import { freePort, TestDevServer } from './helpers/dev-server';
@@ -125,6 +125,36 @@ describe('mTLS to Temporal and encrypted payloads', () => {
     expect(decoded.map((p) => Buffer.from(p.metadata.encoding!, 'base64').toString()).every((e) => e === 'json/plain')).toBe(true);
   });
 
+  it('in every workflow of the run, as Temporal stores its whole history, only search attributes and patch ids are in the clear and no prompt or env text appears', async () => {
+    const ids: string[] = [];
+    for await (const w of raw.workflow.list()) ids.push(w.workflowId);
+    expect(ids).toContain('sec');
+    expect(ids).toContain('sec/e0-p0/s0'); // and the other trajectories, groups and train steps
+
+    const codec = new AesGcmCodec(key);
+    const inClear: string[] = [];
+    const texts = new Set<string>();
+    const bytes: Buffer[] = [];
+    for (const id of ids) {
+      const history = await raw.workflow.getHandle(id).fetchHistory();
+      bytes.push(Buffer.from(temporal.api.history.v1.History.encode(history).finish()));
+      for (const { payload, where } of payloadsIn(history)) {
+        if (encoding(payload) !== ENCRYPTED_ENCODING) {
+          // Search attributes are indexed by the server; patch markers hold patch ids the SDK writes itself.
+          if (!where.includes('.searchAttributes.') && !where.endsWith('.markerRecordedEventAttributes.details.patch-data.payloads')) inClear.push(`${id} ${where}`);
+          continue;
+        }
+        const [opened] = await codec.decode([payload]);
+        for (const text of textsIn(defaultPayloadConverter.fromPayload(opened!))) texts.add(text);
+      }
+    }
+    expect(inClear).toEqual([]);
+    // Prompts and the env's answers to them (the sim engines' responses are empty), as the key opens them.
+    expect([...texts].filter((t) => t.startsWith('What is')).length).toBeGreaterThanOrEqual(4);
+    const stored = Buffer.concat(bytes).toString('utf8');
+    expect([...texts].filter((t) => stored.includes(t))).toEqual([]);
+  });
+
   it('without a client certificate, trusting another CA, or speaking TLS to a plaintext server, the CLI and a worker fail in one line naming the fix; a missing file is a config error naming it', () => {
     const where = /^rollflow: no TLS connection to Temporal at 127\.0\.0\.1:\d+ \(TLS with the CA of temporal\.tls\.ca_file /;
     const requiresCert = /\): ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED; the server requires a client certificate: set temporal\.tls\.cert_file and key_file \(or TEMPORAL_TLS_CERT_PATH, TEMPORAL_TLS_KEY_PATH\)$/;
@@ -160,6 +190,20 @@ describe('mTLS to Temporal and encrypted payloads', () => {
     expect([sealedWith, holder].sort()).toEqual([new AesGcmCodec(key).keyId, new AesGcmCodec(otherKey).keyId].sort());
   });
 });
+
+/** Every payload in a protobuf message (a history), with where it sits, e.g. ".events.activityTaskScheduledEventAttributes.input.payloads". */
+function payloadsIn(message: unknown, where = ''): { payload: Payload; where: string }[] {
+  if (message === null || typeof message !== 'object' || ArrayBuffer.isView(message)) return [];
+  const m = message as Record<string, unknown>;
+  if (m.metadata && typeof m.metadata === 'object' && 'encoding' in m.metadata) return [{ payload: m as Payload, where }];
+  return Object.entries(m).flatMap(([k, v]) => payloadsIn(v, Array.isArray(m) ? where : `${where}.${k}`));
+}
+
+/** The prompt-like strings of a payload's value: observations and questions. */
+function textsIn(value: unknown): string[] {
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([k, v]) => (typeof v === 'string' && v.length > 0 && ['observation', 'question'].includes(k) ? [v] : textsIn(v)));
+}
 
 /** A CLI failure: exit 1, one line on stderr, matching `pattern`. */
 function expectOneLineFailure(r: { status: number | null; stderr: string }, pattern: RegExp): void {
