@@ -7,9 +7,10 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Payload, PayloadCodec } from '@temporalio/common';
+import type { FailureConverter, Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { ConfigError, type RunConfig } from '../configs';
+import { failureConverter } from './failure-converter';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 const KEY_ID = 'encryption-key-id';
@@ -83,8 +84,14 @@ export function encryptionCodec({ temporal: t }: RunConfig, env: NodeJS.ProcessE
   return new AesGcmCodec(parseKey(raw, 'temporal.encryption.key_file'));
 }
 
-/** The data converter options of a config: its payload codecs. */
-export function dataConverterOf(config: RunConfig): { payloadCodecs: PayloadCodec[] } | undefined {
+/** A client's data converter for a config: with encryption, its codec, and failures whose messages are sealed too (failure-converter.ts). */
+export function dataConverterOf(config: RunConfig): { payloadCodecs: PayloadCodec[]; failureConverter: FailureConverter } | undefined {
   const codec = encryptionCodec(config);
-  return codec ? { payloadCodecs: [codec] } : undefined;
+  return codec ? { payloadCodecs: [codec], failureConverter } : undefined;
+}
+
+/** A worker's: the same, with the failure converter by path, for the workflow bundle to import. */
+export function workerDataConverterOf(config: RunConfig): { payloadCodecs: PayloadCodec[]; failureConverterPath: string } | undefined {
+  const codec = encryptionCodec(config);
+  return codec ? { payloadCodecs: [codec], failureConverterPath: require.resolve('./failure-converter') } : undefined;
 }

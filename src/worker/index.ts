@@ -12,7 +12,7 @@ import { connectClient } from '../client/connect';
 import { explainConnectFailure } from '../client/connect-failure';
 import { TemporalUnreachableError } from '../client/errors';
 import { connectionSecurity } from '../client/tls';
-import { dataConverterOf } from '../codec/encryption';
+import { workerDataConverterOf } from '../codec/encryption';
 import { freeLoopbackAddress, startMetricsServer } from '../monitoring/metrics-server';
 import { reclaimFromDeadWorkers } from './reclaim';
 
@@ -66,7 +66,7 @@ export async function createWorker(
   const sdkMetricsAddress = await installRuntime(log, opts.sdkMetrics ?? false);
   const deps = createDeps(loaded, log);
   const security = connectionSecurity(config);
-  const dataConverter = dataConverterOf(config);
+  const dataConverter = workerDataConverterOf(config);
   const connection = await NativeConnection.connect({ address: config.temporal.address, ...(security.tls ? { tls: security.tls } : {}), ...(security.apiKey ? { apiKey: security.apiKey } : {}) }).catch(async (e: unknown) => {
     throw new TemporalUnreachableError(await explainConnectFailure(config.temporal.address, security, e));
   });

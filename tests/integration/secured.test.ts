@@ -125,6 +125,27 @@ describe('mTLS to Temporal and encrypted payloads', () => {
     expect(decoded.map((p) => Buffer.from(p.metadata.encoding!, 'base64').toString()).every((e) => e === 'json/plain')).toBe(true);
   });
 
+  it('failures are sealed too: a smoke against a dead engine stores "Encoded failure"; the workflow and the CLI read the real error', async () => {
+    const dead = await freePort();
+    const r = rollflow('smoke', config, '--set', `engines.env.url=http://127.0.0.1:${dead}`);
+    expect(r.status, r.stderr).toBe(1);
+    // The smoke workflow's report quotes the activity's error: the worker's workflow code opened the sealed failure.
+    const line = r.stdout.split('\n').find((l) => l.includes(`FAIL  env       http://127.0.0.1:${dead}`));
+    expect(line, r.stdout).toBeDefined();
+    const workflowId = /smoke workflow (\S+) started/.exec(r.stdout)![1]!;
+
+    const events = ((await raw.workflow.getHandle(workflowId).fetchHistory()).events ?? []) as temporal.api.history.v1.IHistoryEvent[];
+    const failed = events.flatMap((e) => (e.activityTaskFailedEventAttributes?.failure ? [e.activityTaskFailedEventAttributes.failure] : []));
+    expect(failed).toHaveLength(1);
+    const chain: temporal.api.failure.v1.IFailure[] = [];
+    for (let f: temporal.api.failure.v1.IFailure | null | undefined = failed[0]; f; f = f.cause) chain.push(f);
+    expect(chain.map((f) => [f.message, f.stackTrace ?? '', encoding(f.encodedAttributes as Payload)])).toEqual(chain.map(() => ['Encoded failure', '', ENCRYPTED_ENCODING]));
+    const [opened] = await new AesGcmCodec(key).decode([chain[0]!.encodedAttributes as Payload]);
+    const { message } = defaultPayloadConverter.fromPayload<{ message: string }>(opened!);
+    expect(message.length).toBeGreaterThan(0);
+    expect(line).toContain(message);
+  });
+
   it('in every workflow of the run, as Temporal stores its whole history, only search attributes and patch ids are in the clear and no prompt or env text appears', async () => {
     const ids: string[] = [];
     for await (const w of raw.workflow.list()) ids.push(w.workflowId);
