@@ -17,7 +17,7 @@ import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AesGcmCodec, ENCRYPTED_ENCODING, EncryptionKeyError } from '../../src/codec/encryption';
-import { freePort, TestDevServer } from './helpers/dev-server';
+import { freePort, TestDevServer, until } from './helpers/dev-server';
 import { makeCerts, startTlsProxy, type Certs, type TlsProxy } from './helpers/tls-proxy';
 
 let server: TestDevServer;
@@ -200,7 +200,7 @@ describe('mTLS to Temporal and encrypted payloads', () => {
     expect(missing.stderr).toContain(`temporal.tls.ca_file: got "${certs.dir}/nope.pem"; a readable CA certificate file (ENOENT)`);
   });
 
-  it('the CLI with another payload key than the run\'s names both keys in one line', () => {
+  it('another payload key than the run\'s: the CLI fails in one line naming both keys; a worker fails that run\'s workflow task with the same words and serves on', async () => {
     const otherKey = randomBytes(32);
     const otherKeyFile = path.join(server.stateDir, 'other.key');
     writeFileSync(otherKeyFile, otherKey.toString('hex'));
@@ -209,6 +209,22 @@ describe('mTLS to Temporal and encrypted payloads', () => {
     // Which key sealed what the CLI read: the run's (its worker answered the status query), or the CLI's own (its query's argument, opened by the worker).
     const [, sealedWith, holder] = /key ([0-9a-f]{16}), this key is ([0-9a-f]{16})/.exec(r.stderr)!;
     expect([sealedWith, holder].sort()).toEqual([new AesGcmCodec(key).keyId, new AesGcmCodec(otherKey).keyId].sort());
+
+    // A run started with the other key: the worker fails its workflow task with a message naming both keys,
+    // sealed with the worker's key (the codec server opens it for the UI), and goes on serving other runs.
+    const started = rollflow('run', config, '--set', `temporal.encryption.key_file=${otherKeyFile}`, '--run-id', 'wrongkey');
+    expect(started.status, started.stderr).toBe(0);
+    const handle = raw.workflow.getHandle('wrongkey');
+    const failedTask = await until(async () => {
+      const events = ((await handle.fetchHistory()).events ?? []) as temporal.api.history.v1.IHistoryEvent[];
+      return events.find((e) => e.workflowTaskFailedEventAttributes)?.workflowTaskFailedEventAttributes ?? undefined;
+    }, 'a failed workflow task of run wrongkey');
+    await handle.terminate('the test is done with it');
+    expect(failedTask.failure?.message).toBe('Encoded failure');
+    const [opened] = await new AesGcmCodec(key).decode([failedTask.failure!.encodedAttributes as Payload]);
+    expect(defaultPayloadConverter.fromPayload<{ message: string }>(opened!).message).toContain(`payload encrypted with key ${new AesGcmCodec(otherKey).keyId}, this key is ${new AesGcmCodec(key).keyId}`);
+    const stillServing = rollflow('status', 'sec', '--config', config);
+    expect(stillServing.status, stillServing.stderr).toBe(0);
   });
 });
 
