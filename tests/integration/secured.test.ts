@@ -147,8 +147,14 @@ describe('mTLS to Temporal and encrypted payloads', () => {
   });
 
   it('in every workflow of the run, as Temporal stores its whole history, only search attributes and patch ids are in the clear and no prompt or env text appears', async () => {
+    // The raw listing (the client's list() would open each memo, which is sealed).
     const ids: string[] = [];
-    for await (const w of raw.workflow.list()) ids.push(w.workflowId);
+    let nextPageToken: Uint8Array | undefined;
+    do {
+      const page = await raw.workflowService.listWorkflowExecutions({ namespace: 'default', ...(nextPageToken ? { nextPageToken } : {}) });
+      ids.push(...(page.executions ?? []).map((e) => e.execution!.workflowId!));
+      nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+    } while (nextPageToken);
     expect(ids).toContain('sec');
     expect(ids).toContain('sec/e0-p0/s0'); // and the other trajectories, groups and train steps
 
