@@ -36,7 +36,8 @@ export function tlsRequestedBy({ temporal }: RunConfig, env: NodeJS.ProcessEnv =
   return Object.values(TLS_ENV).find((name) => env[name]);
 }
 
-export function connectionSecurity({ temporal }: RunConfig, env: NodeJS.ProcessEnv = process.env): ConnectionSecurity {
+export function connectionSecurity(config: RunConfig, env: NodeJS.ProcessEnv = process.env): ConnectionSecurity {
+  const { temporal } = config;
   const pick = (envName: string, configValue: string | undefined, configKey: string) =>
     env[envName] ? { value: env[envName], from: envName } : configValue !== undefined ? { value: configValue, from: configKey } : undefined;
   const ca = pick(TLS_ENV.ca, temporal.tls?.ca_file, 'temporal.tls.ca_file');
@@ -49,8 +50,7 @@ export function connectionSecurity({ temporal }: RunConfig, env: NodeJS.ProcessE
   }
   const apiKey = env[TLS_ENV.apiKey] || (temporal.api_key_file ? readSetting(temporal.api_key_file, 'temporal.api_key_file', 'API key').toString('utf8').trim() : undefined);
   const apiKeyFrom = env[TLS_ENV.apiKey] ? TLS_ENV.apiKey : apiKey !== undefined ? `temporal.api_key_file (${temporal.api_key_file})` : undefined;
-  const tlsOn = temporal.tls !== undefined || [ca, cert, serverName].some((s) => s !== undefined) || apiKey !== undefined;
-  if (!tlsOn) return { describe: 'plaintext' };
+  if (tlsRequestedBy(config, env) === undefined) return { describe: 'plaintext' };
   const tls: TLSConfig = {
     ...(ca ? { serverRootCACertificate: readSetting(ca.value, ca.from, 'CA certificate') } : {}),
     ...(cert && key ? { clientCertPair: { crt: readSetting(cert.value, cert.from, 'client certificate'), key: readSetting(key.value, key.from, 'client key') } } : {}),
