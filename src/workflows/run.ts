@@ -219,6 +219,8 @@ export async function run(input: RunInput): Promise<RunStatus> {
   const validationDue = () => plan.validation !== undefined && (state.step % plan.validation.everySteps === 0 || state.step === plan.maxSteps);
   if (!input.snapshot && plan.validation) await runValidation(); // the starting point of the curve
 
+  // Every save_steps steps, and after the last.
+  const checkpointDue = () => (plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps;
   const checkpoint = async () => {
     const { consumed } = state.snapshot();
     await saveCheckpoint.executeWithOptions({ summary: `checkpoint after step ${state.step}` }, [{
@@ -264,7 +266,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     progress.push({ step: state.step, maxSteps: plan.maxSteps, version: state.version, reward: record[METRIC.rewardMean], ...(lastValidation ? { validation: lastValidation } : {}), stalenessMean: record[METRIC.stalenessMean], stalenessMax: record[METRIC.stalenessMax], inFlight: state.runningSamples, suspended });
     progress.splice(0, progress.length - PROGRESS_ROWS);
     showProgress();
-    if ((plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps) await checkpoint();
+    if (checkpointDue()) await checkpoint();
     upsertSearchAttributes([
       { key: STEP, value: state.step },
       { key: POLICY_VERSION, value: state.version },
@@ -283,8 +285,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     return makeContinueAsNewFunc<typeof run>(memo ? { memo } : {})({ plan, snapshot: state.snapshot(), startedAtMs, ...(lastValidation ? { lastValidation } : {}), suspended, enginesPaused, owners: Object.fromEntries(owners), dataset, progress, ...(cancelRequested ? { cancelRequested } : {}) });
   }
   // Cancelled by the operator: a checkpoint of what was trained (unless the last step just saved one), to resume from.
-  const savedAtStep = (plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps;
-  if (cancelled() && state.step > 0 && !savedAtStep) await checkpoint();
+  if (cancelled() && state.step > 0 && !checkpointDue()) await checkpoint();
   // Done: groups still generating are no longer needed.
   const running = new Set(state.inFlightGroups.map((ref) => owners.get(groupUid(ref)) ?? groupWorkflowId(plan.runId, ref)));
   await Promise.all([...running].map((id) => getExternalWorkflowHandle(id).cancel().catch(() => undefined)));
