@@ -5,8 +5,10 @@ Each decode step recomputes the full forward pass of every running sequence
 position ids, without a KV cache. That costs O(length) per token, which is
 fine for the tiny models this backend exists for (tests, CPU learning runs),
 and keeps continuous batching trivial: a sequence joins or leaves the batch
-between steps with no cache to splice. The forward pass runs in a worker
-thread so the event loop keeps answering HTTP during a step.
+between steps with no cache to splice. Sequences of very different lengths
+go through separate forward passes (widths.py), so padding stays bounded. The
+forward pass runs in a worker thread so the event loop keeps answering HTTP
+during a step.
 
 Sampling per sequence: temperature 0 is greedy; otherwise softmax(logits/T)
 truncated to the top_p nucleus, drawn with the sequence's own
@@ -28,6 +30,7 @@ from ...models import load_model
 from .engine import SamplingParams, Seq, SteppedEngine, derive_seed, hf_chat_continuation, hf_decode
 from .metrics import InferenceMetrics
 from .options import Options
+from .widths import width_groups
 
 
 def sample_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> tuple[int, float]:
@@ -114,6 +117,17 @@ class TorchEngine(SteppedEngine):
 
     @torch.inference_mode()
     def _forward_and_sample(self, batch: list[Seq], inputs: list[list[int]]) -> list[tuple[int, float]]:
+        """One token for each sequence: a forward pass per width group (widths.py), each sequence
+        sampled with its own generator, so the grouping changes no draw."""
+        outputs: list[tuple[int, float]] = [(0, 0.0)] * len(batch)
+        for rows in width_groups([len(ids) for ids in inputs]):
+            logits = self._last_logits([inputs[r] for r in rows])
+            for i, r in enumerate(rows):
+                outputs[r] = sample_token(logits[i], batch[r].params, batch[r].state)
+        return outputs
+
+    def _last_logits(self, inputs: list[list[int]]) -> torch.Tensor:
+        """[rows, vocab] float32 logits at each sequence's last position, the rows left-padded to the longest."""
         width = max(len(ids) for ids in inputs)
         input_ids = torch.full((len(inputs), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(inputs), width), dtype=torch.long)
@@ -123,8 +137,7 @@ class TorchEngine(SteppedEngine):
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                          use_cache=False, logits_to_keep=1)
-        logits = out.logits[:, -1, :].float()
-        return [sample_token(logits[row], seq.params, seq.state) for row, seq in enumerate(batch)]
+        return out.logits[:, -1, :].float()
 
     async def _load_weights(self, path: Path) -> None:
         await asyncio.to_thread(self._load_weights_sync, path)
