@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from rollflow_engines.roles.inference.engine import SamplingParams, Seq
-from rollflow_engines.roles.inference.widths import width_groups
+from rollflow_engines.widths import width_groups
 
 from .helpers import serve
 

@@ -162,3 +162,24 @@ def test_token_ids_outside_the_vocabulary_are_a_400(model_cache):
     assert r.status_code == 400 and problem_field(r) == "batch[0].response_ids"
     r = c.post("/logprobs", json={"sequences": [{"prompt_ids": [99_999], "response_ids": [1]}]})
     assert r.status_code == 400 and problem_field(r) == "sequences[0].prompt_ids"
+
+
+def test_a_micro_batch_of_mixed_lengths_trains_in_width_parts_to_the_same_step(model_cache):
+    """Long and short responses in one micro-batch go through separate padded passes (widths.py);
+    the step equals one with every sample alone in its micro-batch (no padding at all)."""
+    from types import SimpleNamespace
+
+    from rollflow_engines.roles.trainer.torch_backend import TorchTrainer
+
+    batch = [sample(f"s{i}", f"g{i % 2}", (1, 20, 30), [40 + (j % 30) for j in range(n)], reward=float(i % 3 == 0))
+             for i, n in enumerate((2, 45, 3, 40, 2, 4))]
+    fake = SimpleNamespace(samples=[SimpleNamespace(**s) for s in batch])
+    assert TorchTrainer._width_parts(fake, list(range(6))) == [[0, 4, 2, 5], [3, 1]]  # 5-7 tokens | 43-48 tokens
+    parts, alone = torch_client(model_cache, micro_batch_size=6), torch_client(model_cache, micro_batch_size=1)
+    batch = on_policy(alone, batch)
+    a = ok(parts.post("/train_step", json={"step": 0, "batch": batch}))["metrics"]
+    b = ok(alone.post("/train_step", json={"step": 0, "batch": batch}))["metrics"]
+    for key in ("losses/pg_loss", "grad_norm", "actor/ratio_mean"):
+        assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), key
+    for x, y in zip(logprobs(parts, SEQUENCES), logprobs(alone, SEQUENCES)):
+        assert y == pytest.approx(x, abs=1e-4)

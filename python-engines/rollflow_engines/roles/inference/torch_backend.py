@@ -27,10 +27,10 @@ import torch
 from ...errors import RequestError
 from ...exports import HF_EXPORTERS, ServedModel
 from ...models import load_model
+from ...widths import width_groups
 from .engine import SamplingParams, Seq, SteppedEngine, derive_seed, hf_chat_continuation, hf_decode
 from .metrics import InferenceMetrics
 from .options import Options
-from .widths import width_groups
 
 
 def sample_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> tuple[int, float]:

@@ -10,7 +10,7 @@ One train step:
     token advantages (broadcast, or GAE on V_old; whitened if asked)        batch.fill_advantages
     for epoch in ppo_epochs:
         for mini-batch of micro_batch_size × gradient_accumulation_steps samples:
-            for micro-batch:
+            for micro-batch (split into samples of similar length, widths.py):
                 log π_θ, entropy (and V) of each response token  (softmax(logits / temperature))
                 loss = objective(POLICY_LOSSES[pg_variant], inputs)     pg + KL − entropy + value terms
                 backward(loss · weight_micro / weight_mini)   exact aggregate over the mini-batch
@@ -40,6 +40,7 @@ from torch import Tensor
 from ...algorithms import LOSS_AGGREGATIONS, objective
 from ...errors import RequestError
 from ...models import load_model
+from ...widths import width_groups
 from .backend import MetricAverager, RecordedStep, TrainerBackend, run_in_thread
 from .batch import (MicroBatch, MicroInputs, PreparedBatch, StepNeeds, batch_metrics, fill_advantages, micro_inputs,
                     pad_sequences, response_hidden, response_logprobs_and_entropy)
@@ -136,8 +137,9 @@ class TorchTrainer(TrainerBackend):
         n = len(batch.samples)
         per_update = o.micro_batch_size * o.gradient_accumulation_steps if o.gradient_accumulation_steps else n
         minis = [list(range(start, min(start + per_update, n))) for start in range(0, n, per_update)]
-        inputs = [[micro_inputs(batch, mini[j:j + o.micro_batch_size], self.pad_id, o.padding_side)
-                   for j in range(0, len(mini), o.micro_batch_size)] for mini in minis]
+        inputs = [[micro_inputs(batch, part, self.pad_id, o.padding_side)
+                   for j in range(0, len(mini), o.micro_batch_size) for part in self._width_parts(batch, mini[j:j + o.micro_batch_size])]
+                  for mini in minis]
         every_micro = [m for mini in inputs for m in mini]
         self._step_start_pass(every_micro, req.temperature, batch.needs)
         fill_advantages(batch, every_micro)
@@ -177,6 +179,14 @@ class TorchTrainer(TrainerBackend):
         metrics["actor/lr"] = float(self.optimizer.param_groups[0]["lr"])
         metrics["timing/train_s"] = time.perf_counter() - started
         return self.commit(req, batch, metrics)
+
+    @staticmethod
+    def _width_parts(batch: PreparedBatch, micro: list[int]) -> list[list[int]]:
+        """A micro-batch split into samples of similar length (widths.py): each part is padded to its own
+        longest only. The gradient is the same (the aggregation weights make accumulation exact); a part is
+        never larger than the micro-batch, so memory stays within per_device_train_batch_size."""
+        lengths = [len(batch.samples[i].prompt_ids) + len(batch.samples[i].response_ids) for i in micro]
+        return [[micro[k] for k in group] for group in width_groups(lengths)]
 
     # ---- logprobs
 

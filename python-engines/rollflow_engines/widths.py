@@ -1,13 +1,13 @@
-"""Rows of one decode step grouped by length, so a short sequence never pays for a long one's padding.
+"""Sequences grouped by length, so a short sequence never pays for a long one's padding.
 
-The torch backend recomputes every running sequence in full at each step (no
-KV cache), left-padded to the batch's longest. When all sequences started
-together (a synchronous batch) their lengths are alike and padding is cheap;
-under continuous batching with a long tail (async rollout, continued partial
-generations) a batch mixes 10-token and 130-token sequences, and one padded
-forward pass would charge every short sequence the longest one's cost. One
-forward pass per width group bounds the waste instead: each group's longest
-row is at most ``slack`` times its shortest.
+Both torch backends pad a batch to its longest sequence: the inference server
+at each decode step (it recomputes every running sequence in full, no KV
+cache), the trainer in each micro-batch. When all sequences started together
+(a synchronous batch) their lengths are alike and padding is cheap; with a
+long tail (async rollout, continued partial generations) a batch mixes
+10-token and 130-token sequences, and one padded pass would charge every short
+sequence the longest one's cost. One pass per width group bounds the waste:
+each group's longest row is at most ``slack`` times its shortest.
 """
 from __future__ import annotations
 
