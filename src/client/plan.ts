@@ -72,11 +72,13 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     train: {
       pg_variant: config.pg_variant,
       adv_estimator: config.adv_estimator,
-      reward_norm: config.reward_norm,
+      ...(config.reward_norm === undefined ? {} : { reward_norm: config.reward_norm }),
       ppo_epochs: config.ppo_epochs,
       temperature: gen.temperature,
       // Unset settings stay unset: the trainer's defaults apply.
       ...Object.fromEntries(Object.keys(AlgorithmSettings.shape).flatMap((k) => (config[k as keyof typeof config] === undefined ? [] : [[k, config[k as keyof typeof config]]]))),
+      // Dr. GRPO's constant is the generation budget unless given.
+      ...(config.loss_agg_mode === 'seq_mean_token_sum_norm' && config.loss_scale_factor === undefined ? { loss_scale_factor: gen.max_new_tokens } : {}),
     },
     stepsPerRun: config.steps_per_workflow_run,
     saveSteps: config.save_steps,

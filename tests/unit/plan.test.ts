@@ -44,7 +44,20 @@ describe('run plan', () => {
 
   it('passes the algorithm settings that are set, and only those', () => {
     const p = plan({ custom_envs: { c: envs.c }, pg_variant: 'cispo', cispo_epsilon_high: 0.3, use_kl_loss: true, kl_loss_coef: 0.01 });
-    expect(p.train).toEqual({ pg_variant: 'cispo', adv_estimator: 'grpo', reward_norm: 'group', ppo_epochs: 1, temperature: 1, cispo_epsilon_high: 0.3, use_kl_loss: true, kl_loss_coef: 0.01 });
+    expect(p.train).toEqual({ pg_variant: 'cispo', adv_estimator: 'grpo', ppo_epochs: 1, temperature: 1, cispo_epsilon_high: 0.3, use_kl_loss: true, kl_loss_coef: 0.01 });
+  });
+
+  it('passes the newer losses\' settings, and Dr. GRPO\'s constant is the generation budget unless given', () => {
+    const filters = [{ enabled: true, agg_type: 'geometric' as const, ratio_low: 0.5, ratio_high: 2 }];
+    const p = plan({
+      custom_envs: { c: envs.c }, pg_variant: 'gspo', adv_estimator: 'rloo', reward_norm: 'none', loss_agg_mode: 'seq_mean_token_sum_norm',
+      kl_loss_type: 'low_var_kl', add_token_level_kl: true, init_kl_coef: 0.05, kl_penalty: 'mse', train_infer_correction: { filters },
+      actor_infer: { generating_args: { max_new_tokens: 64 } },
+    });
+    expect(p.train).toMatchObject({ pg_variant: 'gspo', adv_estimator: 'rloo', reward_norm: 'none', loss_agg_mode: 'seq_mean_token_sum_norm', loss_scale_factor: 64, kl_loss_type: 'low_var_kl', add_token_level_kl: true, init_kl_coef: 0.05, kl_penalty: 'mse' });
+    expect(p.train.train_infer_correction?.filters).toEqual(filters);
+    expect(plan({ custom_envs: { c: envs.c }, loss_agg_mode: 'seq_mean_token_sum_norm', loss_scale_factor: 300 }).train.loss_scale_factor).toBe(300);
+    expect(plan({ custom_envs: { c: envs.c }, loss_agg_mode: 'token_mean' }).train.loss_scale_factor).toBeUndefined();
   });
 
   it('validation: eval_steps needs val_env_manager, named in the error; with it, the val envs are planned', () => {

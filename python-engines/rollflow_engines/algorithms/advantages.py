@@ -1,8 +1,9 @@
 """Reward normalisation and advantage estimators: small pure functions by config name.
 
-A train step first normalises the scalar rewards (``normalize_rewards`` with the
-mean/std levels of ``REWARD_NORMS[reward_norm]``, or ROLL's norm_mean_type /
-norm_std_type), then runs the advantage estimator. Estimators come in two
+A train step first normalises the scalar rewards once (``normalize_rewards`` with
+the mean/std levels of ``REWARD_NORMS[reward_norm]``, or ROLL's norm_mean_type /
+norm_std_type; unset, the estimator's ``DEFAULT_REWARD_NORM``), then runs the
+advantage estimator, which never normalises again. Estimators come in two
 registries because they need different inputs:
 
 - ``ADVANTAGE_ESTIMATORS`` (sequence level, no value model)::
@@ -30,7 +31,7 @@ import torch
 from torch import Tensor
 
 # The run config's names (src/configs/schema.ts).
-ADV_ESTIMATOR_NAMES = ("grpo", "reinforce", "gae")
+ADV_ESTIMATOR_NAMES = ("grpo", "reinforce", "gae", "rloo", "reinforce_plus_plus_baseline")
 REWARD_NORM_NAMES = ("none", "group", "batch", "group_mean_batch_std")
 NORM_LEVELS = ("none", "group", "batch")  # ROLL's norm_mean_type / norm_std_type values ("running" is not implemented)
 
@@ -38,7 +39,6 @@ NORM_LEVELS = ("none", "group", "batch")  # ROLL's norm_mean_type / norm_std_typ
 @dataclass(frozen=True)
 class AdvantageParams:
     eps: float = 1e-6  # added to every std before dividing
-    std_normalize: bool = True  # grpo: divide by the group std (False: Dr. GRPO's mean-centring only)
     baseline: str = "group_mean"  # reinforce: "group_mean" subtracts the group mean, "none" uses r as is
     gamma: float = 1.0  # gae: discount γ per token (ROLL gamma)
     lambd: float = 0.95  # gae: λ of the exponentially weighted TD errors (ROLL lambd)
@@ -115,11 +115,15 @@ REWARD_NORMS: dict[str, tuple[str, str]] = {
 
 # ---- sequence-level advantage estimators (run config `adv_estimator`)
 
-def grpo(rewards: Tensor, group_ids: Sequence[object] | Tensor, params: AdvantageParams) -> Tensor:
-    """GRPO: A = (r − mean_group) / (std_group + eps); with std_normalize=False, A = r − mean_group."""
-    idx = group_index(group_ids)
-    centred = rewards - group_mean(rewards, idx)
-    return centred / (group_std(rewards, idx) + params.eps) if params.std_normalize else centred
+def grpo(scores: Tensor, group_ids: Sequence[object] | Tensor, params: AdvantageParams) -> Tensor:
+    """GRPO: the advantage is the group-normalised reward, A = (r − mean_group) / (std_group + eps).
+
+    That normalisation is the reward normalisation's (levels group/group by default), done once
+    before this: the estimator returns its input. The std level is the user's choice:
+    norm_std_type none gives Dr. GRPO's A = r − mean_group, batch gives LitePPO's. A mean level
+    other than group leaves GRPO without its baseline; the train-step request refuses it.
+    """
+    return scores.clone()
 
 
 def reinforce(rewards: Tensor, group_ids: Sequence[object] | Tensor, params: AdvantageParams) -> Tensor:
@@ -129,9 +133,41 @@ def reinforce(rewards: Tensor, group_ids: Sequence[object] | Tensor, params: Adv
     return rewards - group_mean(rewards, group_index(group_ids))
 
 
+def rloo(rewards: Tensor, group_ids: Sequence[object] | Tensor, params: AdvantageParams) -> Tensor:
+    """RLOO (REINFORCE leave-one-out, Ahmadian et al. 2024): each sample's baseline is the mean of the
+    other samples of its group,
+
+        A_i = r_i − (Σ_{j∈g} r_j − r_i) / (n_g − 1) = n_g / (n_g − 1) · (r_i − mean_g)
+
+    A group of one has no other sample: A = r (verl does the same).
+    """
+    idx = group_index(group_ids)
+    counts = torch.zeros(int(idx.max()) + 1 if idx.numel() else 0, dtype=rewards.dtype).index_add_(0, idx, torch.ones_like(rewards))[idx]
+    centred = rewards - group_mean(rewards, idx)
+    return torch.where(counts > 1, centred * counts / (counts - 1.0).clamp(min=1.0), rewards)
+
+
+def reinforce_plus_plus_baseline(rewards: Tensor, group_ids: Sequence[object] | Tensor, params: AdvantageParams) -> Tensor:
+    """REINFORCE++ with baseline (Hu et al. 2025; verl's reinforce_plus_plus_baseline): A = r − mean_group
+    here; the train step then whitens the token advantages over the batch's loss tokens
+    (``WHITENED_ESTIMATORS``), (A − mean) / (std + eps), as whiten_advantages does."""
+    return rewards - group_mean(rewards, group_index(group_ids))
+
+
 ADVANTAGE_ESTIMATORS: dict[str, AdvantageFn] = {
     "grpo": grpo,
     "reinforce": reinforce,
+    "rloo": rloo,
+    "reinforce_plus_plus_baseline": reinforce_plus_plus_baseline,
+}
+
+# Estimators whose definition includes whitening the token advantages over the batch.
+WHITENED_ESTIMATORS = frozenset({"reinforce_plus_plus_baseline"})
+
+# The reward normalisation a train step applies when the request names none. grpo's is its own
+# group normalisation; rloo and REINFORCE++ take raw rewards and build their baselines themselves.
+DEFAULT_REWARD_NORM: dict[str, str] = {
+    "grpo": "group", "reinforce": "group", "gae": "group", "rloo": "none", "reinforce_plus_plus_baseline": "none",
 }
 
 

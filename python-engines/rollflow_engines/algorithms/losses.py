@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 # The run config's names (src/configs/schema.ts PG_VARIANTS).
-PG_VARIANTS = ("vanilla", "ppo", "decoupled_ppo", "tis", "cispo", "topr")
+PG_VARIANTS = ("vanilla", "ppo", "decoupled_ppo", "tis", "cispo", "topr", "gspo", "clip_cov", "kl_cov")
 
 # exp() of a log ratio beyond this overflows float32 soon after; verl clamps the same way.
 MAX_LOG_RATIO = 20.0
@@ -64,6 +64,7 @@ class LossParams:
     """Loss settings of a train step; each variant reads only the ones it uses. Names follow ROLL."""
 
     loss_agg_mode: str = "token_mean"  # key of LOSS_AGGREGATIONS, for every term
+    loss_scale_factor: float = 1.0  # C of seq_mean_token_sum_norm (Dr. GRPO's constant normaliser)
     # ppo, decoupled_ppo
     clip_low: float = 0.2  # ratio lower bound is 1 − clip_low (ROLL pg_clip_low)
     clip_high: float = 0.2  # ratio upper bound is 1 + clip_high; clip-higher when > clip_low (ROLL pg_clip_high)
@@ -74,6 +75,12 @@ class LossParams:
     # cispo: the weight is clip(r, 1 − ε_low, 1 + ε_high)
     cispo_epsilon_low: float = 0.1
     cispo_epsilon_high: float = 0.1
+    # clip_cov / kl_cov (verl names): share of tokens selected by covariance, clip_cov's band, kl_cov's coefficient
+    clip_cov_ratio: float = 0.0002
+    clip_cov_lb: float = 1.0
+    clip_cov_ub: float = 5.0
+    kl_cov_ratio: float = 0.0002
+    ppo_kl_coef: float = 0.1
     # topr: weights of the positive-reward and the other samples' terms
     topr_positive_weight: float = 1.0
     topr_negative_weight: float = 1.0
@@ -104,10 +111,12 @@ class PolicyLoss(Protocol):
 class Aggregation:
     """``reduce`` turns per-token values of one micro-batch into a scalar; ``weight``
     is that micro-batch's share of the whole, so Σ_i reduce_i · weight_i / Σ_i weight_i
-    over micro-batches equals ``reduce`` over the full batch (exact gradient accumulation)."""
+    over micro-batches equals ``reduce`` over the full batch (exact gradient accumulation).
+    ``scaled``: the result is then divided by LossParams.loss_scale_factor (``aggregate``)."""
 
     reduce: Callable[[Tensor, Tensor], Tensor]
     weight: Callable[[Tensor], float]
+    scaled: bool = False
 
 
 def _token_mean(values: Tensor, mask: Tensor) -> Tensor:
@@ -115,21 +124,42 @@ def _token_mean(values: Tensor, mask: Tensor) -> Tensor:
     return (values * mask).sum() / mask.sum().clamp(min=1.0)
 
 
+def _counted_sequences(mask: Tensor) -> Tensor:
+    """How many sequences have at least one loss token. A sequence with none (all its tokens masked:
+    an env-only reply, a truncated sample) has no loss, so it must not count in a mean over sequences,
+    or it would shrink every other sequence's gradient."""
+    return (mask.sum(-1) > 0).sum().to(mask.dtype)
+
+
 def _seq_mean_token_mean(values: Tensor, mask: Tensor) -> Tensor:
-    """mean over sequences of (Σ_t values·mask / Σ_t mask): every sequence weighs the same (original GRPO)."""
-    return ((values * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
+    """mean over the counted sequences of (Σ_t values·mask / Σ_t mask): every sequence weighs the same (original GRPO)."""
+    return ((values * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / _counted_sequences(mask).clamp(min=1.0)
 
 
 def _seq_mean_token_sum(values: Tensor, mask: Tensor) -> Tensor:
-    """mean over sequences of Σ_t values·mask: no length normalisation (Dr. GRPO)."""
-    return (values * mask).sum(-1).mean()
+    """mean over the counted sequences of Σ_t values·mask: no length normalisation."""
+    return (values * mask).sum() / _counted_sequences(mask).clamp(min=1.0)
+
+
+def _sequences(mask: Tensor) -> float:
+    return float(_counted_sequences(mask))
 
 
 LOSS_AGGREGATIONS: dict[str, Aggregation] = {
     "token_mean": Aggregation(_token_mean, lambda mask: float(mask.sum())),
-    "seq_mean_token_mean": Aggregation(_seq_mean_token_mean, lambda mask: float(mask.shape[0])),
-    "seq_mean_token_sum": Aggregation(_seq_mean_token_sum, lambda mask: float(mask.shape[0])),
+    "seq_mean_token_mean": Aggregation(_seq_mean_token_mean, _sequences),
+    "seq_mean_token_sum": Aggregation(_seq_mean_token_sum, _sequences),
+    # Dr. GRPO (Liu et al. 2025): mean over sequences of Σ_t values·mask / C, C a constant (loss_scale_factor,
+    # by default the generation budget): no per-length normalisation, so no bias towards long wrong replies.
+    "seq_mean_token_sum_norm": Aggregation(_seq_mean_token_sum, _sequences, scaled=True),
 }
+
+
+def aggregate(values: Tensor, mask: Tensor, params: "LossParams") -> Tensor:
+    """``values`` reduced by params.loss_agg_mode (LOSS_AGGREGATIONS), divided by loss_scale_factor where the mode says so."""
+    agg = LOSS_AGGREGATIONS[params.loss_agg_mode]
+    out = agg.reduce(values, mask)
+    return out / params.loss_scale_factor if agg.scaled else out
 
 
 def masked_mean(values: Tensor, mask: Tensor) -> Tensor:
@@ -302,4 +332,30 @@ def topr(x: LossInputs, params: LossParams) -> tuple[Tensor, dict[str, Tensor]]:
     metrics = _ratio_metrics(x.logprobs, x.old_logprobs, x.mask)
     metrics.update(_truncation_metrics(ratio, lo, hi, x.mask * (1.0 - positive)))
     metrics["actor/topr_positive_frac"] = masked_mean(positive, x.mask)
+    return per_token, metrics
+
+
+@policy_loss("gspo")
+def gspo(x: LossInputs, params: LossParams) -> tuple[Tensor, dict[str, Tensor]]:
+    """GSPO (Zheng et al. 2025): one importance ratio per sequence, the geometric mean of its token ratios,
+
+        s_i     = exp(Σ_t m_t · log r_t / Σ_t m_t),   r_t = π_θ(y_t) / π_old(y_t)
+        s_{i,t} = sg(s_i) · π_θ(y_t) / sg(π_θ(y_t))   (value s_i; gradient s_i · ∇log π_θ(y_t))
+        loss_t  = max(−A_i · s_{i,t}, −A_i · clip(s_{i,t}, 1 − ε_low, 1 + ε_high))   (dual clip as in ppo)
+
+    Every token of a sequence is clipped or not together. ε_low/ε_high are pg_clip_low/high: GSPO's
+    ranges are far narrower than PPO's (the paper uses 3e-4 and 4e-4). The paper and verl pair it with
+    seq_mean_token_mean. ``actor/seq_ratio_mean`` is the mean of s_i over sequences with loss tokens.
+    """
+    lr = log_ratio(x.logprobs, x.old_logprobs)
+    counted = x.mask.sum(-1, keepdim=True)
+    seq_log_ratio = (lr * x.mask).sum(-1, keepdim=True) / counted.clamp(min=1.0)
+    ratio = (x.logprobs - x.logprobs.detach() + seq_log_ratio.detach()).clamp(max=MAX_LOG_RATIO).exp()
+    per_token, active = _clipped_surrogate(ratio, x.advantages.detach(), params)
+    metrics = _ratio_metrics(x.logprobs, x.old_logprobs, x.mask)
+    metrics["actor/clipfrac"] = masked_mean(active["clipped"], x.mask)
+    metrics["actor/dual_clipfrac"] = masked_mean(active["dual"], x.mask)
+    with torch.no_grad():
+        has = (counted.squeeze(-1) > 0)
+        metrics["actor/seq_ratio_mean"] = seq_log_ratio.squeeze(-1).exp()[has].mean() if has.any() else torch.ones(())
     return per_token, metrics

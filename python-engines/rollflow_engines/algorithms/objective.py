@@ -2,13 +2,14 @@
 
     total = pg_loss + β·kl − entropy_loss_coef·entropy + value_loss_coef·value_loss
 
-Each term is a per-token tensor reduced by the same ``loss_agg_mode``:
+Each term is a per-token tensor reduced by the same ``loss_agg_mode`` (``aggregate``):
 
 - ``pg_loss``: ``POLICY_LOSSES[pg_variant]``, times the train/infer importance
   weight when that correction is on (``train_infer_is_weight``);
 - ``kl``: ``KL_ESTIMATORS[kl_loss_type](log π_θ, log π_ref)`` to the frozen initial
   weights; added when ``use_kl_loss`` (β = kl_loss_coef), reported whenever
-  ``ref_logprobs`` are given;
+  ``ref_logprobs`` are given (the KL folded into the reward instead, ROLL's
+  add_token_level_kl, is applied to the advantages: trainer batch.py);
 - ``entropy``: H(π_θ) from the logits; a bonus, so it is subtracted;
 - ``value_loss``: ``value_loss`` of the value head, when ``values`` are given (gae).
 
@@ -22,7 +23,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from .losses import LOSS_AGGREGATIONS, MAX_LOG_RATIO, LossInputs, LossParams, PolicyLoss, masked_mean
+from .losses import MAX_LOG_RATIO, LossInputs, LossParams, PolicyLoss, aggregate, masked_mean
 
 
 # ---- KL to the reference policy (kl_loss_type)
@@ -33,6 +34,12 @@ def kl_k1(logprobs: Tensor, ref_logprobs: Tensor) -> Tensor:
     return logprobs - ref_logprobs.detach()
 
 
+def kl_k2(logprobs: Tensor, ref_logprobs: Tensor) -> Tensor:
+    """k2 = ½ (log π_θ − log π_ref)² ≥ 0 (verl's "mse"); its gradient (log π_θ − log π_ref)·∇log π_θ is
+    that of KL(π_θ ‖ π_ref) in expectation under π_θ samples."""
+    return 0.5 * (logprobs - ref_logprobs.detach()) ** 2
+
+
 def kl_k3(logprobs: Tensor, ref_logprobs: Tensor) -> Tensor:
     """k3 = exp(log π_ref − log π_θ) − (log π_ref − log π_θ) − 1 ≥ 0 (Schulman's low-variance
     estimator; GRPO's KL term). d k3 / d log π_θ = 1 − π_ref/π_θ."""
@@ -40,7 +47,29 @@ def kl_k3(logprobs: Tensor, ref_logprobs: Tensor) -> Tensor:
     return d.exp() - d - 1.0
 
 
-KL_ESTIMATORS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {"k1": kl_k1, "k3": kl_k3}
+KL_CLAMP = 10.0
+
+
+def kl_k3_clamped(logprobs: Tensor, ref_logprobs: Tensor) -> Tensor:
+    """k3 with its log ratio and its value clamped to ±10, as verl's ``low_var_kl`` (and SkyRL's k3):
+    a token whose probability collapsed under π_θ cannot blow the loss up."""
+    d = (ref_logprobs.detach() - logprobs).clamp(-KL_CLAMP, KL_CLAMP)
+    return (d.exp() - d - 1.0).clamp(-KL_CLAMP, KL_CLAMP)
+
+
+def kl_abs(logprobs: Tensor, ref_logprobs: Tensor) -> Tensor:
+    """|log π_θ − log π_ref| (verl's and ROLL's "abs" KL penalty)."""
+    return (logprobs - ref_logprobs.detach()).abs()
+
+
+# kl_loss_type -> estimator; low_var_kl is verl's name for the clamped k3.
+KL_ESTIMATORS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
+    "k1": kl_k1, "k2": kl_k2, "k3": kl_k3, "low_var_kl": kl_k3_clamped,
+}
+# kl_penalty (the KL folded into the reward) -> estimator, with ROLL's and verl's names.
+KL_PENALTIES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
+    "kl": kl_k1, "abs": kl_abs, "mse": kl_k2, "low_var_kl": kl_k3_clamped,
+}
 
 
 # ---- train/infer mismatch correction (train_infer_correction.is_weight)
@@ -62,6 +91,35 @@ IS_WEIGHT_LEVELS: dict[str, Callable[[Tensor, Tensor, Tensor, float | None], Ten
     "token": is_weight_token,
     "sequence": is_weight_sequence,
 }
+
+
+# ---- rejection of mismatched tokens (train_infer_correction.filters, ROLL's names)
+
+def _log_ratio_token(train: Tensor, infer: Tensor, mask: Tensor) -> Tensor:
+    return train - infer
+
+
+def _log_ratio_sequence(train: Tensor, infer: Tensor, mask: Tensor) -> Tensor:
+    return ((train - infer) * mask).sum(-1, keepdim=True).expand_as(train)
+
+
+def _log_ratio_geometric(train: Tensor, infer: Tensor, mask: Tensor) -> Tensor:
+    return (((train - infer) * mask).sum(-1, keepdim=True) / mask.sum(-1, keepdim=True).clamp(min=1.0)).expand_as(train)
+
+
+# agg_type -> the log of the ratio a filter tests, per token: the token's own; the product over the
+# sequence's loss tokens; their geometric mean (a per-token average, so long sequences are not rejected
+# for their length alone).
+REJECTION_LEVELS: dict[str, Callable[[Tensor, Tensor, Tensor], Tensor]] = {
+    "token": _log_ratio_token, "sequence": _log_ratio_sequence, "geometric": _log_ratio_geometric,
+}
+
+
+def rejection_keep(train_logprobs: Tensor, infer_logprobs: Tensor, mask: Tensor, level: str, low: float, high: float) -> Tensor:
+    """1 where the train/infer ratio at ``level`` lies in [low, high], else 0 (the token, or the whole
+    sequence, leaves the loss: rejected, not down-weighted as the IS weight does)."""
+    ratio = REJECTION_LEVELS[level](train_logprobs, infer_logprobs, mask).clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO).exp()
+    return ((ratio >= low) & (ratio <= high)).to(mask.dtype)
 
 
 def with_train_infer_correction(x: LossInputs, params: LossParams) -> tuple[LossInputs, dict[str, Tensor]]:
@@ -120,7 +178,7 @@ def value_loss(x: LossInputs, params: LossParams) -> tuple[Tensor, dict[str, Ten
 def objective(policy: PolicyLoss, x: LossInputs, params: LossParams) -> tuple[Tensor, dict[str, Tensor]]:
     """total = pg_loss + β·kl − entropy_loss_coef·entropy + value_loss_coef·value_loss (module docstring);
     returns (total, metrics) with losses/pg_loss, losses/kl, losses/entropy, losses/value_loss, losses/total."""
-    agg = LOSS_AGGREGATIONS[params.loss_agg_mode].reduce
+    agg = lambda values, mask: aggregate(values, mask, params)  # noqa: E731
     x, metrics = with_train_infer_correction(x, params)
     per_token, policy_metrics = policy(x, params)
     metrics.update(policy_metrics)
@@ -149,6 +207,7 @@ def objective(policy: PolicyLoss, x: LossInputs, params: LossParams) -> tuple[Te
     return total, {k: v.detach() for k, v in metrics.items()}
 
 
-def needs_prox_logprobs(policy: PolicyLoss, params: LossParams) -> bool:
-    """Whether a step must first compute log π_prox (a no-grad forward pass before the first update)."""
-    return "prox_logprobs" in policy.needs or params.train_infer_is_weight_type is not None
+def needs_prox_logprobs(policy: PolicyLoss, params: LossParams, rejects: bool = False) -> bool:
+    """Whether a step must first compute log π_prox (a no-grad forward pass before the first update):
+    the variant reads it, or the train/infer correction compares it with π_infer (IS weight, ``rejects``)."""
+    return "prox_logprobs" in policy.needs or params.train_infer_is_weight_type is not None or rejects

@@ -17,24 +17,46 @@ S2 = 0.5 ** 0.5  # unbiased std of {1, 0}: sqrt((0.25 + 0.25) / 1) = 0.707107
 S3 = 3 ** 0.5  # unbiased std of {3, 0, 0}: mean 1, sqrt((4 + 1 + 1) / 2) = 1.732051
 
 TABLE = [
-    # estimator, params, rewards, groups, expected
+    # estimator, reward normalisation levels (applied once, before the estimator), params, rewards, groups, expected
     # groups a = {1, 0} (mean 0.5, std 0.7071), b = {1, 1} (mean 1, std 0)
-    ("grpo", {}, [1, 0, 1, 1], ["a", "a", "b", "b"], [0.5 / S2, -0.5 / S2, 0.0, 0.0]),
-    ("grpo", {"std_normalize": False}, [1, 0, 1, 1], ["a", "a", "b", "b"], [0.5, -0.5, 0.0, 0.0]),
+    ("grpo", ("group", "group"), {}, [1, 0, 1, 1], ["a", "a", "b", "b"], [0.5 / S2, -0.5 / S2, 0.0, 0.0]),
+    # Dr. GRPO: no std division
+    ("grpo", ("group", "none"), {}, [1, 0, 1, 1], ["a", "a", "b", "b"], [0.5, -0.5, 0.0, 0.0]),
     # {3, 0, 0}: deviations (2, −1, −1) / 1.7321 = (1.1547, −0.5774, −0.5774)
-    ("grpo", {}, [3, 0, 0], ["x", "x", "x"], [2 / S3, -1 / S3, -1 / S3]),
-    ("grpo", {}, [5], ["alone"], [0.0]),  # a group of one: r − mean = 0
-    ("reinforce", {}, [1, 0, 1, 1], ["a", "a", "b", "b"], [0.5, -0.5, 0.0, 0.0]),
+    ("grpo", ("group", "group"), {}, [3, 0, 0], ["x", "x", "x"], [2 / S3, -1 / S3, -1 / S3]),
+    ("grpo", ("group", "group"), {}, [5], ["alone"], [0.0]),  # a group of one: r − mean = 0
+    ("reinforce", ("none", "none"), {}, [1, 0, 1, 1], ["a", "a", "b", "b"], [0.5, -0.5, 0.0, 0.0]),
     # interleaved groups: g1 = {1, 3} mean 2, g2 = {2, 6} mean 4
-    ("reinforce", {}, [1, 2, 3, 6], ["g1", "g2", "g1", "g2"], [-1.0, -2.0, 1.0, 2.0]),
-    ("reinforce", {"baseline": "none"}, [1, 0, 1, 1], ["a", "a", "b", "b"], [1.0, 0.0, 1.0, 1.0]),
+    ("reinforce", ("none", "none"), {}, [1, 2, 3, 6], ["g1", "g2", "g1", "g2"], [-1.0, -2.0, 1.0, 2.0]),
+    ("reinforce", ("none", "none"), {"baseline": "none"}, [1, 0, 1, 1], ["a", "a", "b", "b"], [1.0, 0.0, 1.0, 1.0]),
+    # RLOO: r_i minus the mean of the others. a: 1 − 0 = 1, 0 − 1 = −1; b: 1 − 1 = 0
+    ("rloo", ("none", "none"), {}, [1, 0, 1, 1], ["a", "a", "b", "b"], [1.0, -1.0, 0.0, 0.0]),
+    # {3, 0, 0}: 3 − (0 + 0)/2 = 3; 0 − (3 + 0)/2 = −1.5 (twice)
+    ("rloo", ("none", "none"), {}, [3, 0, 0], ["x", "x", "x"], [3.0, -1.5, -1.5]),
+    ("rloo", ("none", "none"), {}, [5], ["alone"], [5.0]),  # no other sample: no baseline
+    # REINFORCE++-baseline before its batch whitening: r − mean_group
+    ("reinforce_plus_plus_baseline", ("none", "none"), {}, [1, 2, 3, 6], ["g1", "g2", "g1", "g2"], [-1.0, -2.0, 1.0, 2.0]),
 ]
 
 
-@pytest.mark.parametrize("name, params, rewards, groups, expected", TABLE)
-def test_advantage_table(name, params, rewards, groups, expected):
-    out = ADVANTAGE_ESTIMATORS[name](torch.tensor(rewards, dtype=torch.float32), groups, AdvantageParams(**params))
+@pytest.mark.parametrize("name, levels, params, rewards, groups, expected", TABLE)
+def test_advantage_table(name, levels, params, rewards, groups, expected):
+    scores = normalize_rewards(torch.tensor(rewards, dtype=torch.float32), groups, *levels, eps=1e-6)
+    out = ADVANTAGE_ESTIMATORS[name](scores, groups, AdvantageParams(**params))
     assert out.tolist() == pytest.approx(expected, abs=1e-5)
+
+
+def test_rewards_are_normalised_once_with_each_estimators_default():
+    """The estimator's default normalisation when the request names none; grpo refuses a mean level other than group."""
+    req = lambda **f: TrainStepRequest(step=0, batch_ref="x.jsonl", **f)  # noqa: E731
+    assert req(adv_estimator="grpo").reward_norm_levels() == ("group", "group")
+    assert req(adv_estimator="grpo", norm_std_type="none", norm_mean_type="group").reward_norm_levels() == ("group", "none")
+    assert req(adv_estimator="rloo").reward_norm_levels() == ("none", "none")
+    assert req(adv_estimator="reinforce_plus_plus_baseline").reward_norm_levels() == ("none", "none")
+    assert req(adv_estimator="gae").reward_norm_levels() == ("group", "group")
+    for fields in ({"reward_norm": "none"}, {"reward_norm": "batch"}, {"norm_std_type": "group"}):
+        with pytest.raises(ValueError, match="grpo is the group-normalised reward"):
+            req(adv_estimator="grpo", **fields)
 
 
 NORM_TABLE = [
@@ -62,8 +84,9 @@ def test_reward_norm_table(levels, rewards, groups, expected):
 def test_roll_norm_types_replace_reward_norm_on_the_wire():
     req = TrainStepRequest(step=0, batch_ref="x.jsonl", reward_norm="group", norm_mean_type="group", norm_std_type="batch")
     assert req.reward_norm_levels() == ("group", "batch") == REWARD_NORMS["group_mean_batch_std"]
-    assert TrainStepRequest(step=0, batch_ref="x.jsonl", norm_std_type="batch").reward_norm_levels() == ("none", "batch")
-    assert TrainStepRequest(step=0, batch_ref="x.jsonl", reward_norm="batch").reward_norm_levels() == ("batch", "batch")
+    loo = {"adv_estimator": "rloo"}  # grpo needs a group mean; these pairs are for the other estimators
+    assert TrainStepRequest(step=0, batch_ref="x.jsonl", norm_std_type="batch", **loo).reward_norm_levels() == ("none", "batch")
+    assert TrainStepRequest(step=0, batch_ref="x.jsonl", reward_norm="batch", **loo).reward_norm_levels() == ("batch", "batch")
 
 
 # GAE by hand. δ_t = r_t + γ·V_{t+1} − V_t, A_t = δ_t + γλ·A_{t+1}, R_t = A_t + V_t; the reward sits on the
@@ -166,8 +189,8 @@ def test_every_config_name_has_an_implementation():
 
 def test_check_registered_tells_planned_from_unknown():
     assert check_registered("loss_agg_mode", "token_mean", LOSS_AGGREGATIONS) == "token_mean"
-    planned = (*PG_VARIANTS, "gspo")  # a name the config might list before it is implemented
+    planned = (*PG_VARIANTS, "sapo")  # a name the config might list before it is implemented
     with pytest.raises(ValueError, match="does not implement yet; implemented: vanilla, ppo"):
-        check_registered("pg_variant", "gspo", POLICY_LOSSES, planned)
+        check_registered("pg_variant", "sapo", POLICY_LOSSES, planned)
     with pytest.raises(ValueError, match="unknown pg_variant 'nope'"):
         check_registered("pg_variant", "nope", POLICY_LOSSES, PG_VARIANTS)

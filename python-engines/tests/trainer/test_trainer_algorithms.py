@@ -157,3 +157,26 @@ def test_megatron_backend_still_compiles(tmp_path):
     import rollflow_engines.roles.trainer as trainer
 
     py_compile.compile(str(Path(trainer.__file__).parent / "megatron_backend.py"), cfile=str(tmp_path / "m.pyc"), doraise=True)
+
+
+@pytest.mark.parametrize("fields", [
+    {"loss_agg_mode": "seq_mean_token_sum_norm", "loss_scale_factor": 8.0},
+    {"use_kl_loss": True, "kl_loss_coef": 0.1, "kl_loss_type": "low_var_kl"},
+    {"use_kl_loss": True, "kl_loss_coef": 0.1, "kl_loss_type": "k2"},
+    {"add_token_level_kl": True, "init_kl_coef": 0.1, "kl_penalty": "mse"},
+    {"train_infer_correction": {"filters": [{"enabled": True, "agg_type": "geometric", "ratio_low": 0.5, "ratio_high": 2.0}]}},
+    {"adv_estimator": "rloo"},
+    {"adv_estimator": "reinforce_plus_plus_baseline"},
+], ids=["sum_norm", "low_var_kl", "k2", "kl_in_reward", "rejection", "rloo", "reinforce_plus_plus_baseline"])
+def test_the_peer_options_train_towards_the_rewarded_responses(model_cache, fields):
+    c = torch_client(model_cache)
+    batch = on_policy(c, group_batch())
+    good = [i for i, r in enumerate(REWARDS) if r == 1.0]
+    before = logprobs(c, seqs(batch))
+    m = train(c, 0, batch, **fields)
+    after = logprobs(c, seqs(batch))
+    mean = lambda rows: sum(sum(rows[i]) / len(rows[i]) for i in good) / len(good)  # noqa: E731
+    assert mean(after) > mean(before)
+    assert math.isfinite(m["losses/total"])
+    if "train_infer_correction" in fields:
+        assert m["actor/train_infer_rejected_frac"] == 0.0  # on-policy: every ratio is 1, nothing is rejected

@@ -32,7 +32,7 @@ TRAIN_STEP_CASES = [
     ("unknown adv_estimator", {**with_sample(), "adv_estimator": "vtrace"}, 400, "adv_estimator"),
     ("tis bounds crossed", {**with_sample(), "tis_lower_bound": 0.5, "tis_upper_bound": 0.2}, 400, "tis_upper_bound"),
     ("behaviour-weight cap not above 1", {**with_sample(), "behav_imp_weight_cap": 1.0}, 400, "behav_imp_weight_cap"),
-    ("unknown kl_loss_type", {**with_sample(), "kl_loss_type": "k2"}, 400, "kl_loss_type"),
+    ("unknown kl_loss_type", {**with_sample(), "kl_loss_type": "k4"}, 400, "kl_loss_type"),
     ("gamma above 1", {**with_sample(), "gamma": 1.5}, 400, "gamma"),
     ("running norm is not implemented", {**with_sample(), "norm_mean_type": "running"}, 400, "norm_mean_type"),
     ("unknown IS weight level", {**with_sample(), "train_infer_correction": {"is_weight": {"weight_type": "geometric"}}}, 400,

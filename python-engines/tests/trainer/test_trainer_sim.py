@@ -13,9 +13,9 @@ REQUIRED_METRICS = {"losses/pg_loss", "losses/total", "actor/clipfrac", "actor/a
 
 def test_train_step_reports_batch_statistics_and_the_loss_under_pi_old():
     c = client()
-    # group g: rewards {1, 0} -> grpo advantages ±1/sqrt(2) = ±0.707107 (reward_norm none)
+    # group g: rewards {1, 0} -> grpo advantages ±1/sqrt(2) = ±0.707107 (its group normalisation, once)
     batch = [sample("a", old=[-1.0, -1.0], reward=1.0), sample("b", response=[14], old=[-0.5], reward=0.0)]
-    body = ok(c.post("/train_step", json={"step": 0, "batch": batch, "pg_variant": "vanilla", "reward_norm": "none"}))
+    body = ok(c.post("/train_step", json={"step": 0, "batch": batch, "pg_variant": "vanilla"}))
     m = body["metrics"]
     assert REQUIRED_METRICS <= set(m)
     assert (body["step"], body["version"], body["replayed"]) == (0, 1, False)

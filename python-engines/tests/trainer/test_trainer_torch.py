@@ -75,7 +75,7 @@ def test_the_ratio_is_measured_against_the_given_old_logprobs(model_cache):
     batch = on_policy(c, group_batch(groups=2, size=2))
     # Pretend the behaviour policy gave every token 0.5 nats less: r = e^0.5 = 1.6487 on every token.
     stale = [{**s, "old_logprobs": [v - 0.5 for v in s["old_logprobs"]]} for s in batch]
-    m = ok(c.post("/train_step", json={"step": 0, "batch": stale, "pg_variant": "ppo", "reward_norm": "none"}))["metrics"]
+    m = ok(c.post("/train_step", json={"step": 0, "batch": stale, "pg_variant": "ppo"}))["metrics"]
     assert m["actor/ratio_mean"] == pytest.approx(math.exp(0.5), rel=1e-4)
     assert m["actor/approxkl"] == pytest.approx(math.exp(0.5) - 1 - 0.5, rel=1e-3)  # 0.148721
     # r > 1 + 0.2 is clipped exactly where A > 0: the rewarded responses' share of tokens.

@@ -54,9 +54,9 @@ export const TrainStepRequestSchema = z.strictObject({
   run_id: RunId,
   batch: z.array(SampleSchema).nullable().optional().describe('The samples, inline; give batch or batch_ref.'),
   batch_ref: z.string().min(1).nullable().optional().describe('Path of a .jsonl (one Sample a line) or .json (array, or {"samples": [...]}) file on the trainer host.'),
-  pg_variant: z.string().optional().describe('Run config pg_variant; default ppo: vanilla | ppo | decoupled_ppo | tis | cispo | topr.'),
-  adv_estimator: z.string().optional().describe('Run config adv_estimator; default grpo: grpo | reinforce | gae (value head).'),
-  reward_norm: z.string().optional().describe('Run config reward_norm; default group.'),
+  pg_variant: z.string().optional().describe('Run config pg_variant; default ppo: vanilla | ppo | decoupled_ppo | tis | cispo | topr | gspo | clip_cov | kl_cov.'),
+  adv_estimator: z.string().optional().describe('Run config adv_estimator; default grpo: grpo | reinforce | rloo | reinforce_plus_plus_baseline | gae (value head).'),
+  reward_norm: z.string().optional().describe('Run config reward_norm, applied once before the estimator; default: the estimator\'s own.'),
   norm_mean_type: NormLevel.nullable().optional().describe('ROLL reward normalisation: mean level; with norm_std_type it replaces reward_norm.'),
   norm_std_type: NormLevel.nullable().optional().describe('ROLL reward normalisation: std level.'),
   dual_clip_loss: z.boolean().optional().describe('ROLL dual clip switch; without dual_clip, c = 1 + 2·pg_clip.'),
@@ -76,12 +76,25 @@ export const TrainStepRequestSchema = z.strictObject({
           upper_bound: z.number().gt(0).nullable().optional(),
         })
         .optional(),
+      filters: z
+        .array(
+          z.strictObject({
+            enabled: z.boolean().optional(),
+            agg_type: z.enum(['token', 'sequence', 'geometric']).optional(),
+            ratio_low: z.number().min(0).optional(),
+            ratio_high: z.number().gt(0).optional(),
+          }),
+        )
+        .optional(),
     })
     .optional()
-    .describe('Truncated IS weight min(π_train/π_infer, C) against the train/infer mismatch.'),
+    .describe('Truncated IS weight min(π_train/π_infer, C) and rejection filters against the train/infer mismatch.'),
   use_kl_loss: z.boolean().optional().describe('Add β·KL(π_θ ‖ π_ref) to the loss, π_ref the initial weights.'),
   kl_loss_coef: z.number().min(0).optional().describe('β; default 0.'),
-  kl_loss_type: z.enum(['k1', 'k3']).optional().describe('KL estimator; default k3.'),
+  kl_loss_type: z.enum(['k1', 'k2', 'k3', 'low_var_kl']).optional().describe('KL estimator; default k3.'),
+  add_token_level_kl: z.boolean().optional().describe('Fold β·KL(π ‖ π_ref) into the reward; default false.'),
+  init_kl_coef: z.number().min(0).optional().describe('β of the KL in the reward; default 0.2.'),
+  kl_penalty: z.enum(['kl', 'abs', 'mse', 'low_var_kl']).optional().describe('Estimator of the KL in the reward; default kl.'),
   entropy_loss_coef: z.number().min(0).optional().describe('Entropy bonus coefficient; default 0.'),
   gamma: z.number().min(0).max(1).optional().describe('gae: discount; default 1.'),
   lambd: z.number().min(0).max(1).optional().describe('gae: λ; default 0.95.'),
@@ -93,10 +106,15 @@ export const TrainStepRequestSchema = z.strictObject({
   pg_clip_low: z.number().gt(0).lt(1).nullable().optional(),
   pg_clip_high: z.number().gt(0).nullable().optional(),
   dual_clip: z.number().gt(1).nullable().optional().describe('Dual-clip constant c > 1; null disables it.'),
-  loss_agg_mode: z.enum(['token_mean', 'seq_mean_token_mean', 'seq_mean_token_sum']).optional(),
+  loss_agg_mode: z.enum(['token_mean', 'seq_mean_token_mean', 'seq_mean_token_sum', 'seq_mean_token_sum_norm']).optional(),
+  loss_scale_factor: z.number().gt(0).nullable().optional().describe('seq_mean_token_sum_norm: the constant C; null: the batch\'s longest response.'),
+  clip_cov_ratio: z.number().gt(0).max(1).optional(),
+  clip_cov_lb: z.number().optional(),
+  clip_cov_ub: z.number().optional(),
+  kl_cov_ratio: z.number().gt(0).max(1).optional(),
+  ppo_kl_coef: z.number().min(0).optional(),
   temperature: z.number().min(0).optional().describe('Rollout sampling temperature; 0 means 1 for logprobs.'),
   adv_eps: z.number().gt(0).optional(),
-  adv_std_normalize: z.boolean().optional().describe('grpo: divide by the group std; default true.'),
   adv_baseline: z.enum(['group_mean', 'none']).optional().describe('reinforce: subtract the group mean; default group_mean.'),
 });
 

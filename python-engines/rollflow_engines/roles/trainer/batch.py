@@ -15,9 +15,10 @@ import torch
 from pydantic import TypeAdapter, ValidationError
 from torch import Tensor
 
-from ...algorithms import (ADVANTAGE_ESTIMATORS, POLICY_LOSSES, VALUE_ESTIMATORS, AdvantageParams, LossInputs, LossParams,
-                           needs_prox_logprobs, normalize_rewards, whiten)
-from ...algorithms.advantages import ValueAdvantageFn
+from ...algorithms import (ADVANTAGE_ESTIMATORS, POLICY_LOSSES, VALUE_ESTIMATORS, WHITENED_ESTIMATORS, AdvantageParams,
+                           LossInputs, LossParams, needs_prox_logprobs, normalize_rewards, whiten)
+from ...algorithms import KL_PENALTIES, rejection_keep
+from ...algorithms.advantages import AdvantageFn, ValueAdvantageFn, last_token_rewards
 from ...algorithms.losses import PolicyLoss
 from ...errors import NotFoundError, RequestError
 from .contracts import Sample, TrainStepRequest
@@ -118,6 +119,26 @@ class StepNeeds:
     ref_logprobs: bool  # log π_ref of the frozen initial weights (use_kl_loss)
 
 
+@dataclass(frozen=True)
+class RewardKL:
+    """ROLL's add_token_level_kl: β·KL(π ‖ π_ref) taken from the reward before the advantages."""
+
+    coef: float  # β (init_kl_coef)
+    penalty: str  # key of KL_PENALTIES
+    estimator: AdvantageFn  # the sequence-level estimator to run on the penalised rewards (unused for gae)
+    group_ids: list[str]
+    norm_levels: tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """One enabled train_infer_correction filter."""
+
+    level: str  # key of REJECTION_LEVELS
+    low: float
+    high: float
+
+
 @dataclass
 class PreparedBatch:
     """Everything a backend needs, computed once per train step (before any epoch)."""
@@ -125,13 +146,17 @@ class PreparedBatch:
     samples: list[Sample]
     rewards: Tensor  # [N] raw rewards
     scores: Tensor  # [N] normalised rewards, the estimator's input
-    advantages: Tensor | None  # [N] sequence-level advantages; None when a value estimator computes them per token
+    # [N] sequence-level advantages; None when they wait for the step start (a value estimator, or the KL in the reward)
+    advantages: Tensor | None
     value_estimator: ValueAdvantageFn | None  # VALUE_ESTIMATORS[adv_estimator], run once the values are known
     adv_params: AdvantageParams
     policy_loss: PolicyLoss
     loss_params: LossParams
     needs: StepNeeds
     fingerprint: str
+    reward_kl: "RewardKL | None" = None  # the KL folded into the reward (add_token_level_kl)
+    rejection: tuple["Rejection", ...] = ()  # train/infer rejection filters, applied to the loss mask at the step start
+    rejected_frac: float | None = None  # share of loss tokens the filters removed, once applied
 
     @property
     def tokens(self) -> int:
@@ -145,20 +170,27 @@ class PreparedBatch:
 def prepare_batch(samples: list[Sample], req: TrainStepRequest) -> PreparedBatch:
     rewards = torch.tensor([s.reward for s in samples], dtype=torch.float32)
     group_ids = [s.group_id for s in samples]
-    adv_params = AdvantageParams(eps=req.adv_eps, std_normalize=req.adv_std_normalize, baseline=req.adv_baseline,
-                                 gamma=req.gamma, lambd=req.lambd, whiten_advantages=req.whiten_advantages)
-    scores = normalize_rewards(rewards, group_ids, *req.reward_norm_levels(), eps=req.adv_eps)
+    adv_params = AdvantageParams(eps=req.adv_eps, baseline=req.adv_baseline, gamma=req.gamma, lambd=req.lambd,
+                                 whiten_advantages=req.whiten_advantages or req.adv_estimator in WHITENED_ESTIMATORS)
+    levels = req.reward_norm_levels()
+    scores = normalize_rewards(rewards, group_ids, *levels, eps=req.adv_eps)
     # The two estimator registries take different inputs (advantages.py); which one holds the name decides.
     value_estimator = VALUE_ESTIMATORS.get(req.adv_estimator)
-    advantages = None if value_estimator else ADVANTAGE_ESTIMATORS[req.adv_estimator](scores, group_ids, adv_params)
+    estimator = ADVANTAGE_ESTIMATORS.get(req.adv_estimator)
+    reward_kl = RewardKL(req.init_kl_coef, req.kl_penalty, estimator, group_ids, levels) if req.add_token_level_kl else None
+    advantages = None if value_estimator or reward_kl else estimator(scores, group_ids, adv_params)
     is_weight = req.train_infer_correction.is_weight
+    rejection = tuple(Rejection(f.agg_type, f.ratio_low, f.ratio_high) for f in req.train_infer_correction.filters if f.enabled)
     loss_params = LossParams(
         loss_agg_mode=req.loss_agg_mode,
+        loss_scale_factor=req.loss_scale_factor or float(max(len(s.response_ids) for s in samples)),
         clip_low=req.pg_clip_low if req.pg_clip_low is not None else req.pg_clip,
         clip_high=req.pg_clip_high if req.pg_clip_high is not None else req.pg_clip,
         dual_clip=req.effective_dual_clip(),
         tis_lower_bound=req.tis_lower_bound, tis_upper_bound=req.tis_upper_bound,
         cispo_epsilon_low=req.cispo_epsilon_low, cispo_epsilon_high=req.cispo_epsilon_high,
+        clip_cov_ratio=req.clip_cov_ratio, clip_cov_lb=req.clip_cov_lb, clip_cov_ub=req.clip_cov_ub,
+        kl_cov_ratio=req.kl_cov_ratio, ppo_kl_coef=req.ppo_kl_coef,
         topr_positive_weight=req.topr_positive_weight, topr_negative_weight=req.topr_negative_weight,
         behav_imp_weight_cap=req.behav_imp_weight_cap,
         train_infer_is_weight_type=is_weight.weight_type if is_weight.enabled else None,
@@ -168,10 +200,11 @@ def prepare_batch(samples: list[Sample], req: TrainStepRequest) -> PreparedBatch
         value_loss_coef=req.value_loss_coef, value_clip=req.value_clip,
     )
     policy = POLICY_LOSSES[req.pg_variant]
-    needs = StepNeeds(prox_logprobs=needs_prox_logprobs(policy, loss_params), values=value_estimator is not None,
-                      ref_logprobs=req.use_kl_loss)
+    # The KL in the reward compares π at the step start (π_prox) with π_ref, as verl and ROLL do.
+    needs = StepNeeds(prox_logprobs=needs_prox_logprobs(policy, loss_params, bool(rejection)) or reward_kl is not None,
+                      values=value_estimator is not None, ref_logprobs=req.use_kl_loss or reward_kl is not None)
     return PreparedBatch(samples, rewards, scores, advantages, value_estimator, adv_params, policy, loss_params, needs,
-                         batch_fingerprint(samples))
+                         batch_fingerprint(samples), reward_kl, rejection)
 
 
 # ---- per-micro-batch inputs
@@ -212,9 +245,50 @@ def micro_inputs(batch: PreparedBatch, index: list[int], pad_id: int, padding_si
                        mask=loss_mask_of(samples, width) * tokens.response_mask, rewards=batch.rewards[index])
 
 
-def fill_advantages(batch: PreparedBatch, micro: list[MicroInputs]) -> None:
+def _step_start(m: "MicroInputs", what: str) -> tuple[Tensor, Tensor | None]:
+    if m.prox_logprobs is None:
+        raise RuntimeError(f"{what} needs the step-start logprobs (StepNeeds.prox_logprobs)")
+    return m.prox_logprobs, m.ref_logprobs
+
+
+def apply_rejection(batch: PreparedBatch, micro: list["MicroInputs"]) -> None:
+    """The train_infer_correction filters, in order: each micro-batch's loss mask loses the tokens (or
+    sequences) whose π_train/π_infer ratio lies outside the filter's bounds. Done once, before any loss
+    or aggregation weight sees the mask, so gradient accumulation stays exact."""
+    if not batch.rejection:
+        return
+    before = sum(float(m.mask.sum()) for m in micro)
+    for m in micro:
+        train, _ = _step_start(m, "a train_infer_correction filter")
+        for f in batch.rejection:
+            m.mask = m.mask * rejection_keep(train, m.old_logprobs, m.mask, f.level, f.low, f.high)
+    batch.rejected_frac = 1.0 - sum(float(m.mask.sum()) for m in micro) / max(before, 1.0)
+
+
+def _reward_kl(batch: PreparedBatch, m: "MicroInputs") -> Tensor:
+    """[b, T] KL_t of KL_PENALTIES[kl_penalty](log π_prox, log π_ref) on the loss tokens, 0 elsewhere."""
+    prox, ref = _step_start(m, "add_token_level_kl")
+    if ref is None:
+        raise RuntimeError("add_token_level_kl needs the reference logprobs (StepNeeds.ref_logprobs)")
+    return KL_PENALTIES[batch.reward_kl.penalty](prox, ref) * m.mask
+
+
+def fill_advantages(batch: PreparedBatch, micro: list["MicroInputs"]) -> None:
     """Each micro-batch's token advantages: the sequence advantage broadcast to its tokens, or the value
-    estimator run on its step-start values; then, with whiten_advantages, whitened over the whole batch."""
+    estimator run on its step-start values; then, with whiten_advantages, whitened over the whole batch.
+
+    With the KL folded into the reward (add_token_level_kl, β = init_kl_coef), a sequence-level
+    estimator runs on r_i − β·Σ_t KL_t, normalised as the rewards are (verl's use_kl_in_reward);
+    gae gets the per-token rewards −β·KL_t, the normalised scalar reward added on the last token.
+    """
+    apply_rejection(batch, micro)
+    kl = batch.reward_kl
+    if kl is not None and batch.value_estimator is None:
+        penalised = batch.rewards.clone()
+        for m in micro:
+            penalised[m.index] = penalised[m.index] - kl.coef * _reward_kl(batch, m).sum(-1)
+        scores = normalize_rewards(penalised, kl.group_ids, *kl.norm_levels, eps=batch.adv_params.eps)
+        batch.advantages = kl.estimator(scores, kl.group_ids, batch.adv_params)
     for m in micro:
         width = m.mask.shape[1]
         if batch.value_estimator is None:
@@ -222,7 +296,10 @@ def fill_advantages(batch: PreparedBatch, micro: list[MicroInputs]) -> None:
         else:
             if m.old_values is None:
                 raise RuntimeError("a value estimator needs the step-start values (StepNeeds.values)")
-            m.advantages, m.returns = batch.value_estimator(batch.scores[m.index], m.old_values, m.mask, batch.adv_params)
+            rewards = batch.scores[m.index]
+            if kl is not None:
+                rewards = last_token_rewards(rewards, m.mask) - kl.coef * _reward_kl(batch, m)
+            m.advantages, m.returns = batch.value_estimator(rewards, m.old_values, m.mask, batch.adv_params)
     if batch.adv_params.whiten_advantages:
         width = max(m.mask.shape[1] for m in micro)
         pad = lambda t: torch.nn.functional.pad(t, (0, width - t.shape[1]))  # noqa: E731
@@ -244,6 +321,8 @@ def batch_metrics(batch: PreparedBatch, version: int, micro: list[MicroInputs]) 
         "advantages/mean": adv.mean().item(), "advantages/std": _std(adv), "advantages/max": adv.max().item(), "advantages/min": adv.min().item(),
         "response_length/mean": lengths.mean().item(), "response_length/max": lengths.max().item(),
     }
+    if batch.rejected_frac is not None:
+        out["actor/train_infer_rejected_frac"] = batch.rejected_frac
     # Oldest-token staleness = trained-on version − the oldest version that generated a token of the
     # sample. The run records the other kind, dispatch staleness (versions since the sample's group was
     # dispatched, the one the async ratio bounds): with partial rollout the two differ.

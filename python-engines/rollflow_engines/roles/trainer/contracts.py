@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from ...algorithms import (ADV_ESTIMATOR_NAMES, ALL_ADVANTAGE_ESTIMATORS, LOSS_AGGREGATIONS, PG_VARIANTS, POLICY_LOSSES,
-                           REWARD_NORM_NAMES, REWARD_NORMS, check_registered)
+from ...algorithms import (ADV_ESTIMATOR_NAMES, ALL_ADVANTAGE_ESTIMATORS, DEFAULT_REWARD_NORM, LOSS_AGGREGATIONS,
+                           PG_VARIANTS, POLICY_LOSSES, REWARD_NORM_NAMES, REWARD_NORMS, check_registered)
 
 TokenIds = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
 
@@ -59,10 +59,27 @@ class TrainInferISWeight(_Wire):
     upper_bound: float | None = Field(default=5.0, gt=0, description="C, the cap of w; null: no cap.")
 
 
+class TrainInferFilter(_Wire):
+    """One ROLL train_infer_correction filter: tokens (or whole sequences) whose train/infer ratio
+    π_train/π_infer at ``agg_type`` falls outside [ratio_low, ratio_high] leave the loss."""
+
+    enabled: bool = Field(default=False, description="Apply this filter.")
+    agg_type: Literal["token", "sequence", "geometric"] = Field(default="token", description="token: each token's ratio; sequence: the product over the sequence's loss tokens; geometric: their geometric mean (the sequence is rejected or kept whole).")
+    ratio_low: float = Field(default=0.8, ge=0, description="Lowest ratio kept.")
+    ratio_high: float = Field(default=1.2, gt=0, description="Highest ratio kept.")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "TrainInferFilter":
+        if self.ratio_high < self.ratio_low:
+            raise ValueError(f"ratio_high {self.ratio_high} is below ratio_low {self.ratio_low}")
+        return self
+
+
 class TrainInferCorrection(_Wire):
     """ROLL train_infer_correction: correcting for the trainer and the inference server disagreeing on logprobs."""
 
     is_weight: TrainInferISWeight = Field(default_factory=TrainInferISWeight, description="The truncated IS weight.")
+    filters: list[TrainInferFilter] = Field(default_factory=list, description="Rejection filters, applied in order to the loss mask at the step's start.")
 
 
 class TrainStepRequest(_Wire):
@@ -75,7 +92,7 @@ class TrainStepRequest(_Wire):
     batch_ref: str | None = Field(default=None, min_length=1, description="Path of a .jsonl (one Sample a line) or .json (array of Sample, or {\"samples\": [...]}) file on the trainer's machine.")
     pg_variant: str = Field(default="ppo", description="Policy-gradient loss (run config pg_variant).")
     adv_estimator: str = Field(default="grpo", description="Advantage estimator (run config adv_estimator); gae trains a value head.")
-    reward_norm: str = Field(default="group", description="Reward normalisation applied before the estimator (run config reward_norm).")
+    reward_norm: str | None = Field(default=None, description="Reward normalisation applied once, before the estimator (run config reward_norm); null: the estimator's own (grpo, reinforce, gae: group; rloo, reinforce_plus_plus_baseline: none).")
     norm_mean_type: Literal["group", "batch", "none"] | None = Field(default=None, description="ROLL's reward-normalisation mean level; when it or norm_std_type is given, the pair replaces reward_norm (the missing one meaning none).")
     norm_std_type: Literal["group", "batch", "none"] | None = Field(default=None, description="ROLL's reward-normalisation std level; group mean + batch std is LitePPO.")
     ppo_epochs: int = Field(default=1, ge=1, description="Passes over the batch in this step.")
@@ -94,17 +111,25 @@ class TrainStepRequest(_Wire):
     train_infer_correction: TrainInferCorrection = Field(default_factory=TrainInferCorrection, description="Train/infer mismatch correction (ROLL train_infer_correction).")
     use_kl_loss: bool = Field(default=False, description="Add kl_loss_coef · KL(π_θ ‖ π_ref) to the loss, π_ref = the initial weights.")
     kl_loss_coef: float = Field(default=0.0, ge=0, description="β of the KL loss.")
-    kl_loss_type: Literal["k1", "k3"] = Field(default="k3", description="KL estimator: k1 = log π_θ − log π_ref; k3 = π_ref/π_θ − log(π_ref/π_θ) − 1.")
+    kl_loss_type: Literal["k1", "k2", "k3", "low_var_kl"] = Field(default="k3", description="KL estimator: k1 = log π_θ − log π_ref; k2 = ½(log π_θ − log π_ref)²; k3 = π_ref/π_θ − log(π_ref/π_θ) − 1; low_var_kl = k3 clamped to ±10 (verl).")
+    add_token_level_kl: bool = Field(default=False, description="Fold a KL penalty to π_ref into the reward before the advantages (ROLL; verl use_kl_in_reward): r − init_kl_coef · Σ_t KL_t for sequence-level estimators, −init_kl_coef · KL_t per token for gae.")
+    init_kl_coef: float = Field(default=0.2, ge=0, description="β of the KL folded into the reward (ROLL's name and default; fixed, no adaptive control).")
+    kl_penalty: Literal["kl", "abs", "mse", "low_var_kl"] = Field(default="kl", description="Estimator of the KL folded into the reward: kl = log π − log π_ref, abs = |kl|, mse = ½kl², low_var_kl = clamped k3.")
     entropy_loss_coef: float = Field(default=0.0, ge=0, description="Entropy bonus: the loss subtracts entropy_loss_coef · H(π_θ).")
     gamma: float = Field(default=1.0, ge=0, le=1, description="gae: discount per token.")
     lambd: float = Field(default=0.95, ge=0, le=1, description="gae: λ.")
     value_loss_coef: float = Field(default=0.5, ge=0, description="gae: weight of the value head's loss in the total.")
     value_clip: float | None = Field(default=None, gt=0, description="gae: clip of the value loss around the step's starting values; null: unclipped.")
     whiten_advantages: bool = Field(default=False, description="Whiten the token advantages over the batch's loss tokens before the loss.")
-    loss_agg_mode: str = Field(default="token_mean", description="token_mean | seq_mean_token_mean | seq_mean_token_sum.")
+    loss_agg_mode: str = Field(default="token_mean", description="token_mean | seq_mean_token_mean | seq_mean_token_sum | seq_mean_token_sum_norm.")
+    loss_scale_factor: float | None = Field(default=None, gt=0, description="seq_mean_token_sum_norm: the constant C every sequence's token sum is divided by (Dr. GRPO; verl's name); null: the batch's longest response.")
+    clip_cov_ratio: float = Field(default=0.0002, gt=0, le=1, description="clip_cov: share of loss tokens detached.")
+    clip_cov_lb: float = Field(default=1.0, description="clip_cov: lower bound of the covariance band tokens are drawn from.")
+    clip_cov_ub: float = Field(default=5.0, description="clip_cov: upper bound of that band.")
+    kl_cov_ratio: float = Field(default=0.0002, gt=0, le=1, description="kl_cov: share of loss tokens (largest covariance) given the KL penalty.")
+    ppo_kl_coef: float = Field(default=0.1, ge=0, description="kl_cov: coefficient of |log r| on those tokens.")
     temperature: float = Field(default=1.0, ge=0, description="Sampling temperature of the rollout; logprobs are recomputed under softmax(logits / temperature), 0 meaning 1.")
     adv_eps: float = Field(default=1e-6, gt=0, description="Added to standard deviations before dividing.")
-    adv_std_normalize: bool = Field(default=True, description="grpo: divide by the group std.")
     adv_baseline: Literal["group_mean", "none"] = Field(default="group_mean", description="reinforce: subtract the group mean or not.")
 
     @field_validator("pg_variant")
@@ -119,13 +144,30 @@ class TrainStepRequest(_Wire):
 
     @field_validator("reward_norm")
     @classmethod
-    def _reward_norm(cls, v: str) -> str:
-        return check_registered("reward_norm", v, REWARD_NORMS, REWARD_NORM_NAMES)
+    def _reward_norm(cls, v: str | None) -> str | None:
+        return v if v is None else check_registered("reward_norm", v, REWARD_NORMS, REWARD_NORM_NAMES)
+
+    @model_validator(mode="after")
+    def _grpo_has_its_group_baseline(self) -> "TrainStepRequest":
+        mean, _ = self.reward_norm_levels()
+        if self.adv_estimator == "grpo" and mean != "group":
+            raise ValueError(f"adv_estimator grpo is the group-normalised reward, so the reward normalisation's mean level must be "
+                             f"group, not {mean} (reward_norm / norm_mean_type); for no std division set norm_std_type: none "
+                             f"(Dr. GRPO), for raw rewards use reinforce with adv_baseline none")
+        return self
 
     @field_validator("loss_agg_mode")
     @classmethod
     def _loss_agg_mode(cls, v: str) -> str:
         return check_registered("loss_agg_mode", v, LOSS_AGGREGATIONS)
+
+    @field_validator("clip_cov_ub")
+    @classmethod
+    def _clip_cov_band(cls, v: float, info: ValidationInfo) -> float:
+        low = info.data.get("clip_cov_lb")
+        if low is not None and v <= low:
+            raise ValueError(f"clip_cov_ub {v} must be above clip_cov_lb {low}")
+        return v
 
     @field_validator("tis_upper_bound")
     @classmethod
@@ -137,9 +179,9 @@ class TrainStepRequest(_Wire):
 
     def reward_norm_levels(self) -> tuple[str, str]:
         """(mean level, std level) of the reward normalisation: ROLL's pair when either is given
-        (the other then means "none"), else the reward_norm preset."""
+        (the other then means "none"), else the reward_norm preset, else the estimator's default."""
         if self.norm_mean_type is None and self.norm_std_type is None:
-            return REWARD_NORMS[self.reward_norm]
+            return REWARD_NORMS[self.reward_norm or DEFAULT_REWARD_NORM[self.adv_estimator]]
         return self.norm_mean_type or "none", self.norm_std_type or "none"
 
     def effective_dual_clip(self) -> float | None:
