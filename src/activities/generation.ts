@@ -31,6 +31,8 @@ export interface Sampling {
   max_tokens: number;
   temperature: number;
   top_p: number;
+  /** Absent in runs planned before it existed: the server's default (-1, no top-k). */
+  top_k?: number;
   seed: number;
 }
 
@@ -58,8 +60,8 @@ export interface GenerationRequest {
  * elsewhere; after, the unfinished choices continue by completions.
  */
 export async function streamChat(r: GenerationRequest, progress: GenerationProgress, messages: ChatMessage[], seed: number): Promise<void> {
-  const { max_tokens, temperature, top_p } = r.sampling;
-  const req = { messages, max_tokens, temperature, top_p, seed, n: progress.choices.length, ...minVersionField(r), ...r.simLength() };
+  const { max_tokens, temperature, top_p, top_k } = r.sampling;
+  const req = { messages, max_tokens, temperature, top_p, top_k, seed, n: progress.choices.length, ...minVersionField(r), ...r.simLength() };
   for (let lost = 0; !progress.prompt; lost++) {
     try {
       await r.deps.router.run(r.affinity, (client) =>
@@ -111,12 +113,12 @@ export async function onAnyServer<T>(r: GenerationRequest, call: (client: Infere
 }
 
 function streamCompletion(r: GenerationRequest, seedOf: (call: number) => number): StreamedCompletion {
-  const { temperature, top_p } = r.sampling;
+  const { temperature, top_p, top_k } = r.sampling;
   return (call, onDelta) =>
     r.deps.router.run(r.affinity, async (client) => {
       let finish: FinishReason = 'abort'; // a stream that ended without a reason is continued
       await client.streamComplete(
-        { prompt: call.prompt, max_tokens: call.max_tokens, temperature, top_p, seed: seedOf(call.attempt), ...minVersionField(r), ...r.simLength(call) },
+        { prompt: call.prompt, max_tokens: call.max_tokens, temperature, top_p, top_k, seed: seedOf(call.attempt), ...minVersionField(r), ...r.simLength(call) },
         (chunk) => {
           const c = chunk.choices[0];
           if (!c) return;

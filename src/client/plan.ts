@@ -67,7 +67,7 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     // A group's env follows its position over the manager's env groups (all of them, redundant ones too).
     envs: pickEnvs(loaded, config.train_env_manager, config.train_env_manager?.num_env_groups ?? derived.groups_per_step),
     ...validation(loaded),
-    sampling: { temperature: gen.temperature, top_p: gen.top_p },
+    sampling: { temperature: gen.temperature, top_p: gen.top_p, top_k: gen.top_k },
     filter: config.group_filter,
     train: {
       pg_variant: config.pg_variant,

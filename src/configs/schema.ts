@@ -143,7 +143,13 @@ export const ActorInferSchema = z
         max_new_tokens: count(1).default(512).describe('Most tokens generated per response (per turn in agentic envs).'),
         temperature: z.number().min(0).default(1.0).describe('Sampling temperature; 0 is greedy.'),
         top_p: z.number().gt(0).max(1).default(1.0).describe('Nucleus sampling mass.'),
-        top_k: z.number().int().min(-1).default(-1).describe('Top-k sampling; -1 disables it.'),
+        top_k: z
+          .number()
+          .int()
+          .min(-1)
+          .refine((k) => k !== 0, 'top_k 0 keeps no token; -1 disables top-k')
+          .default(-1)
+          .describe('Sample among the k most likely tokens only (before top_p), on every inference backend (sim: no distribution, ignored); -1 disables it.'),
       })
       .prefault({})
       .describe('Sampling parameters for generation.'),

@@ -85,6 +85,18 @@ describe('failover', () => {
     expect(deps.pool.acquire('traj').url).toBe(other.url); // affinity moved
   });
 
+  it('every generate call carries the run\'s sampling, top_k included, the continuation too', async () => {
+    const rollout = rolloutActivities(deps);
+    const first = deps.pool.acquire('k');
+    first.release();
+    const dying = servers.find((s) => s.url === first.url)!;
+    dying.dieAfter = 3;
+    await runActivity(() => rollout.generateTurn({ contextKey: `${RUN}/trajectories/k.json`, observation: 'q', turn: 0, sampling: { ...sampling, temperature: 0.7, top_p: 0.9, top_k: 5 }, affinity: 'k', runId: RUN }));
+    const asked = servers.flatMap((s) => s.requests).filter((r) => ['/v1/chat/completions', '/v1/completions'].includes(r.path));
+    expect(asked.map((r) => r.path)).toEqual(['/v1/chat/completions', '/v1/completions']);
+    for (const r of asked) expect([r.body.temperature, r.body.top_p, r.body.top_k]).toEqual([0.7, 0.9, 5]);
+  });
+
   it('a group request continues each choice elsewhere', async () => {
     const rollout = rolloutActivities(deps);
     const pinned = deps.pool.acquire('g');

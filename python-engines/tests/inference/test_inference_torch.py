@@ -132,3 +132,18 @@ async def test_prompt_plus_max_tokens_beyond_the_context_is_refused():
     async with serve("torch") as (client, _):
         r = await client.post("/v1/completions", json={"prompt": [5] * 500, "max_tokens": 20})
     assert r.status_code == 400 and r.json()["problems"][0]["field"] == "max_tokens"
+
+
+async def test_top_k_one_at_temperature_one_is_the_greedy_reply_and_top_k_zero_is_refused():
+    prompt = [20, 21, 22, 23]
+    async with serve("torch") as (client, _):
+        greedy_body = await complete(client, prompt=prompt, max_tokens=10, temperature=0.0, ignore_eos=True)
+        top1 = [await complete(client, prompt=prompt, max_tokens=10, temperature=1.0, top_k=1, seed=s, ignore_eos=True) for s in (1, 2)]
+        free = await complete(client, prompt=prompt, max_tokens=10, temperature=1.0, seed=1, ignore_eos=True)
+        refused = await client.post("/v1/completions", json={"prompt": prompt, "max_tokens": 2, "top_k": 0})
+    expected = greedy_body["choices"][0]["token_ids"]
+    assert [b["choices"][0]["token_ids"] for b in top1] == [expected, expected]
+    assert free["choices"][0]["token_ids"] != expected  # without top_k, temperature 1 samples
+    # The logprobs stay those of softmax(logits / T) before truncation: below 0, not the truncated 0.
+    assert all(lp < 0 for lp in top1[0]["choices"][0]["logprobs"])
+    assert refused.status_code == 400 and "top_k" in refused.text

@@ -34,6 +34,7 @@ const samplingFields = {
   max_tokens: z.number().int().min(1).optional().describe('Default 16; at most the server option max_tokens_cap.'),
   temperature: z.number().min(0).optional().describe('Default 1; 0 = greedy.'),
   top_p: z.number().gt(0).max(1).optional(),
+  top_k: z.number().int().min(-1).optional().describe('The k most likely tokens only; -1: no top-k.'),
   seed: z.number().int().nullable().optional().describe('Sample i uses a generator derived from (seed, i).'),
   logprobs: z.union([z.number().int(), z.boolean()]).nullable().optional().describe('Accepted; logprobs are always returned.'),
   stop_token_ids: z.array(TokenId).optional().describe('Stop after emitting one of these (included in token_ids).'),

@@ -45,7 +45,7 @@ def sampling_params(req: SamplingFields, options: Options) -> SamplingParams:
     if req.n > options.max_n:
         raise RequestError("n", f"{req.n} is above this server's max_n of {options.max_n}", req.n)
     return SamplingParams(
-        max_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p, seed=req.seed,
+        max_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p, top_k=req.top_k, seed=req.seed,
         stop_token_ids=frozenset(req.stop_token_ids), ignore_eos=req.ignore_eos,
         sim_response_length=req.sim_response_length,
     )

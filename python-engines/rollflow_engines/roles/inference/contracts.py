@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # Strict so that JSON true/false or "5" never pass as token ids.
 TokenId = Annotated[int, Field(strict=True, ge=0)]
@@ -58,6 +58,14 @@ class SamplingFields(_Request):
     max_tokens: int = Field(default=16, ge=1, description="Tokens to generate at most; capped by the server's max_tokens_cap.")
     temperature: float = Field(default=1.0, ge=0, description="0 = greedy.")
     top_p: float = Field(default=1.0, gt=0, le=1)
+    top_k: int = Field(default=-1, ge=-1, description="Sample among the k most likely tokens only (before top_p); -1: all. 0 keeps none and is refused.")
+
+    @field_validator("top_k")
+    @classmethod
+    def _top_k(cls, v: int) -> int:
+        if v == 0:
+            raise ValueError("top_k 0 keeps no token; -1 disables top-k")
+        return v
     seed: int | None = Field(default=None, description="Sample i of the request uses a generator derived from (seed, i).")
     logprobs: int | bool | None = Field(default=None, description="Accepted for OpenAI compatibility; one logprob per token is always returned.")
     stop_token_ids: list[TokenId] = Field(default_factory=list, description="Generation stops after emitting one of these (it is included).")

@@ -42,6 +42,7 @@ class SamplingParams:
     max_tokens: int
     temperature: float = 1.0
     top_p: float = 1.0
+    top_k: int = -1  # -1: no top-k truncation
     seed: int | None = None
     stop_token_ids: frozenset[int] = frozenset()
     ignore_eos: bool = False

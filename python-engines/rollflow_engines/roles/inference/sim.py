@@ -5,7 +5,7 @@ Everything a sequence produces comes from one ``random.Random`` seeded by
 (server seed, request seed or else the prompt's tokens, sample index): its
 natural length, its token ids and its logprobs (and, with
 ``length.sigma_prompt``, a length factor of the prompt's own). So a run repeats exactly, and
-two servers with the same seed answer alike. Temperature and top_p do not
+two servers with the same seed answer alike. Temperature, top_p and top_k do not
 change the output (there is no distribution to sample from).
 
 Tokens are drawn uniformly from [0, vocab_size) (the eos id excluded); a

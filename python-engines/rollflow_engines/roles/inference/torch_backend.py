@@ -11,10 +11,10 @@ forward pass runs in a worker thread so the event loop keeps answering HTTP
 during a step.
 
 Sampling per sequence: temperature 0 is greedy; otherwise softmax(logits/T)
-truncated to the top_p nucleus, drawn with the sequence's own
+truncated to the top_k most likely tokens, then to the top_p nucleus, drawn with the sequence's own
 torch.Generator (seeded from the request seed and sample index, or from the
 server seed when the request has none). The reported logprob follows the
-convention in contracts.py: softmax(logits/T) before top-p, T=1 when greedy.
+convention in contracts.py: softmax(logits/T) before top-k and top-p, T=1 when greedy.
 """
 from __future__ import annotations
 
@@ -41,6 +41,10 @@ def sample_token(logits: torch.Tensor, params: SamplingParams, generator: torch.
         token = int(torch.argmax(logits))
     else:
         probs = logprobs.exp()
+        if 0 < params.top_k < probs.shape[-1]:
+            # Only the k most likely tokens may be drawn (ties at the k-th value are kept).
+            probs = torch.where(probs >= torch.topk(probs, params.top_k).values[-1], probs, torch.zeros_like(probs))
+            probs = probs / probs.sum()
         if params.top_p < 1.0:
             sorted_probs, order = torch.sort(probs, descending=True)
             # Keep the smallest prefix whose mass reaches top_p (the top token always stays).

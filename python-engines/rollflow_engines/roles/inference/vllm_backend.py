@@ -146,6 +146,7 @@ class VllmEngine(InferenceEngine):
 
         sp = VllmSamplingParams(
             n=1, max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p,
+            top_k=params.top_k,
             seed=None if params.seed is None else derive_seed(params.seed, index) % (2**31),
             logprobs=0, stop_token_ids=sorted(params.stop_token_ids), ignore_eos=params.ignore_eos,
             output_kind=RequestOutputKind.DELTA,
