@@ -1,7 +1,7 @@
 /** Turns a validated run config into the run workflow's plan: the one place the run reads the config. */
 import type { LoadedConfig } from '../configs';
 import { ConfigError } from '../configs';
-import { AlgorithmSettings } from '../configs/schema';
+import { AlgorithmSettings, type RunConfig } from '../configs/schema';
 import { runDataDir } from '../workflows/ids';
 import type { RunPlan } from '../workflows/run';
 
@@ -25,13 +25,21 @@ function pickEnvs({ config, source }: LoadedConfig, manager: EnvManager | undefi
     const env = config.custom_envs[tag]!;
     const perTurn = env.max_tokens_per_step ?? gen.max_new_tokens;
     const budget = env.max_tokens_per_episode;
-    const spec = { type: env.env_type, config: env.env_config, maxTurns: env.max_steps, calls: env.env_calls, ...(env.on_env_loss ? { onLoss: env.on_env_loss } : {}), ...(budget !== undefined ? { maxEpisodeTokens: budget } : {}) };
+    const spec = { type: env.env_type, config: withDomainRewards(config, env), maxTurns: env.max_steps, calls: env.env_calls, ...(env.on_env_loss ? { onLoss: env.on_env_loss } : {}), ...(budget !== undefined ? { maxEpisodeTokens: budget } : {}) };
     // The first turn may not exceed the episode's budget either (it is also a one-request group's only turn).
     return { tag, groupsPerStep: partition[i]!, spec, maxTokens: budget === undefined ? perTurn : Math.min(perTurn, budget) };
   }).filter((e) => e.groupsPerStep > 0);
 }
 
 /** Validation needs val_env_manager when eval_steps is set; envs without it are a config error, not a silent skip. */
+/** A dataset env's config with the run's `rewards` as its domain routes (ROLL's reward workers by domain tag). */
+function withDomainRewards(config: RunConfig, env: RunConfig['custom_envs'][string]): Record<string, unknown> {
+  const rewards = Object.values(config.rewards);
+  if (env.env_type !== 'dataset' || rewards.length === 0 || env.env_config.verifier !== undefined) return env.env_config;
+  const routes = Object.fromEntries(rewards.flatMap((r) => r.tag_included.map((tag) => [tag, { verifier: r.type, ...(r.config ? { config: r.config } : {}) }])));
+  return { ...env.env_config, domain_rewards: routes };
+}
+
 function validation(loaded: LoadedConfig): Pick<RunPlan, 'validation'> {
   const { config } = loaded;
   const manager = config.val_env_manager;

@@ -15,7 +15,8 @@ export const PG_VARIANTS = ['vanilla', 'ppo', 'decoupled_ppo', 'tis', 'cispo', '
 export const ADV_ESTIMATORS = ['grpo', 'reinforce', 'gae', 'rloo', 'reinforce_plus_plus_baseline'] as const;
 export const LOSS_AGG_MODES = ['token_mean', 'seq_mean_token_mean', 'seq_mean_token_sum', 'seq_mean_token_sum_norm'] as const;
 export const REWARD_NORMS = ['none', 'group', 'batch', 'group_mean_batch_std'] as const;
-export const REWARD_TYPES = ['exact_match', 'math_verify', 'python'] as const;
+/** The env server's verifiers a `rewards` entry can name (python-engines rewards/). */
+export const REWARD_TYPES = ['exact_match', 'math_verify', 'code_exec', 'llm_judge'] as const;
 export const TRACKERS = ['tensorboard', 'wandb', 'stdout'] as const;
 /** Default activity and local-activity slots of one worker (temporal.worker.*); the bench sizes its workers by it. */
 export const WORKER_SLOTS = 2000;
@@ -193,11 +194,11 @@ export const CustomEnvSchema = z
 
 export const RewardSchema = z
   .strictObject({
-    type: z.enum(REWARD_TYPES).describe('Verifier that scores a response: exact_match | math_verify | python (served by the env role).'),
-    tag_included: z.array(z.string().min(1)).min(1).describe('Sample domains (dataset tags) this reward scores.'),
-    config: z.record(z.string(), z.unknown()).default({}).describe('Arguments passed to the verifier.'),
+    type: z.enum(REWARD_TYPES).describe(`The env server's verifier that scores a response: ${REWARD_TYPES.join(' | ')}.`),
+    tag_included: z.array(z.string().min(1)).min(1).describe('Sample domains (a dataset row\'s domain or tag) this reward scores.'),
+    config: z.record(z.string(), z.unknown()).optional().describe('The verifier\'s settings, checked by it (e.g. code_exec: { mode: fraction }).'),
   })
-  .describe('One reward worker, chosen by the sample domain.');
+  .describe('One reward worker, chosen by the sample\'s domain.');
 
 // ---- algorithm settings passed to every train step (python-engines algorithms/); unset means the trainer's default
 const unit = z.number().min(0).max(1);
@@ -301,7 +302,10 @@ export const RunConfigSchema = z
     train_env_manager: EnvManagerSchema.optional().describe('Multi-turn envs for training; omit for single-turn tasks.'),
     val_env_manager: EnvManagerSchema.optional().describe('Multi-turn envs for validation.'),
     custom_envs: z.record(z.string(), CustomEnvSchema).default({}).describe('Env definitions by name.'),
-    rewards: z.record(z.string(), RewardSchema).default({}).describe('Reward workers by name; each scores the domains in its tag_included.'),
+    rewards: z
+      .record(z.string(), RewardSchema)
+      .default({})
+      .describe('Reward workers by name; each scores the dataset rows whose domain is in its tag_included (env_type dataset; a dataset env with its own verifier is not routed). A row of a domain no reward includes fails the run at its start.'),
     domain_interleave_probs: z.record(z.string(), z.number().min(0).max(1)).optional().describe('Share of each domain in a batch; must sum to 1.'),
 
     dataset_size: count(1).default(1024).describe('(rollflow) Distinct prompts (env seeds 0..N-1) one epoch visits, in a seeded order.'),
@@ -366,11 +370,29 @@ function checkCrossReferences(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx
       }
     }
   }
+  checkRewards(c, ctx);
   if (c.domain_interleave_probs) {
     const sum = Object.values(c.domain_interleave_probs).reduce((a, b) => a + b, 0);
     if (Math.abs(sum - 1) > 1e-6) {
       ctx.addIssue({ code: 'custom', path: ['domain_interleave_probs'], message: `expected shares summing to 1, they sum to ${sum}` });
     }
+  }
+}
+
+/** `rewards` routes dataset rows by domain: each domain to one reward, and only where a dataset env can use it. */
+function checkRewards(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): void {
+  const owner = new Map<string, string>();
+  for (const [name, reward] of Object.entries(c.rewards)) {
+    reward.tag_included.forEach((tag, i) => {
+      const first = owner.get(tag);
+      if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['rewards', name, 'tag_included', i], message: `domain "${tag}" is already scored by rewards.${first}; a domain goes to one reward` });
+      else owner.set(tag, name);
+    });
+  }
+  if (owner.size === 0) return;
+  const routed = Object.entries(c.custom_envs).filter(([, e]) => e.env_type === 'dataset' && e.env_config.verifier === undefined);
+  if (routed.length === 0) {
+    ctx.addIssue({ code: 'custom', path: ['rewards'], message: 'rewards route dataset rows by domain, but no custom_envs entry is an env_type dataset without its own env_config.verifier' });
   }
 }
 

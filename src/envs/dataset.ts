@@ -28,6 +28,10 @@ const Config = z.strictObject({
   domain_key: z.string().min(1).default('domain').describe('Row field naming the domain that picks the verifier.'),
   default_domain: z.string().min(1).default('math').describe('Domain of rows without a domain field.'),
   verifier: z.string().min(1).optional().describe('Score every row with this verifier (exact_match | math_verify | code_exec | llm_judge) instead of its domain\'s.'),
+  domain_rewards: z
+    .record(z.string().min(1), z.strictObject({ verifier: z.string().min(1), config: z.record(z.string(), z.unknown()).optional() }))
+    .optional()
+    .describe('Each domain\'s verifier and its settings; the run config\'s `rewards` (type, tag_included, config) sets it, as ROLL routes samples to reward workers by domain tag. A row whose domain no entry names fails the run at its start.'),
   verifier_config: z
     .record(z.string(), z.unknown())
     .optional()
@@ -64,6 +68,23 @@ async function load(config: DatasetConfig) {
   return parsed;
 }
 
+/** The verifier and settings for a row of `domain`: `verifier` for every row, else the domain's route, else the env server's own mapping. */
+function scoring(config: DatasetConfig, domain: string): { verifier?: string; config?: Record<string, unknown> } {
+  if (config.verifier) return { verifier: config.verifier, ...(config.verifier_config ? { config: config.verifier_config } : {}) };
+  const route = config.domain_rewards?.[domain];
+  if (config.domain_rewards && !route) throw new RewardUnscoredError(`no reward routes domain "${domain}" (rewards.*.tag_included names ${Object.keys(config.domain_rewards).join(', ')})`);
+  return route ? { verifier: route.verifier, ...(route.config ? { config: route.config } : {}) } : {};
+}
+
+/** With domain_rewards, every domain of the file must have a route: found at the run's start, not one unscored sample at a time. */
+function checkRoutes(config: DatasetConfig, rows: DatasetRow[]): void {
+  if (!config.domain_rewards || config.verifier) return;
+  const missing = [...new Set(rows.map((r) => r.domain))].filter((d) => !(d in config.domain_rewards!));
+  if (missing.length === 0) return;
+  const expected = `a reward whose tag_included names every domain of ${config.path}; these have none (routed now: ${Object.keys(config.domain_rewards).join(', ')})`;
+  throw new EnvConfigError(`dataset:\n${formatProblem({ path: 'rewards', given: missing, expected })}`, [{ path: 'rewards', given: missing, expected }]);
+}
+
 const pathError = (given: string, expected: string) => new EnvConfigError(`dataset:\n${formatProblem({ path: 'config.path', given, expected })}`, [{ path: 'path', given, expected }]);
 const unreadable = (given: string) => (e: NodeJS.ErrnoException): never => {
   throw pathError(given, `a readable JSON-lines file (${e.code === 'ENOENT' ? 'it does not exist' : (e.code ?? e.message)})`);
@@ -76,7 +97,9 @@ export function dataset(client: EnvClient): Env<DatasetState, DatasetConfig> & {
     parseConfig: (raw) => parseEnvConfig('dataset', Config, raw),
 
     async index(config) {
-      return (await load(config)).index;
+      const { rows, index } = await load(config);
+      checkRoutes(config, rows);
+      return index;
     },
 
     async reset(config, seed) {
@@ -89,10 +112,7 @@ export function dataset(client: EnvClient): Env<DatasetState, DatasetConfig> & {
       const { rows } = await load(config);
       const row = rows[state.row % rows.length]!;
       const scored = await client
-        .reward(
-          { domain: row.domain, prompt: row.prompt, response: action, reference: row.answer, ...(config.verifier ? { verifier: config.verifier } : {}), ...(config.verifier_config ? { config: config.verifier_config } : {}) },
-          { signal },
-        )
+        .reward({ domain: row.domain, prompt: row.prompt, response: action, reference: row.answer, ...scoring(config, row.domain) }, { signal })
         .catch((e: unknown) => Promise.reject(e instanceof EngineRejectedError && e.code === 'reward_unscored' ? new RewardUnscoredError(e.message) : e));
       return { state, observation: '', reward: scored.reward, done: true, info: { row: state.row, ...scored.info } };
     },

@@ -31,6 +31,7 @@ export const BASE_CONFIG = {
   custom_envs: {
     slow: { env_type: 'latency_sim', max_steps: 2, max_tokens_per_step: 4, max_tokens_per_episode: 6, env_config: { turns: 2 } },
     arith: { env_type: 'arithmetic', env_config: { max_operand: 9 } },
+    rows: { env_type: 'dataset', env_config: { path: 'rows.jsonl' } },
   },
   rewards: { exact: { type: 'exact_match', tag_included: ['exact'] } },
   domain_interleave_probs: { exact: 1 },

@@ -95,6 +95,18 @@ describe('run config', () => {
     expect(far[0]?.expected).toMatch(/^unknown key \(known here: address, namespace/);
   });
 
+  it('rewards: each domain to one reward, and only where a dataset env can route it; python is not a verifier', () => {
+    const data = { data: { env_type: 'dataset', env_config: { path: 'rows.jsonl' } } };
+    const twice = problemsOf(() => parseConfig({ custom_envs: data, rewards: { a: { type: 'math_verify', tag_included: ['math'] }, b: { type: 'exact_match', tag_included: ['code', 'math'] } } }, 't'));
+    expect(twice.map((p) => [p.path, p.expected])).toEqual([['rewards.b.tag_included[1]', 'domain "math" is already scored by rewards.a; a domain goes to one reward']]);
+    const nowhere = problemsOf(() => parseConfig({ custom_envs: { lake: { env_type: 'frozen_lake' } }, rewards: { a: { type: 'math_verify', tag_included: ['math'] } } }, 't'));
+    expect(nowhere.map((p) => p.path)).toEqual(['rewards']);
+    expect(nowhere[0]?.expected).toMatch(/no custom_envs entry is an env_type dataset/);
+    const python = problemsOf(() => parseConfig({ custom_envs: data, rewards: { a: { type: 'python', tag_included: ['math'] } } }, 't'));
+    expect(python.map((p) => p.path)).toEqual(['rewards.a.type']);
+    expect(parseConfig({ custom_envs: data, rewards: { a: { type: 'code_exec', tag_included: ['code'], config: { mode: 'fraction' } } } }, 't').config.rewards.a?.type).toBe('code_exec');
+  });
+
   it('checks references between fields', () => {
     const problems = problemsOf(() =>
       parseConfig(

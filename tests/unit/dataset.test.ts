@@ -104,6 +104,28 @@ describe('dataset scoring', () => {
     ]);
   });
 
+  it('domain_rewards (the run config\'s rewards) send each row to its domain\'s verifier; a domain without one fails at the index', async () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'rollflow-dataset-')), 'rows.jsonl');
+    writeFileSync(file, ['{"prompt": "1+1", "answer": "2", "domain": "math"}', '{"prompt": "f", "answer": "{}", "domain": "code"}', '{"prompt": "hi", "answer": "a", "domain": "chat"}'].join('\n'));
+    const sent: unknown[] = [];
+    const env = dataset({ reward: async (req: unknown) => (sent.push(req), { reward: 1, info: {} }) } as unknown as EnvClient);
+    const routes = { math: { verifier: 'math_verify' }, code: { verifier: 'code_exec', config: { mode: 'fraction' } } };
+    const routed = env.parseConfig({ path: file, domain_rewards: routes });
+    await expect(env.index(routed)).rejects.toThrow(/rewards: got \["chat"\]; a reward whose tag_included names every domain of .*rows\.jsonl; these have none \(routed now: math, code\)/);
+    for (const seed of [0, 1]) {
+      const { state } = await env.reset(routed, seed);
+      await env.step(routed, state, 'reply');
+    }
+    expect(sent).toEqual([
+      { domain: 'math', prompt: '1+1', response: 'reply', reference: '2', verifier: 'math_verify' },
+      { domain: 'code', prompt: 'f', response: 'reply', reference: '{}', verifier: 'code_exec', config: { mode: 'fraction' } },
+    ]);
+    // A row that still reaches a step without a route is unscored (never the model's 0).
+    const { state } = await env.reset(routed, 2);
+    await expect(env.step(routed, state, 'reply')).rejects.toBeInstanceOf(RewardUnscoredError);
+    expect((await env.index(env.parseConfig({ path: file, domain_rewards: { ...routes, chat: { verifier: 'exact_match' } } }))).size).toBe(3);
+  });
+
   it('a 422 reward_unscored is RewardUnscoredError (no reward at all); any other refusal stays as it was', async () => {
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'rollflow-dataset-')), 'rows.jsonl');
     writeFileSync(file, '{"prompt": "p", "answer": "a", "domain": "chat"}\n');

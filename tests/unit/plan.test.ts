@@ -60,6 +60,14 @@ describe('run plan', () => {
     expect(plan({ custom_envs: { c: envs.c }, loss_agg_mode: 'token_mean' }).train.loss_scale_factor).toBeUndefined();
   });
 
+  it('rewards become each dataset env\'s domain routes; a dataset env with its own verifier and other envs keep their config', () => {
+    const data = { env_type: 'dataset', env_config: { path: 'rows.jsonl' } };
+    const rewards = { m: { type: 'math_verify' as const, tag_included: ['math', 'gsm'] }, c: { type: 'code_exec' as const, tag_included: ['code'], config: { mode: 'fraction' } } };
+    const p = plan({ custom_envs: { data, fixed: { env_type: 'dataset', env_config: { path: 'x.jsonl', verifier: 'exact_match' } } }, rewards, train_env_manager: { num_env_groups: 2, group_size: 1, tags: ['data', 'fixed'] } });
+    expect(p.envs[0]!.spec.config).toEqual({ path: 'rows.jsonl', domain_rewards: { math: { verifier: 'math_verify' }, gsm: { verifier: 'math_verify' }, code: { verifier: 'code_exec', config: { mode: 'fraction' } } } });
+    expect(p.envs[1]!.spec.config).toEqual({ path: 'x.jsonl', verifier: 'exact_match' });
+  });
+
   it('validation: eval_steps needs val_env_manager, named in the error; with it, the val envs are planned', () => {
     expect(() => plan({ custom_envs: { c: envs.c }, eval_steps: 2 })).toThrow(/val_env_manager/);
     const p = plan({ custom_envs: envs, eval_steps: 2, train_env_manager: { num_env_groups: 2, group_size: 2, tags: ['c'] }, val_env_manager: { num_env_groups: 3, group_size: 1, tags: ['c', 'b'] } });
