@@ -47,6 +47,14 @@ function validation(loaded: LoadedConfig): Pick<RunPlan, 'validation'> {
   if (!manager) {
     throw new ConfigError(loaded.source, [{ path: 'val_env_manager', given: undefined, expected: `the validation envs (num_env_groups, group_size, tags), since eval_steps is ${config.eval_steps}` }]);
   }
+  const training = new Set(config.train_env_manager?.tags ?? Object.keys(config.custom_envs));
+  const shared = manager.tags.filter((tag) => training.has(tag) && config.custom_envs[tag]?.env_type === 'dataset' && config.custom_envs[tag]?.env_config.holdout === undefined);
+  if (shared.length > 0) {
+    throw new ConfigError(
+      loaded.source,
+      shared.map((tag) => ({ path: `custom_envs.${tag}.env_config.holdout`, given: undefined, expected: 'rows held out for validation (a count, or a share of the rows): this dataset env both trains and validates, and without a holdout validation would score training rows; or give val_env_manager a dataset env of its own' })),
+    );
+  }
   return { validation: { envs: pickEnvs(loaded, manager, manager.num_env_groups), groupSize: manager.group_size, everySteps: config.eval_steps } };
 }
 

@@ -15,8 +15,10 @@ export interface DatasetRow {
 export type SkipReason = 'too_large' | 'not_utf8' | 'not_json' | 'not_object' | 'missing_field' | 'duplicate_id';
 
 export interface DatasetIndex {
-  /** Valid rows: the dataset size. */
+  /** Valid rows training visits: the dataset size (all valid rows, less any held out for validation). */
   size: number;
+  /** Valid rows held out for validation (the dataset env's `holdout`), when set. */
+  heldOut?: number;
   /** Rows skipped, for any reason. */
   malformed: number;
   /** The skipped rows by reason (reasons with none left out). */
@@ -108,8 +110,9 @@ export function parseRows(bytes: Uint8Array, keys: RowKeys): { rows: DatasetRow[
 }
 
 /** One line for the operator: `N rows, M malformed rows skipped (by reason; the first problems)`. */
-export function describeIndex({ size, malformed, skipped, problems }: DatasetIndex): string {
+export function describeIndex({ size, heldOut, malformed, skipped, problems }: DatasetIndex): string {
   // `skipped` is absent from indexes a run recorded before it existed.
   const reasons = Object.entries(skipped ?? {}).map(([reason, n]) => `${n} ${reason}`);
-  return `${size} rows${malformed ? `, ${malformed} malformed rows skipped (${[reasons.join(', '), ...problems].filter(Boolean).join('; ')})` : ''}`;
+  const held = heldOut === undefined ? '' : ` (and ${heldOut} held out for validation)`;
+  return `${size} rows${held}${malformed ? `, ${malformed} malformed rows skipped (${[reasons.join(', '), ...problems].filter(Boolean).join('; ')})` : ''}`;
 }

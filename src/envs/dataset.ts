@@ -1,9 +1,11 @@
 /**
  * dataset: a single-turn task read from a JSON-lines file, one prompt per
  * row ({"prompt": "...", "answer": "...", "domain": "math"}; key names are
- * configurable). Episode `seed` serves valid row `seed mod N`; the reply is
- * scored by the env server's verifier for the row's domain (math_verify,
- * exact_match, code_exec), or by `verifier` when set.
+ * configurable). Training episode `seed` serves training row `seed mod N`,
+ * validation seeds (VAL_SEED_BASE + i) the held-out rows (`holdout`), or
+ * every row of a dataset env only validation uses. The reply is scored by
+ * the env server's verifier for the row's domain (math_verify, exact_match,
+ * code_exec), or by `verifier` when set.
  *
  * A row that cannot be served (bad JSON or UTF-8, a missing field, a repeated
  * id, a line above max_row_bytes) never stops a run: `index` reports and
@@ -20,6 +22,7 @@ import { parseRows, type DatasetIndex, type DatasetRow } from './dataset-rows';
 import { formatProblem } from '../configs/errors';
 import { parseEnvConfig } from './env-config';
 import { EnvConfigError, RewardUnscoredError } from './errors';
+import { epochOrder, VAL_SEED_BASE } from '../workflows/seeds';
 
 const Config = z.strictObject({
   path: z.string().min(1).describe('JSON-lines file, one row per prompt (absolute, or relative to the worker\'s working directory).'),
@@ -36,6 +39,10 @@ const Config = z.strictObject({
     .record(z.string(), z.unknown())
     .optional()
     .describe('Settings sent with every reply to its verifier, which validates them (e.g. code_exec: { mode: fraction }); a key it does not know fails the first reward with a 400 naming config.<key>.'),
+  holdout: z
+    .union([z.number().int().min(1), z.number().gt(0).lt(1)])
+    .optional()
+    .describe('Rows kept out of training for validation: a count, or a share of the valid rows, chosen by a fixed seeded shuffle (the same file gives the same split). Training seeds then serve the other rows only and validation seeds (val_env_manager) these only. A dataset env that both trains and validates needs it.'),
   id_key: z.string().min(1).default('id').describe('Row field holding a row\'s id, where rows have one: a repeated id is reported and its later rows skipped.'),
   max_row_bytes: z
     .number()
@@ -50,20 +57,42 @@ export interface DatasetState {
   row: number;
 }
 
+/** Which rows training and validation seeds serve: with a holdout, two disjoint sets; without, both every row. */
+interface Split {
+  train: number[];
+  validation: number[];
+}
+
+/** The holdout's rows: the last k of a shuffle with a fixed seed, so a file always splits the same way. */
+const HOLDOUT_SHUFFLE_SEED = 0x5eed;
+
+function split(size: number, holdout: number | undefined): Split {
+  const all = Array.from({ length: size }, (_, i) => i);
+  if (holdout === undefined) return { train: all, validation: all };
+  const k = Math.min(size - 1, Math.max(1, holdout < 1 ? Math.round(holdout * size) : holdout));
+  const order = epochOrder(size, HOLDOUT_SHUFFLE_SEED, 0);
+  const byRow = (a: number, b: number) => a - b;
+  return { train: order.slice(0, size - k).sort(byRow), validation: order.slice(size - k).sort(byRow) };
+}
+
 // One parse per file version and worker process: every episode reads from it.
-const loaded = new Map<string, { mtimeMs: number; rows: DatasetRow[]; index: DatasetIndex }>();
+const loaded = new Map<string, { mtimeMs: number; rows: DatasetRow[]; index: DatasetIndex; split: Split }>();
 
 async function load(config: DatasetConfig) {
-  const key = JSON.stringify([config.path, config.prompt_key, config.answer_key, config.domain_key, config.default_domain, config.id_key, config.max_row_bytes]);
+  const key = JSON.stringify([config.path, config.prompt_key, config.answer_key, config.domain_key, config.default_domain, config.id_key, config.max_row_bytes, config.holdout]);
   const file = await stat(config.path).catch(unreadable(config.path));
   if (!file.isFile()) throw pathError(config.path, 'a JSON-lines file, not a directory or other non-file');
   const cached = loaded.get(key);
   if (cached?.mtimeMs === file.mtimeMs) return cached;
-  const parsed = { mtimeMs: file.mtimeMs, ...parseRows(await readFile(config.path).catch(unreadable(config.path)), config) };
-  if (parsed.index.size === 0) {
-    const { malformed, problems } = parsed.index;
+  const { rows, index } = parseRows(await readFile(config.path).catch(unreadable(config.path)), config);
+  if (index.size === 0) {
+    const { malformed, problems } = index;
     throw pathError(config.path, malformed ? `a file with at least one valid row; all ${malformed} rows were skipped (${problems.join('; ')})` : 'a file with at least one row; it is empty');
   }
+  if (config.holdout !== undefined && index.size < 2) throw holdoutError(config, `a file with at least 2 valid rows to split; it has ${index.size}`);
+  const rowSplit = split(rows.length, config.holdout);
+  // The run's dataset size is what training visits: the rows not held out.
+  const parsed = { mtimeMs: file.mtimeMs, rows, index: { ...index, size: rowSplit.train.length, ...(config.holdout !== undefined ? { heldOut: rowSplit.validation.length } : {}) }, split: rowSplit };
   loaded.set(key, parsed);
   return parsed;
 }
@@ -85,6 +114,9 @@ function checkRoutes(config: DatasetConfig, rows: DatasetRow[]): void {
   throw new EnvConfigError(`dataset:\n${formatProblem({ path: 'rewards', given: missing, expected })}`, [{ path: 'rewards', given: missing, expected }]);
 }
 
+const holdoutError = (config: DatasetConfig, expected: string) =>
+  new EnvConfigError(`dataset:\n${formatProblem({ path: 'config.holdout', given: config.holdout, expected })}`, [{ path: 'holdout', given: config.holdout, expected }]);
+
 const pathError = (given: string, expected: string) => new EnvConfigError(`dataset:\n${formatProblem({ path: 'config.path', given, expected })}`, [{ path: 'path', given, expected }]);
 const unreadable = (given: string) => (e: NodeJS.ErrnoException): never => {
   throw pathError(given, `a readable JSON-lines file (${e.code === 'ENOENT' ? 'it does not exist' : (e.code ?? e.message)})`);
@@ -103,8 +135,10 @@ export function dataset(client: EnvClient): Env<DatasetState, DatasetConfig> & {
     },
 
     async reset(config, seed) {
-      const { rows } = await load(config);
-      const row = seed % rows.length;
+      const { rows, split } = await load(config);
+      // Validation seeds never reach a training row when there is a holdout, nor training seeds a held-out one.
+      const serves = seed >= VAL_SEED_BASE ? split.validation : split.train;
+      const row = serves[(seed >= VAL_SEED_BASE ? seed - VAL_SEED_BASE : seed) % serves.length]!;
       return { state: { row }, observation: rows[row]!.prompt, info: { row } };
     },
 

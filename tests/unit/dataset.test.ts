@@ -8,6 +8,7 @@ import { dataset } from '../../src/envs/dataset';
 import { RewardUnscoredError } from '../../src/envs/errors';
 import { describeIndex, parseRows } from '../../src/envs/dataset-rows';
 import { EngineRejectedError, type EnvClient } from '../../src/gpu-bridge';
+import { VAL_SEED_BASE } from '../../src/workflows/seeds';
 
 const config = dataset({} as EnvClient).parseConfig({ path: '/data.jsonl' });
 const parse = (text: string | Buffer, keys = config) => parseRows(typeof text === 'string' ? Buffer.from(text) : text, keys);
@@ -139,5 +140,37 @@ describe('dataset scoring', () => {
       const { state } = await env.reset(c, 0);
       await expect(env.step(c, state, 'reply')).rejects.toBeInstanceOf(expected);
     }
+  });
+});
+
+describe('dataset holdout', () => {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'rollflow-dataset-')), 'rows.jsonl');
+  writeFileSync(file, Array.from({ length: 20 }, (_, i) => JSON.stringify({ id: `r${i}`, prompt: `q${i}`, answer: `${i}` })).join('\n'));
+  const env = dataset({} as EnvClient);
+  const served = async (config: ReturnType<typeof env.parseConfig>, seeds: number[]) => new Set(await Promise.all(seeds.map(async (s) => (await env.reset(config, s)).observation)));
+  const trainSeeds = Array.from({ length: 500 }, (_, i) => i);
+  const valSeeds = Array.from({ length: 500 }, (_, i) => VAL_SEED_BASE + i);
+
+  it('training and validation seeds serve disjoint rows, which together are the file; the run trains on the rest', async () => {
+    for (const holdout of [5, 0.25]) {
+      const c = env.parseConfig({ path: file, holdout });
+      const train = await served(c, trainSeeds);
+      const validation = await served(c, valSeeds);
+      expect([train.size, validation.size]).toEqual([15, 5]);
+      expect([...train].filter((p) => validation.has(p))).toEqual([]);
+      expect(new Set([...train, ...validation]).size).toBe(20);
+      expect((await env.index(c)).size).toBe(15);
+      expect(describeIndex(await env.index(c))).toBe('15 rows (and 5 held out for validation)');
+    }
+    // The same file always splits the same way.
+    expect(await served(env.parseConfig({ path: file, holdout: 5 }), valSeeds)).toEqual(await served(env.parseConfig({ path: file, holdout: 0.25 }), valSeeds));
+  });
+
+  it('without a holdout every row serves both (a dataset env only validation uses), and a split needs two rows', async () => {
+    const c = env.parseConfig({ path: file });
+    expect((await served(c, valSeeds)).size).toBe(20);
+    const one = path.join(path.dirname(file), 'one.jsonl');
+    writeFileSync(one, '{"prompt": "p", "answer": "a"}\n');
+    await expect(env.index(env.parseConfig({ path: one, holdout: 1 }))).rejects.toThrow(/config\.holdout: got 1; a file with at least 2 valid rows to split; it has 1/);
   });
 });

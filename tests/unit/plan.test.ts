@@ -68,6 +68,15 @@ describe('run plan', () => {
     expect(p.envs[1]!.spec.config).toEqual({ path: 'x.jsonl', verifier: 'exact_match' });
   });
 
+  it('a dataset env that trains and validates needs a holdout, named in the error; one of its own for validation does not', () => {
+    const data = (holdout?: number) => ({ env_type: 'dataset', env_config: { path: 'rows.jsonl', ...(holdout ? { holdout } : {}) } });
+    const val = { val_env_manager: { num_env_groups: 2, group_size: 1, tags: ['data'] }, eval_steps: 5 };
+    expect(() => plan({ custom_envs: { data: data() }, ...val })).toThrow(/custom_envs\.data\.env_config\.holdout: .*without a holdout validation would score training rows/);
+    expect(plan({ custom_envs: { data: data(0.1) }, ...val }).validation?.envs.map((e) => e.tag)).toEqual(['data']);
+    const own = plan({ custom_envs: { data: data(), held: data() }, train_env_manager: { num_env_groups: 1, group_size: 1, tags: ['data'] }, val_env_manager: { num_env_groups: 1, group_size: 1, tags: ['held'] }, eval_steps: 5 });
+    expect(own.validation?.envs.map((e) => e.tag)).toEqual(['held']);
+  });
+
   it('validation: eval_steps needs val_env_manager, named in the error; with it, the val envs are planned', () => {
     expect(() => plan({ custom_envs: { c: envs.c }, eval_steps: 2 })).toThrow(/val_env_manager/);
     const p = plan({ custom_envs: envs, eval_steps: 2, train_env_manager: { num_env_groups: 2, group_size: 2, tags: ['c'] }, val_env_manager: { num_env_groups: 3, group_size: 1, tags: ['c', 'b'] } });
