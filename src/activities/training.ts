@@ -84,10 +84,13 @@ export function trainingActivities(deps: ActivityDeps) {
       });
     },
 
-    /** Trainer state first, manifest last: a manifest exists only for a complete checkpoint. A restarted trainer is recovered first, never saved as the run's step. */
+    /**
+     * Trainer state first, manifest last: a manifest exists only for a complete checkpoint. A restarted trainer is recovered first, never saved as the run's step.
+     * The trainer also writes the policy as a Hugging Face directory, <dir>/trainer/hf, for use outside rollflow.
+     */
     async saveCheckpoint(input: { dir: string; manifest: CheckpointManifest; binding?: TrainerBinding }): Promise<string> {
       return withHeartbeat(async (signal) => {
-        const save = () => deps.trainer.save({ path: path.join(input.dir, 'trainer'), version: input.manifest.version, ...runOf(input.binding) }, { signal });
+        const save = () => deps.trainer.save({ path: path.join(input.dir, 'trainer'), version: input.manifest.version, export_hf: true, ...runOf(input.binding) }, { signal });
         await atVersion(deps, input.binding, input.manifest.version, signal, save);
         await mkdir(input.dir, { recursive: true });
         const tmp = path.join(input.dir, `manifest.json.tmp-${process.pid}`);

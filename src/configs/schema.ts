@@ -166,7 +166,12 @@ export const EnvManagerSchema = z
     trajectories_per_step: count(1)
       .optional()
       .describe('(rollflow; ROLL\'s rollout_batch_size of agentic runs) Trajectories a step trains on, taken in complete groups: ⌈n / group_size⌉ groups. Default num_env_groups × group_size. Fewer makes the other env groups redundant (ROLL Flash\'s redundant env rollout): the step takes the first groups to complete, so stragglers and failed envs do not hold it; groups still running at the step end carry over under stale_policy, or are cancelled when the run ends.'),
-    max_traj_per_env: z.number().int().min(-1).default(-1).describe('Trajectories one env instance may run before it is recreated; -1 is unlimited.'),
+    max_traj_per_env: z
+      .number()
+      .int()
+      .min(-1)
+      .optional()
+      .describe('ROLL: trajectories one env instance may run before it is recreated. Not a rollflow setting (setting it is an error): every trajectory gets an env session of its own, which is what lets a lost episode be replayed, so no instance is reused.'),
     tags: z.array(z.string().min(1)).min(1).describe('Names of custom_envs entries this manager draws from.'),
     num_groups_partition: z.array(count(1)).optional().describe('Env groups per tag, in the order of tags; must sum to num_env_groups.'),
   })
@@ -306,7 +311,10 @@ export const RunConfigSchema = z
       .record(z.string(), RewardSchema)
       .default({})
       .describe('Reward workers by name; each scores the dataset rows whose domain is in its tag_included (env_type dataset; a dataset env with its own verifier is not routed). A row of a domain no reward includes fails the run at its start.'),
-    domain_interleave_probs: z.record(z.string(), z.number().min(0).max(1)).optional().describe('Share of each domain in a batch; must sum to 1.'),
+    domain_interleave_probs: z
+      .record(z.string(), z.number().min(0).max(1))
+      .optional()
+      .describe('ROLL: share of each domain in a batch. Not implemented in rollflow yet, so setting it is an error rather than a setting silently ignored: batches take rows in the seeded dataset order whatever their domain.'),
 
     dataset_size: count(1).default(1024).describe('(rollflow) Distinct prompts (env seeds 0..N-1) one epoch visits, in a seeded order.'),
     max_failed_group_ratio: z
@@ -371,11 +379,17 @@ function checkCrossReferences(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx
     }
   }
   checkRewards(c, ctx);
+  // ROLL keys rollflow does not act on: refused, never accepted and ignored.
   if (c.domain_interleave_probs) {
-    const sum = Object.values(c.domain_interleave_probs).reduce((a, b) => a + b, 0);
-    if (Math.abs(sum - 1) > 1e-6) {
-      ctx.addIssue({ code: 'custom', path: ['domain_interleave_probs'], message: `expected shares summing to 1, they sum to ${sum}` });
+    ctx.addIssue({ code: 'custom', path: ['domain_interleave_probs'], message: 'not implemented in rollflow yet: batches take rows in the seeded dataset order whatever their domain; remove the key' });
+  }
+  for (const key of ['train_env_manager', 'val_env_manager'] as const) {
+    if (c[key]?.max_traj_per_env !== undefined) {
+      ctx.addIssue({ code: 'custom', path: [key, 'max_traj_per_env'], message: 'not a rollflow setting: every trajectory gets an env session of its own (so a lost episode can be replayed) and no instance is reused; remove the key' });
     }
+  }
+  if (c.val_env_manager?.trajectories_per_step !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['val_env_manager', 'trajectories_per_step'], message: 'validation scores every trajectory of its env groups; trajectories_per_step applies to train_env_manager only' });
   }
 }
 

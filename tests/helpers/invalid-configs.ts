@@ -34,7 +34,6 @@ export const BASE_CONFIG = {
     rows: { env_type: 'dataset', env_config: { path: 'rows.jsonl' } },
   },
   rewards: { exact: { type: 'exact_match', tag_included: ['exact'] } },
-  domain_interleave_probs: { exact: 1 },
   temporal: {
     worker: { max_concurrent_workflow_tasks: 4, max_cached_workflows: 10, metrics_address: '127.0.0.1:9464' },
     codec_url: 'http://127.0.0.1:8234',
@@ -168,9 +167,10 @@ const brokenReference: fc.Arbitrary<Break> = fc.oneof(
     .map((partition): Break => ({ apply: (raw) => setAt(raw, ['train_env_manager', 'num_groups_partition'], partition), what: `num_groups_partition ${JSON.stringify(partition)}`, path: 'train_env_manager.num_groups_partition', exact: true })),
   fc.integer({ min: 5, max: 1000 }).map((n): Break => ({ apply: (raw) => setAt(raw, ['train_env_manager', 'trajectories_per_step'], n), what: `trajectories_per_step ${n}`, path: 'train_env_manager.trajectories_per_step', exact: true })),
   fc
-    .array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 1, maxLength: 3 })
-    .filter((ps) => Math.abs(ps.reduce((a, b) => a + b, 0) - 1) > 1e-3)
-    .map((ps): Break => ({ apply: (raw) => setAt(raw, ['domain_interleave_probs'], Object.fromEntries(ps.map((p, i) => [`d${i}`, p]))), what: `domain shares ${JSON.stringify(ps)}`, path: 'domain_interleave_probs', exact: true })),
+    .record({ a: fc.double({ min: 0, max: 1, noNaN: true }) })
+    .map((shares): Break => ({ apply: (raw) => setAt(raw, ['domain_interleave_probs'], shares), what: `domain shares ${JSON.stringify(shares)} (not implemented: refused)`, path: 'domain_interleave_probs', exact: true })),
+  fc.integer({ min: -1, max: 100 }).map((n): Break => ({ apply: (raw) => setAt(raw, ['train_env_manager', 'max_traj_per_env'], n), what: `max_traj_per_env ${n} (not a rollflow setting: refused)`, path: 'train_env_manager.max_traj_per_env', exact: true })),
+  fc.integer({ min: 1, max: 8 }).map((n): Break => ({ apply: (raw) => setAt(raw, ['val_env_manager', 'trajectories_per_step'], n), what: `val trajectories_per_step ${n}`, path: 'val_env_manager.trajectories_per_step', exact: true })),
   fc
     .tuple(fc.constantFrom<Key[]>(['engines', 'trainer'], ['engines', 'env'], ['engines', 'inference', 0]), fc.constantFrom('10.1.2.3', 'example.org', 'engine-host'))
     .map(([engine, host]): Break => ({ apply: (raw) => setAt(raw, [...engine, 'url'], `http://${host}:8400`), what: `launched ${at(engine)} on ${host}`, path: `${at(engine)}.url`, exact: true })),

@@ -113,7 +113,7 @@ describe('run config', () => {
         {
           custom_envs: { lake: { env_type: 'frozen_lake' } },
           train_env_manager: { num_env_groups: 4, group_size: 2, tags: ['lake', 'sokoban'], num_groups_partition: [3, 2] },
-          domain_interleave_probs: { math: 0.5, code: 0.3 },
+          domain_interleave_probs: { math: 0.5, code: 0.5 },
           engines: { trainer: { url: 'http://10.0.0.5:8401' } },
         },
         't',
@@ -127,7 +127,7 @@ describe('run config', () => {
     ]);
     expect(problems[0]?.expected).toContain('launch: true needs a loopback URL');
     expect(problems[1]?.expected).toBe('no custom_envs entry named "sokoban"; defined: lake');
-    expect(problems[3]?.expected).toBe('expected shares summing to 1, they sum to 0.8');
+    expect(problems[3]?.expected).toMatch(/^not implemented in rollflow yet: batches take rows in the seeded dataset order/);
   });
 
   it('reads YAML files with --set overrides typed as YAML', () => {

@@ -150,6 +150,7 @@ export const SaveRequestSchema = z.strictObject({
   path: CheckpointPath,
   version: z.number().int().min(0).nullable().optional().describe('The version meant; the trainer refuses to save another (a restarted trainer never saves its launch weights as step n).'),
   run_id: RunId,
+  export_hf: z.boolean().optional().describe('Also write the policy as a Hugging Face directory, <path>/hf, that from_pretrained loads (checkpoints; a backend without weights writes none).'),
 });
 export const SaveResponseSchema = z.strictObject({ path: z.string(), version: z.number().int().min(0) });
 export const LoadRequestSchema = z.strictObject({ path: CheckpointPath, run_id: RunId.describe('The run that holds the trainer after the load.') });

@@ -44,6 +44,7 @@ from .contracts import (ResetRequest, ResetResponse, ExportWeightsRequest, Expor
 from .metrics import TrainerMetrics
 
 CHECKPOINT_META = "rollflow_checkpoint.json"
+HF_EXPORT_DIR = "hf"  # inside a checkpoint written with export_hf
 # Codes of the 409s a caller acts on (see the module docstring).
 BUSY, BEHIND, HELD = "trainer_busy", "trainer_behind", "trainer_held"
 
@@ -157,6 +158,8 @@ class TrainerServer:
                 raise RequestError("path", f"cannot create a checkpoint at {target}: {e}", req.path) from e
             try:
                 await self.backend.save_state(tmp)
+                if req.export_hf:
+                    await self._export_hf(tmp / HF_EXPORT_DIR)
                 meta = {**self.backend.describe(), "version": self.backend.version,
                         "last_step": self.backend.last_step.to_json() if self.backend.last_step else None}
                 (tmp / CHECKPOINT_META).write_text(json.dumps(meta, indent=1))
@@ -168,6 +171,13 @@ class TrainerServer:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
             return SaveResponse(path=str(target), version=self.backend.version)
+
+    async def _export_hf(self, directory: Path) -> None:
+        """The policy as a Hugging Face directory; removed again if the backend wrote nothing (sim)."""
+        directory.mkdir()
+        await self.backend.export_weights(directory)
+        if not any(directory.iterdir()):
+            directory.rmdir()
 
     async def load(self, req: LoadRequest) -> LoadResponse:
         path = Path(req.path).absolute()

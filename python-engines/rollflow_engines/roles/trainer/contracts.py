@@ -227,6 +227,7 @@ class SaveRequest(_Wire):
     path: str = Field(min_length=1, description="Checkpoint directory to write (replaced atomically if it exists).")
     version: int | None = Field(default=None, ge=0, description="The version the caller means to save; another version is refused (409 trainer_behind), so a restarted trainer never saves its initial weights under a run's step.")
     run_id: str | None = Field(default=None, min_length=1, description="The run this call belongs to; a trainer that holds another run, or none (it restarted), refuses with 409 (code trainer_held / trainer_behind).")
+    export_hf: bool = Field(default=False, description="Also write the policy as a Hugging Face directory, <path>/hf (model, tokenizer, chat template), that from_pretrained loads: for checkpoints, not the frequent recovery saves. A backend without weights (sim) writes none.")
 
 
 class SaveResponse(_Wire):
