@@ -33,6 +33,12 @@ TASKS = {
     "arith-async2": ("arithmetic (single-digit addition)", "async α=2"),
     "longtail-sync": ("arithmetic, long-tailed replies", "sync α=0"),
     "longtail-async2": ("arithmetic, long-tailed replies", "async α=2"),
+    # The long-tail study: α = 2 with one change each (bench/learning/run.sh).
+    "longtail-async2-accept": ("arithmetic, long-tailed replies", "async α=2, stale accepted"),
+    "longtail-async2-decoupled": ("arithmetic, long-tailed replies", "async α=2, stale accepted, decoupled_ppo"),
+    "longtail-async2-tis": ("arithmetic, long-tailed replies", "async α=2, stale accepted, tis"),
+    "longtail-async2-seqmean": ("arithmetic, long-tailed replies", "async α=2, seq_mean_token_mean"),
+    "longtail-async2-nopartial": ("arithmetic, long-tailed replies", "async α=2, no partial rollout"),
     "lake": ("FrozenLake 3x3 (multi-turn)", "async α=1"),
     "swe": ("SWE-lite tier 1", "async α=1"),
 }
@@ -62,7 +68,8 @@ def run_dir(entry: dict, run_id: str) -> Path:
 
 
 # staleness/mean: runs recorded before the run named it staleness/dispatch_mean.
-KEEP = ("step", "wall_s", "rollout/reward_mean", "staleness/dispatch_mean", "staleness/mean", "val/reward_mean")
+KEEP = ("step", "wall_s", "rollout/reward_mean", "staleness/dispatch_mean", "staleness/mean", "val/reward_mean",
+        "train/response_length/mean", "rollout/tokens")
 
 
 def load_runs() -> list[dict]:
@@ -123,15 +130,102 @@ def plot(runs: list[dict]) -> None:
     fig.savefig(RESULTS / "learning.png", dpi=110)
 
 
+LONGTAIL = "arithmetic, long-tailed replies"
+
+
+def seed_of(run: dict) -> int:
+    """The run's seed: its --set seed=N, else the config's."""
+    cmd = run["command"].split()
+    given = next((a.split("=", 1)[1] for a in cmd if a.startswith("seed=")), None)
+    if given is not None:
+        return int(given)
+    config = (ROOT / run["config"]).read_text()
+    return int(next(line.split(":", 1)[1].split("#")[0] for line in config.splitlines() if line.startswith("seed:")))
+
+
+def mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def longtail_runs(runs: list[dict]) -> list[dict]:
+    return [r for r in runs if TASKS.get(r["name"], ("",))[0] == LONGTAIL]
+
+
+def longtail_table(runs: list[dict]) -> str:
+    """One row per long-tail run: what each change did to the reply length, the reward and the wall time."""
+    lines = ["| date | mode | seed | steps | validation: initial → final | trained reply length: first 5 → last 5 steps | dropped | wall s | load before → after | note |",
+             "|---|---|---:|---:|---|---|---:|---:|---|---|"]
+    for r in longtail_runs(runs):
+        lengths = [x["train/response_length/mean"] for x in r["metrics"] if "train/response_length/mean" in x]
+        length = f"{mean(lengths[:5]):.1f} → {mean(lengths[-5:]):.1f}" if lengths else "not recorded"
+        val = r["validation"]
+        v = f"{val[0]['val/reward_mean']:.3f} → {val[-1]['val/reward_mean']:.3f}" if val else "—"
+        s = r["summary"]
+        load = f"{r['load1_before']:.1f} → {r['load1_after']:.1f}" if r.get("load1_before") is not None else "—"
+        note = ("shared the machine: excluded from the comparison" if r.get("shared_machine") else "") + (r.get("note") and f" {r['note']}" or "")
+        lines.append(f"| {r['date'][:16]} | {TASKS[r['name']][1]} | {seed_of(r)} | {s['steps']} | {v} | {length} | {s.get('dropped', 0)} | "
+                     f"{s['wall_s']:.0f} | {load} | {note.strip()} |")
+    return "\n".join(lines) + "\n"
+
+
+def compared(runs: list[dict]) -> list[dict]:
+    """The sync-against-async seeds: 100 steps on the engines with width groups, each run alone on the machine."""
+    return [r for r in longtail_runs(runs) if r["summary"]["steps"] == 100 and r.get("date", "") >= "2026-11-24T19:30"
+            and not r.get("shared_machine") and r["validation"]]
+
+
+def seeds_table(runs: list[dict], modes: tuple[str, ...] = ("longtail-sync", "longtail-async2-nopartial")) -> str:
+    """Each mode over its 100-step seeds run alone on the machine: final validation reward (mean, range)
+    and wall time (mean, range), and each mode's wall time against sync's."""
+    lines = ["| mode | seeds | final validation reward: mean (min – max) | wall s: mean (min – max) | wall time / sync's | "
+             "ms per trained token | that / sync's |", "|---|---|---|---|---:|---:|---:|"]
+    clean = {m: [r for r in compared(runs) if r["name"] == m] for m in modes}
+    # Seconds per trained token: the run's speed apart from how long its replies grew (which varies by seed).
+    per_token = lambda rs: 1000 * sum(r["summary"]["wall_s"] for r in rs) / sum(x.get("rollout/tokens", 0) for r in rs for x in r["metrics"])  # noqa: E731
+    sync_wall = mean([r["summary"]["wall_s"] for r in clean[modes[0]]])
+    sync_token = per_token(clean[modes[0]]) if clean[modes[0]] else float("nan")
+    for m, rs in clean.items():
+        if not rs:
+            continue
+        finals = [r["validation"][-1]["val/reward_mean"] for r in rs]
+        walls = [r["summary"]["wall_s"] for r in rs]
+        lines.append(f"| {TASKS[m][1]} | {', '.join(str(seed_of(r)) for r in rs)} | {mean(finals):.3f} ({min(finals):.3f} – {max(finals):.3f}) | "
+                     f"{mean(walls):.0f} ({min(walls):.0f} – {max(walls):.0f}) | {mean(walls) / sync_wall:.2f} | {per_token(rs):.2f} | {per_token(rs) / sync_token:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_longtail(runs: list[dict]) -> None:
+    """Validation reward against wall time, and the trained reply length against the step."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+    colours = {"longtail-sync": "tab:blue", "longtail-async2-nopartial": "tab:orange"}
+    styles = {1: "-", 2: "--", 3: ":"}
+    for r in compared(runs):
+        label = f"{TASKS[r['name']][1]}, seed {seed_of(r)}"
+        style = {"color": colours.get(r["name"], "grey"), "linestyle": styles.get(seed_of(r), "-")}
+        left.plot([x["wall_s"] for x in r["validation"]], [x["val/reward_mean"] for x in r["validation"]], marker="o", label=label, **style)
+        lengths = [(x["step"], x["train/response_length/mean"]) for x in r["metrics"] if "train/response_length/mean" in x]
+        right.plot([s for s, _ in lengths], [n for _, n in lengths], linewidth=1, label=label, **style)
+    left.set(title="validation reward (100 steps)", xlabel="wall-clock seconds since the run started", ylabel="mean reward", ylim=(0, 1))
+    right.set(title="trained reply length", xlabel="step", ylabel="mean tokens per reply")
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+    left.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(RESULTS / "learning-longtail.png", dpi=110)
+
+
 def main() -> None:
     runs = load_runs()
     plot(runs)
+    plot_longtail(runs)
     notes = (RESULTS / "learning.notes.md").read_text()
     title, _, rest = notes.partition("\n")
     (RESULTS / "learning.md").write_text(
         f"{title}\n\n<!-- written by bench/learning/report.py from learning-runs.jsonl and the runs' metrics; "
         f"edit learning.notes.md -->\n\n{table(runs)}\n![validation reward (markers) and training-batch reward "
-        f"(faint) against wall-clock seconds](learning.png)\n{rest}")
+        f"(faint) against wall-clock seconds](learning.png)\n{rest}\n## The long-tail runs\n\nSync against the winner, 100 steps, each run alone on the machine:\n\n{seeds_table(runs)}\n"
+        f"Every long-tail run:\n\n{longtail_table(runs)}\n"
+        f"![long-tail runs: validation reward against wall time, trained reply length against step](learning-longtail.png)\n")
     print(table(runs))
 
 

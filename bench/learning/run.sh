@@ -4,7 +4,8 @@
 # engines, `rollflow run`). Appends one JSON line per run to
 # bench/results/learning-runs.jsonl (the run's --json summary plus command,
 # load and date); the curves are read from runs/<exp>/<run id>/{metrics,validation}.jsonl
-# by bench/learning/report.py. RUNS picks a subset, e.g. RUNS="arith-sync lake".
+# by bench/learning/report.py. RUNS picks a subset, e.g. RUNS="arith-sync lake";
+# EXTRA_SETS adds --set flags to each, e.g. EXTRA_SETS="--set seed=2".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=bench/results/learning-runs.jsonl
@@ -14,6 +15,8 @@ longtail=(--set 'actor_train.model_args.model_name_or_path=tiny:small+warm:add-l
 
 run() {  # name config args...
   local name=$1 config=$2; shift 2
+  # shellcheck disable=SC2206  # EXTRA_SETS is a list of words on purpose
+  set -- "$@" ${EXTRA_SETS:-}
   local run_id="$name-$(date +%Y%m%d-%H%M%S)"
   local cmd="bin/rollflow run $config --run-id $run_id --json $*"
   bin/rollflow dev up "$config" "$@" >&2 || return 1
@@ -36,6 +39,12 @@ for r in ${RUNS:-arith-sync arith-async2 longtail-sync longtail-async2 lake swe}
     arith-async2)    run "$r" examples/learn-arith.yaml --set async_generation_ratio=2 ;;
     longtail-sync)   run "$r" examples/learn-arith.yaml "${longtail[@]}" --set async_generation_ratio=0 ;;
     longtail-async2) run "$r" examples/learn-arith.yaml "${longtail[@]}" --set async_generation_ratio=2 ;;
+    # The long-tail study (learning.notes.md): α = 2 with one change each against longtail-async2.
+    longtail-async2-accept)    run "$r" examples/learn-arith.yaml "${longtail[@]}" --set async_generation_ratio=2 --set stale_policy=accept ;;
+    longtail-async2-decoupled) run "$r" examples/learn-arith.yaml "${longtail[@]}" --set async_generation_ratio=2 --set stale_policy=accept --set pg_variant=decoupled_ppo ;;
+    longtail-async2-tis)       run "$r" examples/learn-arith.yaml "${longtail[@]}" --set async_generation_ratio=2 --set stale_policy=accept --set pg_variant=tis ;;
+    longtail-async2-seqmean)   run "$r" examples/learn-arith.yaml "${longtail[@]}" --set async_generation_ratio=2 --set loss_agg_mode=seq_mean_token_mean ;;
+    longtail-async2-nopartial) run "$r" examples/learn-arith.yaml "${longtail[@]}" --set async_generation_ratio=2 --set partial_rollout=false ;;
     lake)            run "$r" examples/learn-lake.yaml ;;
     swe)             run "$r" examples/learn-swe.yaml ;;
     *) echo "unknown run $r" >&2; exit 64 ;;
