@@ -61,10 +61,6 @@ class Config:
     eval_episodes: int = 128  # held-out env seeds, one sample each at the training temperature
     eval_every: int = 10  # steps between evaluations (and always at the start and the end)
     seed: int = 0  # sampling seeds and env seeds derive from it
-    # Pure staleness: step k trains on the batch generated under the weights of step k − delay (the first
-    # delay + 1 batches under the initial weights). Every sample is trained, in generation order: staleness
-    # without the orchestrator's selection by completion time (what finishes first is trained first).
-    delay: int = 0
     torch_threads: int | None = None  # 1 is much faster than 2 when the cores are oversubscribed
     max_seconds: float | None = None  # stop early after this much wall time (model build excluded)
     results: str = "bench/learning/results.jsonl"  # where the summary is appended; "" for nowhere
@@ -189,15 +185,10 @@ async def run(cfg: Config) -> dict:
     evals = [await evaluate(0)]
     history = []
     eval_s = time.perf_counter() - started
-    async def generate(batch: int) -> list:
-        seeds = [cfg.seed * 10**6 + batch * cfg.prompts + i for i in range(cfg.prompts)]
-        return await collect(engine, env_cls, env_config, seeds, cfg.group, cfg.seed * 7919 + batch, cfg)
-
-    pending = [await generate(b) for b in range(cfg.delay)]  # generated ahead, under the initial weights
     for step in range(cfg.steps):
         t0 = time.perf_counter()
-        pending.append(await generate(step + cfg.delay))
-        episodes = pending.pop(0)
+        seeds = [cfg.seed * 10**6 + step * cfg.prompts + i for i in range(cfg.prompts)]
+        episodes = await collect(engine, env_cls, env_config, seeds, cfg.group, cfg.seed * 7919 + step, cfg)
         t1 = time.perf_counter()
         samples = [Sample(uid=f"{step}-{i}", group_id=f"{step}-{i // cfg.group}", prompt_ids=e[0], response_ids=e[1],
                           old_logprobs=e[2], loss_mask=e[3], reward=e[4]) for i, e in enumerate(episodes)]
