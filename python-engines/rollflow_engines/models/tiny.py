@@ -122,6 +122,9 @@ def resolve_model_path(name_or_path: str, seed: int = 0, cache_dir: str | os.Pat
     path = Path(name_or_path)
     if not path.is_dir():
         raise FileNotFoundError(f"model {name_or_path!r}: not a directory (models are not downloaded here; use tiny:<preset> or a local path)")
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"model {name_or_path!r}: no config.json there; expected a Hugging Face model directory "
+                                "(config.json, safetensors weights, tokenizer files), as save_pretrained writes it")
     return path
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from ..inference.helpers import serve
-from ..trainer.helpers import client, ok
-from .hf_build import CHAT_TEMPLATE, build_qwen2_bpe
+from inference.helpers import serve
+from trainer.helpers import client, ok
+from models.hf_build import CHAT_TEMPLATE, build_qwen2_bpe
 
 pytestmark = pytest.mark.anyio
 
@@ -70,5 +70,5 @@ def test_a_directory_that_is_not_a_model_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a directory"):
         load_model(str(tmp_path / "missing"))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(OSError):
+    with pytest.raises(FileNotFoundError, match="no config.json there; expected a Hugging Face model directory"):
         load_model(str(tmp_path / "empty"))
