@@ -69,7 +69,8 @@ const HOLDOUT_SHUFFLE_SEED = 0x5eed;
 function split(size: number, holdout: number | undefined): Split {
   const all = Array.from({ length: size }, (_, i) => i);
   if (holdout === undefined) return { train: all, validation: all };
-  const k = Math.min(size - 1, Math.max(1, holdout < 1 ? Math.round(holdout * size) : holdout));
+  // A share keeps at least one row on each side; a count is checked against the file by load().
+  const k = holdout < 1 ? Math.min(size - 1, Math.max(1, Math.round(holdout * size))) : holdout;
   const order = epochOrder(size, HOLDOUT_SHUFFLE_SEED, 0);
   const byRow = (a: number, b: number) => a - b;
   return { train: order.slice(0, size - k).sort(byRow), validation: order.slice(size - k).sort(byRow) };
@@ -90,6 +91,7 @@ async function load(config: DatasetConfig) {
     throw pathError(config.path, malformed ? `a file with at least one valid row; all ${malformed} rows were skipped (${problems.join('; ')})` : 'a file with at least one row; it is empty');
   }
   if (config.holdout !== undefined && index.size < 2) throw holdoutError(config, `a file with at least 2 valid rows to split; it has ${index.size}`);
+  if (config.holdout !== undefined && config.holdout >= index.size) throw holdoutError(config, `fewer rows than the file's ${index.size} valid ones (at least one must train)`);
   const rowSplit = split(rows.length, config.holdout);
   // The run's dataset size is what training visits: the rows not held out.
   const parsed = { mtimeMs: file.mtimeMs, rows, index: { ...index, size: rowSplit.train.length, ...(config.holdout !== undefined ? { heldOut: rowSplit.validation.length } : {}) }, split: rowSplit };

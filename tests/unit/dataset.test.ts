@@ -172,5 +172,6 @@ describe('dataset holdout', () => {
     const one = path.join(path.dirname(file), 'one.jsonl');
     writeFileSync(one, '{"prompt": "p", "answer": "a"}\n');
     await expect(env.index(env.parseConfig({ path: one, holdout: 1 }))).rejects.toThrow(/config\.holdout: got 1; a file with at least 2 valid rows to split; it has 1/);
+    await expect(env.index(env.parseConfig({ path: file, holdout: 20 }))).rejects.toThrow(/config\.holdout: got 20; fewer rows than the file's 20 valid ones \(at least one must train\)/);
   });
 });
