@@ -314,10 +314,16 @@ describe('training runs', () => {
     expect(((await (await fetch(`${inferenceUrl}/state`)).json()) as { paused: boolean }).paused).toBe(false);
   });
 
-  it('the syncWeights update loads external weights between steps; a bad path is refused and the run goes on', async () => {
+  it('the syncWeights update loads external weights between steps (the run suspended); a bad path is refused and the run goes on', async () => {
     expect(rollflow('run', config, '--run-id', 'operator-sync', '--set', 'async_generation_ratio=1', '--set', 'max_steps=6').status).toBe(0);
     const handle = client.workflow.getHandle('operator-sync');
     await until(async () => ((await handle.query(statusQuery)).step >= 1 ? true : undefined));
+    // Suspended, the run cannot reach its last step before the updates below (a fast run once did, and the update was refused).
+    expect(rollflow('suspend', 'operator-sync', '--config', config).status).toBe(0);
+    await until(async () => {
+      const st = await handle.query(statusQuery);
+      return st.suspended && st.enginesPaused && !st.training ? true : undefined;
+    });
     // The sim backend loads no tensors, but only a directory the sim trainer's /export_weights could have written.
     const weights = path.join(server.stateDir, 'external-weights');
     mkdirSync(weights, { recursive: true });
@@ -329,8 +335,9 @@ describe('training runs', () => {
     const bad = rollflow('sync-weights', 'operator-sync', path.join(server.stateDir, 'no-such-weights'), '--config', config);
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('does not exist');
-    expect(((await (await fetch(`${inferenceUrl}/state`)).json()) as { paused: boolean }).paused).toBe(false);
+    expect(rollflow('resume', 'operator-sync', '--config', config).status).toBe(0);
     expect((await handle.result()).step).toBe(6);
+    expect(((await (await fetch(`${inferenceUrl}/state`)).json()) as { paused: boolean }).paused).toBe(false);
   });
 
   it('lockstep rollout: every turn of the batch waits for the slowest env (recorded in the workflow history)', async () => {
