@@ -18,6 +18,8 @@ export const REWARD_NORMS = ['none', 'group', 'batch', 'group_mean_batch_std'] a
 /** The env server's verifiers a `rewards` entry can name (python-engines rewards/). */
 export const REWARD_TYPES = ['exact_match', 'math_verify', 'code_exec', 'llm_judge'] as const;
 export const TRACKERS = ['tensorboard', 'wandb', 'stdout'] as const;
+/** python-engines' trainer schedules (roles/trainer/schedule.py). */
+export const LR_SCHEDULER_TYPES = ['constant', 'constant_with_warmup', 'linear', 'cosine'] as const;
 /** Default activity and local-activity slots of one worker (temporal.worker.*); the bench sizes its workers by it. */
 export const WORKER_SLOTS = 2000;
 
@@ -129,6 +131,12 @@ export const ActorTrainSchema = z
         per_device_train_batch_size: count(1).default(1).describe('Micro-batch size per forward/backward pass.'),
         gradient_accumulation_steps: count(1).optional().describe('Micro-batches accumulated before one optimizer step; unset: one optimizer step per pass over the batch.'),
         max_grad_norm: z.number().positive().default(1.0).describe('Gradient clipping norm.'),
+        lr_scheduler_type: z
+          .enum(LR_SCHEDULER_TYPES)
+          .default('constant')
+          .describe('Learning-rate schedule over train steps (transformers\' names): constant, constant_with_warmup, or linear / cosine decay to 0 at max_steps; every optimizer update of train step k uses step k\'s rate.'),
+        warmup_steps: count(0).optional().describe('Train steps of linear warmup from 0 to learning_rate (step 0 trains at rate 0, as in transformers); needs a schedule with warmup.'),
+        warmup_ratio: z.number().min(0).max(1).optional().describe('Warmup as a share of max_steps: ⌈warmup_ratio × max_steps⌉ steps (transformers\' rule); not with warmup_steps.'),
       })
       .prefault({})
       .describe('Optimizer settings of the trainer.'),
@@ -379,6 +387,7 @@ function checkCrossReferences(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx
     }
   }
   checkRewards(c, ctx);
+  checkSchedule(c, ctx);
   // ROLL keys rollflow does not act on: refused, never accepted and ignored.
   if (c.domain_interleave_probs) {
     ctx.addIssue({ code: 'custom', path: ['domain_interleave_probs'], message: 'not implemented in rollflow yet: batches take rows in the seeded dataset order whatever their domain; remove the key' });
@@ -391,6 +400,26 @@ function checkCrossReferences(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx
   if (c.val_env_manager?.trajectories_per_step !== undefined) {
     ctx.addIssue({ code: 'custom', path: ['val_env_manager', 'trajectories_per_step'], message: 'validation scores every trajectory of its env groups; trajectories_per_step applies to train_env_manager only' });
   }
+}
+
+/** A warmup the schedule would not use is refused, never ignored. */
+function checkSchedule(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): void {
+  const t = c.actor_train.training_args;
+  const path = ['actor_train', 'training_args'];
+  if (t.warmup_steps !== undefined && t.warmup_ratio !== undefined) {
+    ctx.addIssue({ code: 'custom', path: [...path, 'warmup_ratio'], message: `warmup_steps (${t.warmup_steps}) is set too; give one of the two` });
+  }
+  const warmup = t.warmup_steps ?? t.warmup_ratio ?? 0;
+  if (t.lr_scheduler_type === 'constant' && warmup > 0) {
+    const key = t.warmup_steps !== undefined ? 'warmup_steps' : 'warmup_ratio';
+    ctx.addIssue({ code: 'custom', path: [...path, key], message: 'lr_scheduler_type constant has no warmup; use constant_with_warmup, linear or cosine' });
+  }
+}
+
+/** Warmup in train steps: warmup_steps, or ⌈warmup_ratio × max_steps⌉ as transformers counts it. */
+export function warmupSteps(c: Pick<RawRunConfig, 'actor_train' | 'max_steps'>): number {
+  const t = c.actor_train.training_args;
+  return t.warmup_steps ?? Math.ceil((t.warmup_ratio ?? 0) * c.max_steps);
 }
 
 /** `rewards` routes dataset rows by domain: each domain to one reward, and only where a dataset env can use it. */

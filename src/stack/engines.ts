@@ -1,6 +1,6 @@
 /** The python-engines servers a config asks rollflow to launch (engines.*.launch: true). */
 import path from 'node:path';
-import type { RunConfig } from '../configs';
+import { warmupSteps, type RunConfig } from '../configs';
 import { engineHealth, type EngineRole } from '../gpu-bridge';
 import { logsDir, pidsDir, pythonBin, ROOT, stateDir } from '../paths';
 import { ensureStarted, livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
@@ -40,6 +40,19 @@ function optionsFromConfig(config: RunConfig, role: EngineRole, backend: string)
     max_grad_norm: arg('max_grad_norm'),
     micro_batch_size: arg('per_device_train_batch_size'),
     ...(t.gradient_accumulation_steps === undefined ? {} : { gradient_accumulation_steps: arg('gradient_accumulation_steps') }),
+    ...scheduleOptions(config),
+  };
+}
+
+/** The learning-rate schedule, when it is not the constant default: linear and cosine decay over the run's max_steps. */
+function scheduleOptions(config: RunConfig): FromConfig {
+  const t = config.actor_train.training_args;
+  if (t.lr_scheduler_type === 'constant') return {};
+  const from = (key: string) => `actor_train.training_args.${key}`;
+  return {
+    lr_scheduler_type: { value: t.lr_scheduler_type, from: from('lr_scheduler_type') },
+    warmup_steps: { value: warmupSteps(config), from: from(t.warmup_ratio !== undefined ? 'warmup_ratio' : 'warmup_steps') },
+    ...(t.lr_scheduler_type === 'constant_with_warmup' ? {} : { lr_total_steps: { value: config.max_steps, from: 'max_steps' } }),
   };
 }
 

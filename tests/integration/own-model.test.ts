@@ -2,6 +2,7 @@
 // directory that is not rollflow's tiny Llama (Qwen2 architecture, a BPE tokenizer, a ChatML
 // template; built from code by python-engines/tests/models/hf_build.py), a JSON-lines dataset with
 // two domains routed to their verifiers by `rewards`, rows held out for validation, Dr. GRPO's loss,
+// a cosine learning-rate schedule with warmup,
 // and a checkpoint that holds the trained policy as a Hugging Face directory.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -50,7 +51,7 @@ rewards:
   capitals: { type: exact_match, tag_included: [qa], config: { ignore_case: true } }
 actor_train:
   model_args: { model_name_or_path: "${model}" }
-  training_args: { learning_rate: 1.0e-3, per_device_train_batch_size: 16 }
+  training_args: { learning_rate: 1.0e-3, per_device_train_batch_size: 16, lr_scheduler_type: cosine, warmup_steps: 1 }
 actor_infer:
   generating_args: { max_new_tokens: 8, temperature: 1.0, top_k: 50 }
 temporal: { address: "${server.address}", ui_url: "http://127.0.0.1:${server.uiPort}", task_queue: own-model-test }
@@ -100,6 +101,10 @@ describe('a run on your own model and data', () => {
     expect([...validated].filter((p) => trained.has(p))).toEqual([]);
     const val = readJsonl(path.join(runDataDir(path.join(server.stateDir, 'run'), RUN), 'validation.jsonl'));
     expect(val.map((v) => [v.step, v['val/samples']])).toEqual([[0, 8], [2, 8]]);
+
+    // The schedule reached the trainer: step 0 warms up from 0, step 1 is cosine's first (undecayed) step of max_steps 2.
+    const steps = readJsonl(path.join(runDataDir(path.join(server.stateDir, 'run'), RUN), 'metrics.jsonl'));
+    expect(steps.map((m) => m['train/actor/lr'])).toEqual([0, 1e-3]);
 
     // The checkpoint holds the trained policy as a Hugging Face directory, tokenizer and template included.
     const hf = path.join(runDataDir(path.join(server.stateDir, 'run'), RUN), 'checkpoints', 'step-000002', 'trainer', 'hf');

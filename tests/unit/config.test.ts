@@ -130,6 +130,14 @@ describe('run config', () => {
     expect(problems[3]?.expected).toMatch(/^not implemented in rollflow yet: batches take rows in the seeded dataset order/);
   });
 
+  it('refuses a warmup the learning-rate schedule would not use, and two warmups', () => {
+    const warm = (training_args: Record<string, unknown>) => problemsOf(() => parseConfig({ actor_train: { training_args } }, 't')).map((p) => [p.path, p.expected]);
+    expect(warm({ warmup_steps: 5 })).toEqual([['actor_train.training_args.warmup_steps', 'lr_scheduler_type constant has no warmup; use constant_with_warmup, linear or cosine']]);
+    expect(warm({ lr_scheduler_type: 'cosine', warmup_steps: 5, warmup_ratio: 0.1 })).toEqual([['actor_train.training_args.warmup_ratio', 'warmup_steps (5) is set too; give one of the two']]);
+    expect(warm({ lr_scheduler_type: 'polynomial' }).map(([path]) => path)).toEqual(['actor_train.training_args.lr_scheduler_type']);
+    expect(parseConfig({ actor_train: { training_args: { lr_scheduler_type: 'cosine', warmup_ratio: 0.1 } } }, 't').config.actor_train.training_args.warmup_ratio).toBe(0.1);
+  });
+
   it('reads YAML files with --set overrides typed as YAML', () => {
     const file = tempYaml('exp_name: demo\nasync_generation_ratio: 1\nengines:\n  inference:\n    - url: http://127.0.0.1:9000\n');
     const { config, source } = loadConfig(file, ['async_generation_ratio=2.5', 'engines.inference[0].backend=torch', 'partial_rollout=false']);

@@ -17,6 +17,16 @@ describe('engine options from the run config', () => {
     expect(o.env).toEqual({});
   });
 
+  it('passes a learning-rate schedule, decaying over max_steps, with warmup in steps or as transformers rounds a ratio', () => {
+    const torch = { engines: { trainer: { url: 'http://127.0.0.1:8401', backend: 'torch' } } };
+    const cosine = optionsOf({ ...torch, max_steps: 30, actor_train: { training_args: { lr_scheduler_type: 'cosine', warmup_ratio: 0.1 } } });
+    expect(cosine.trainer).toMatchObject({ lr_scheduler_type: 'cosine', warmup_steps: 3, lr_total_steps: 30 });
+    const warm = optionsOf({ ...torch, max_steps: 7, actor_train: { training_args: { lr_scheduler_type: 'constant_with_warmup', warmup_steps: 2 } } });
+    expect(warm.trainer).toMatchObject({ lr_scheduler_type: 'constant_with_warmup', warmup_steps: 2 });
+    expect(warm.trainer).not.toHaveProperty('lr_total_steps');
+    expect(optionsOf({ ...torch, max_steps: 9, actor_train: { training_args: { lr_scheduler_type: 'linear', warmup_ratio: 0.15 } } }).trainer).toMatchObject({ warmup_steps: 2 }); // ⌈1.35⌉
+  });
+
   it('actor_infer may name its own model; explicit engine options override the config', () => {
     const o = optionsOf({
       actor_infer: { model_args: { model_name_or_path: '/models/infer' } },

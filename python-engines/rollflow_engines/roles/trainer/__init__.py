@@ -15,9 +15,10 @@ import importlib.util
 from typing import Literal
 
 from fastapi import FastAPI
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...edge import MiB, max_request_bytes_field
+from .schedule import LR_SCHEDULER_TYPES
 
 MEGATRON_MISSING = ("the megatron backend needs Megatron-Core and Megatron-Bridge on a CUDA machine "
                     "(pip install megatron-core megatron-bridge); they are not installed here")
@@ -54,6 +55,9 @@ class Options(BaseModel):
     adam_beta2: float = Field(default=0.999, ge=0, lt=1, description="AdamW beta2.")
     adam_eps: float = Field(default=1e-8, gt=0, description="AdamW epsilon.")
     max_grad_norm: float = Field(default=1.0, gt=0, description="Clip the global gradient norm to this before each optimizer step.")
+    lr_scheduler_type: Literal[LR_SCHEDULER_TYPES] = Field(default="constant", description="Learning-rate schedule over train steps (transformers' names): constant, constant_with_warmup, linear or cosine decay to 0 at lr_total_steps.")
+    warmup_steps: int = Field(default=0, ge=0, description="Train steps of linear warmup from 0 to learning_rate (not with constant: use constant_with_warmup).")
+    lr_total_steps: int | None = Field(default=None, ge=1, description="Train steps the linear and cosine schedules decay over (the run's max_steps).")
     micro_batch_size: int = Field(default=1, ge=1, description="Samples per forward/backward pass (per_device_train_batch_size).")
     gradient_accumulation_steps: int | None = Field(default=None, ge=1, description="Micro-batches per optimizer step; null: one optimizer step per epoch over the whole batch.")
     padding_side: Literal["right", "left"] = Field(default="right", description="Where micro-batches are padded; logprobs do not depend on it.")
@@ -63,6 +67,15 @@ class Options(BaseModel):
     max_request_bytes: int = max_request_bytes_field(256 * MiB)
     sim_seconds_per_sample: float = Field(default=0.0, ge=0, description="sim: train time per sample (μ_train), in seconds.")
     megatron: MegatronOptions = Field(default_factory=MegatronOptions, description="megatron backend only.")
+
+    @model_validator(mode="after")
+    def _schedule_complete(self):
+        # A setting the schedule would not use is refused, never ignored.
+        if self.lr_scheduler_type == "constant" and self.warmup_steps > 0:
+            raise ValueError(f"warmup_steps {self.warmup_steps} needs a schedule with warmup; lr_scheduler_type constant has none (use constant_with_warmup)")
+        if self.lr_scheduler_type in ("linear", "cosine") and self.lr_total_steps is None:
+            raise ValueError(f"lr_scheduler_type {self.lr_scheduler_type} decays over lr_total_steps, which is unset")
+        return self
 
     @field_validator("backend")
     @classmethod

@@ -42,6 +42,7 @@ from .backend import MetricAverager, RecordedStep, TrainerBackend, run_in_thread
 from .batch import (MicroBatch, MicroInputs, PreparedBatch, batch_metrics, effective_temperature, fill_advantages,
                     micro_inputs, pad_sequences, response_logprobs_and_entropy)
 from .contracts import TokenSequence, TrainStepRequest, TrainStepResponse
+from .schedule import scheduled_lr, set_lr
 
 
 def _init_distributed(tp: int, pp: int, seed: int) -> None:
@@ -171,6 +172,7 @@ class MegatronTrainer(TrainerBackend):
             for item, lp in zip(every_item, self._scored_logprobs(every_item, seq_length)):
                 item["micro"].prox_logprobs = lp
         fill_advantages(batch, [item["micro"] for item in every_item])
+        set_lr((self.optimizer,), scheduled_lr(o, req.step))
         for m in self.model:
             m.train()
         averaged, grad_norms, updates, skipped = MetricAverager(), [], 0, 0

@@ -1,5 +1,6 @@
 """The torch trainer: a Hugging Face causal LM on CPU (or whatever device torch
-defaults to), AdamW, micro-batches with gradient accumulation, grad clipping.
+defaults to), AdamW, micro-batches with gradient accumulation, grad clipping, a learning-rate
+schedule over train steps (schedule.py).
 
 One train step:
 
@@ -45,6 +46,7 @@ from .backend import MetricAverager, RecordedStep, TrainerBackend, run_in_thread
 from .batch import (MicroBatch, MicroInputs, PreparedBatch, StepNeeds, batch_metrics, fill_advantages, micro_inputs,
                     pad_sequences, response_hidden, response_logprobs_and_entropy)
 from .contracts import TokenSequence, TrainStepRequest, TrainStepResponse
+from .schedule import scheduled_lr, set_lr
 
 STATE_FILE = "trainer_state.pt"
 
@@ -141,6 +143,7 @@ class TorchTrainer(TrainerBackend):
                    for j in range(0, len(mini), o.micro_batch_size) for part in self._width_parts(batch, mini[j:j + o.micro_batch_size])]
                   for mini in minis]
         every_micro = [m for mini in inputs for m in mini]
+        set_lr((self.optimizer, self.value_optimizer), scheduled_lr(o, req.step))
         self._step_start_pass(every_micro, req.temperature, batch.needs)
         fill_advantages(batch, every_micro)
         params = [p for p in self.model.parameters() if p.requires_grad] + list(self.value_head.parameters())
