@@ -2,7 +2,7 @@
 // jsonl file (a: 9 rows, b: 2) and shares {a: 0.75, b: 0.25} of 4 groups a step. The domain and row of every
 // trained sample are read back from its prompt tokens in the batch files the trainer read (the sim engine's
 // prompt tokens are the prompt's bytes), never from the code under test.
-import { readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainOrder } from '../../src/workflows/domain-order';
@@ -101,6 +101,14 @@ describe('domain_interleave_probs', () => {
     }
     const final = (await stack.client.workflow.getHandle('sync').result()) as RunStatus;
     expect(final.dataset?.domains).toEqual([{ name: 'a', rows: 9 }, { name: 'b', rows: 2 }]);
+  });
+
+  it('a named domain the file lacks fails the run at its start, naming domain_interleave_probs and the domains it has', () => {
+    const r = stack.rollflow('run', stack.config, '--wait', '--run-id', 'missing-domain', '--set', file(), '--set', 'domain_interleave_probs={a: 0.5, qa: 0.5}');
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain('domain_interleave_probs: got {"a":0.5,"qa":0.5}; domains that');
+    expect(r.stderr).toContain('has training rows of; it has a (9 rows), b (2 rows), not qa');
+    expect(existsSync(path.join(stack.server.stateDir, 'run', 'missing-domain', 'metrics.jsonl'))).toBe(false);
   });
 
   it('α = 1: each trained group has the domain its position was dealt; per trained batch the counts are only approximate (measured)', async () => {
