@@ -40,6 +40,13 @@ function withDomainRewards(config: RunConfig, env: RunConfig['custom_envs'][stri
   return { ...env.env_config, domain_rewards: routes };
 }
 
+/** With domain_interleave_probs the training dataset env groups its rows by domain and checks the named ones exist (the schema allows one such env). */
+function interleaved(config: RunConfig, envs: RunPlan['envs']): RunPlan['envs'] {
+  const shares = config.domain_interleave_probs;
+  if (!shares) return envs;
+  return envs.map((e) => (e.spec.type === 'dataset' ? { ...e, spec: { ...e.spec, config: { ...e.spec.config, domain_interleave_probs: shares } } } : e));
+}
+
 function validation(loaded: LoadedConfig): Pick<RunPlan, 'validation'> {
   const { config } = loaded;
   const manager = config.val_env_manager;
@@ -81,7 +88,8 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     maxFailedGroupRatio: config.max_failed_group_ratio,
     replicate: config.is_num_return_sequences_expand,
     // A group's env follows its position over the manager's env groups (all of them, redundant ones too).
-    envs: pickEnvs(loaded, config.train_env_manager, config.train_env_manager?.num_env_groups ?? derived.groups_per_step),
+    envs: interleaved(config, pickEnvs(loaded, config.train_env_manager, config.train_env_manager?.num_env_groups ?? derived.groups_per_step)),
+    ...(config.domain_interleave_probs ? { domainInterleave: config.domain_interleave_probs } : {}),
     ...validation(loaded),
     sampling: { temperature: gen.temperature, top_p: gen.top_p, top_k: gen.top_k },
     filter: config.group_filter,

@@ -322,7 +322,7 @@ export const RunConfigSchema = z
     domain_interleave_probs: z
       .record(z.string(), z.number().min(0).max(1))
       .optional()
-      .describe('ROLL: share of each domain in a batch. Not implemented in rollflow yet, so setting it is an error rather than a setting silently ignored: batches take rows in the seeded dataset order whatever their domain.'),
+      .describe('ROLL: each domain\'s share of every step\'s rollout_batch_size groups, e.g. {math: 0.6, qa: 0.4} (shares ≥ 0 summing to 1). Needs exactly one training env, of env_type dataset; its rows\' domains are the names. Every dispatched block of a step\'s groups gets ⌊B·p⌋ or ⌈B·p⌉ groups of each domain (the fractions carried over blocks, so the long-run share is p), each domain visiting all its rows in a seeded order before any repeats. A domain named that the training rows lack fails the run at its start; rows of a domain not named are never trained (share 0, as in ROLL).'),
 
     dataset_size: count(1).default(1024).describe('(rollflow) Distinct prompts (env seeds 0..N-1) one epoch visits, in a seeded order.'),
     max_failed_group_ratio: z
@@ -388,10 +388,8 @@ function checkCrossReferences(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx
   }
   checkRewards(c, ctx);
   checkSchedule(c, ctx);
+  checkInterleave(c, ctx);
   // ROLL keys rollflow does not act on: refused, never accepted and ignored.
-  if (c.domain_interleave_probs) {
-    ctx.addIssue({ code: 'custom', path: ['domain_interleave_probs'], message: 'not implemented in rollflow yet: batches take rows in the seeded dataset order whatever their domain; remove the key' });
-  }
   for (const key of ['train_env_manager', 'val_env_manager'] as const) {
     if (c[key]?.max_traj_per_env !== undefined) {
       ctx.addIssue({ code: 'custom', path: [key, 'max_traj_per_env'], message: 'not a rollflow setting: every trajectory gets an env session of its own (so a lost episode can be replayed) and no instance is reused; remove the key' });
@@ -420,6 +418,29 @@ function checkSchedule(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): void
 export function warmupSteps(c: Pick<RawRunConfig, 'actor_train' | 'max_steps'>): number {
   const t = c.actor_train.training_args;
   return t.warmup_steps ?? Math.ceil((t.warmup_ratio ?? 0) * c.max_steps);
+}
+
+/** The tolerance on domain_interleave_probs' sum. */
+const SHARE_SUM_TOLERANCE = 1e-6;
+
+/** domain_interleave_probs: shares summing to 1, of the rows of the one dataset env training draws from. */
+function checkInterleave(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): void {
+  for (const [tag, env] of Object.entries(c.custom_envs)) {
+    if (env.env_config.domain_interleave_probs !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['custom_envs', tag, 'env_config', 'domain_interleave_probs'], message: 'set by the run config\'s top-level domain_interleave_probs; give the shares there' });
+    }
+  }
+  const shares = c.domain_interleave_probs;
+  if (!shares) return;
+  const sum = Object.values(shares).reduce((a, b) => a + b, 0);
+  if (Math.abs(sum - 1) > SHARE_SUM_TOLERANCE) {
+    ctx.addIssue({ code: 'custom', path: ['domain_interleave_probs'], message: `expected each domain's share of a batch, summing to 1 (± ${SHARE_SUM_TOLERANCE}); these sum to ${sum}` });
+  }
+  const training = c.train_env_manager?.tags ?? Object.keys(c.custom_envs);
+  const types = training.map((tag) => `${tag} (${c.custom_envs[tag]?.env_type ?? 'undefined'})`);
+  if (training.length !== 1 || c.custom_envs[training[0]!]?.env_type !== 'dataset') {
+    ctx.addIssue({ code: 'custom', path: ['domain_interleave_probs'], message: `needs exactly one training env, of env_type dataset (the shares are of its rows' domains); training draws from ${types.join(', ') || 'no env'}` });
+  }
 }
 
 /** `rewards` routes dataset rows by domain: each domain to one reward, and only where a dataset env can use it. */

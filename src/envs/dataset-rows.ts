@@ -19,6 +19,8 @@ export interface DatasetIndex {
   size: number;
   /** Valid rows held out for validation (the dataset env's `holdout`), when set. */
   heldOut?: number;
+  /** Training rows per domain, in the env's training order (only with domain_interleave_probs). */
+  domains?: { name: string; rows: number }[];
   /** Rows skipped, for any reason. */
   malformed: number;
   /** The skipped rows by reason (reasons with none left out). */
@@ -110,9 +112,10 @@ export function parseRows(bytes: Uint8Array, keys: RowKeys): { rows: DatasetRow[
 }
 
 /** One line for the operator: `N rows, M malformed rows skipped (by reason; the first problems)`. */
-export function describeIndex({ size, heldOut, malformed, skipped, problems }: DatasetIndex): string {
+export function describeIndex({ size, heldOut, domains, malformed, skipped, problems }: DatasetIndex): string {
   // `skipped` is absent from indexes a run recorded before it existed.
   const reasons = Object.entries(skipped ?? {}).map(([reason, n]) => `${n} ${reason}`);
   const held = heldOut === undefined ? '' : ` (and ${heldOut} held out for validation)`;
-  return `${size} rows${held}${malformed ? `, ${malformed} malformed rows skipped (${[reasons.join(', '), ...problems].filter(Boolean).join('; ')})` : ''}`;
+  const byDomain = domains ? ` (by domain: ${domains.map((d) => `${d.name} ${d.rows}`).join(', ')})` : '';
+  return `${size} rows${byDomain}${held}${malformed ? `, ${malformed} malformed rows skipped (${[reasons.join(', '), ...problems].filter(Boolean).join('; ')})` : ''}`;
 }

@@ -7,6 +7,10 @@
  * the env server's verifier for the row's domain (math_verify, exact_match,
  * code_exec), or by `verifier` when set.
  *
+ * With domain_interleave_probs (set by the run config) the training rows are
+ * grouped by domain and the index reports each domain's rows, so the run can
+ * deal each step's groups to the domains in their shares (dataset-domains.ts).
+ *
  * A row that cannot be served (bad JSON or UTF-8, a missing field, a repeated
  * id, a line above max_row_bytes) never stops a run: `index` reports and
  * counts it, and it is skipped (dataset-rows.ts), so the dataset is the valid
@@ -21,6 +25,7 @@ import type { Env } from './env';
 import { parseRows, type DatasetIndex, type DatasetRow } from './dataset-rows';
 import { formatProblem } from '../configs/errors';
 import { parseEnvConfig } from './env-config';
+import { checkNamedDomains, groupByDomain } from './dataset-domains';
 import { EnvConfigError, RewardUnscoredError } from './errors';
 import { epochOrder, VAL_SEED_BASE } from '../workflows/seeds';
 
@@ -43,6 +48,10 @@ const Config = z.strictObject({
     .union([z.number().int().min(1), z.number().gt(0).lt(1)])
     .optional()
     .describe('Rows kept out of training for validation: a count, or a share of the valid rows, chosen by a fixed seeded shuffle (the same file gives the same split). Training seeds then serve the other rows only and validation seeds (val_env_manager) these only. A dataset env that both trains and validates needs it.'),
+  domain_interleave_probs: z
+    .record(z.string().min(1), z.number().min(0))
+    .optional()
+    .describe('Set from the run config\'s domain_interleave_probs (not here): training rows are ordered by domain (names sorted, then file order), the index reports each domain\'s training rows, and a domain it names that the training rows lack fails the run at its start.'),
   id_key: z.string().min(1).default('id').describe('Row field holding a row\'s id, where rows have one: a repeated id is reported and its later rows skipped.'),
   max_row_bytes: z
     .number()
@@ -80,7 +89,7 @@ function split(size: number, holdout: number | undefined): Split {
 const loaded = new Map<string, { mtimeMs: number; rows: DatasetRow[]; index: DatasetIndex; split: Split }>();
 
 async function load(config: DatasetConfig) {
-  const key = JSON.stringify([config.path, config.prompt_key, config.answer_key, config.domain_key, config.default_domain, config.id_key, config.max_row_bytes, config.holdout]);
+  const key = JSON.stringify([config.path, config.prompt_key, config.answer_key, config.domain_key, config.default_domain, config.id_key, config.max_row_bytes, config.holdout, config.domain_interleave_probs !== undefined]);
   const file = await stat(config.path).catch(unreadable(config.path));
   if (!file.isFile()) throw pathError(config.path, 'a JSON-lines file, not a directory or other non-file');
   const cached = loaded.get(key);
@@ -93,8 +102,12 @@ async function load(config: DatasetConfig) {
   if (config.holdout !== undefined && index.size < 2) throw holdoutError(config, `a file with at least 2 valid rows to split; it has ${index.size}`);
   if (config.holdout !== undefined && config.holdout >= index.size) throw holdoutError(config, `fewer rows than the file's ${index.size} valid ones (at least one must train)`);
   const rowSplit = split(rows.length, config.holdout);
+  // Interleaved by domain, training seed s is the s-th row of the rows grouped by domain (dataset-domains.ts).
+  const grouped = config.domain_interleave_probs ? groupByDomain(rows, rowSplit.train) : undefined;
+  if (grouped) rowSplit.train = grouped.train;
   // The run's dataset size is what training visits: the rows not held out.
-  const parsed = { mtimeMs: file.mtimeMs, rows, index: { ...index, size: rowSplit.train.length, ...(config.holdout !== undefined ? { heldOut: rowSplit.validation.length } : {}) }, split: rowSplit };
+  const sizes = { size: rowSplit.train.length, ...(config.holdout !== undefined ? { heldOut: rowSplit.validation.length } : {}), ...(grouped ? { domains: grouped.domains } : {}) };
+  const parsed = { mtimeMs: file.mtimeMs, rows, index: { ...index, ...sizes }, split: rowSplit };
   loaded.set(key, parsed);
   return parsed;
 }
@@ -133,6 +146,7 @@ export function dataset(client: EnvClient): Env<DatasetState, DatasetConfig> & {
     async index(config) {
       const { rows, index } = await load(config);
       checkRoutes(config, rows);
+      if (config.domain_interleave_probs) checkNamedDomains(config.domain_interleave_probs, index.domains ?? [], config.path);
       return index;
     },
 

@@ -1,10 +1,11 @@
 /**
  * What each dispatched group gets: its env (the partition of positions over
- * the run's envs), its prompt (the env seed, from the epoch's seeded order)
- * and its sampling seed. Pure, so the same ref gives the same group on
+ * the run's envs), its prompt (the env seed, from the epoch's seeded order,
+ * or with domain_interleave_probs from DomainOrder) and its sampling seed. Pure, so the same ref gives the same group on
  * replay, after continue-as-new and after a resume.
  */
 import type { GroupInput } from './group';
+import type { DomainOrder } from './domain-order';
 import { groupUid } from './ids';
 import type { PlanEnv, RunPlan } from './run-plan';
 import type { GroupRef } from './run-state';
@@ -32,10 +33,13 @@ export class GroupDispatch {
   constructor(
     private readonly plan: RunPlan,
     private readonly datasetSize: number,
+    /** With domain_interleave_probs: the domain and row of each position (positions run on across epochs). */
+    private readonly domains?: DomainOrder,
   ) {}
 
-  /** The prompt of the group at `ref`: its dataset index in the epoch's seeded order. */
+  /** The prompt of the group at `ref`: its dataset index in the epoch's seeded order, or its domain's row. */
   envSeed(ref: GroupRef): number {
+    if (this.domains) return this.domains.at(ref.epoch * this.datasetSize + ref.position).seed;
     let order = this.orders.get(ref.epoch);
     if (!order) this.orders.set(ref.epoch, (order = epochOrder(this.datasetSize, this.plan.seed, ref.epoch)));
     return order[ref.position]!;

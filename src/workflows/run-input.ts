@@ -3,6 +3,7 @@ import { ApplicationFailure, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities, CheckpointManifest } from '../activities';
 import type { DatasetIndex } from '../envs/dataset-rows';
 import { ENV } from './activity-options';
+import { DomainOrder } from './domain-order';
 import type { RunRow } from './metadata';
 import type { RunPlan } from './run-plan';
 import { RunState, type RunSnapshot, type RunTotals } from './run-state';
@@ -62,6 +63,21 @@ export async function indexDataset(plan: RunPlan): Promise<DatasetIndex | undefi
   const index = indexes.find((i) => i !== null) ?? undefined;
   if (index && index.malformed > 0) log.warn('malformed dataset rows skipped', { malformed: index.malformed, skipped: index.skipped, problems: index.problems });
   return index;
+}
+
+/**
+ * domain_interleave_probs' order of prompts over the dataset index's domains; none without the key. The env's index
+ * already refused named domains the rows lack, so a failure here is an index without domains (a changed worker):
+ * it fails the run rather than retry a workflow task that cannot succeed.
+ */
+export function domainOrder(plan: RunPlan, dataset: DatasetIndex | undefined): DomainOrder | undefined {
+  if (!plan.domainInterleave) return undefined;
+  try {
+    if (!dataset?.domains) throw new Error('domain_interleave_probs needs a dataset env whose index reports its domains; this run\'s index has none');
+    return new DomainOrder(dataset.domains, plan.domainInterleave, plan.limits.samplesPerStep / plan.limits.groupSize, plan.seed);
+  } catch (e) {
+    throw ApplicationFailure.nonRetryable((e as Error).message, 'DomainInterleaveError');
+  }
 }
 
 /** The run's state: carried on from a snapshot, resumed from a checkpoint, or new. */

@@ -39,6 +39,11 @@ export interface RunPlan {
   rolloutMode: RolloutMode;
   /** The envs (train_env_manager tags) and how many of every num_env_groups positions each gets (num_groups_partition); a group's env follows its position. */
   envs: PlanEnv[];
+  /**
+   * domain_interleave_probs: each domain's share of every step's groups (domain-order.ts). Absent without it, and in
+   * plans made before it existed: their runs take prompts in the epoch order whatever their domain.
+   */
+  domainInterleave?: Record<string, number>;
   sampling: Omit<Sampling, 'seed' | 'max_tokens'>;
   filter: GroupFilter;
   train: TrainOptions;

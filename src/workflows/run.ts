@@ -40,7 +40,7 @@ import { group } from './group';
 import { checkpointDir, groupUid, groupWorkflowId, lockstepWorkflowId, trainStepWorkflowId, validateWorkflowId } from './ids';
 import { lockstepRollout } from './lockstep';
 import { groupSummary, PROGRESS_ROWS, runDetails, trainStepSummary, validateSummary, type RunRow } from './metadata';
-import { carriedFacts, indexDataset, initialState, type RunInput, type RunStatus } from './run-input';
+import { carriedFacts, domainOrder, indexDataset, initialState, type RunInput, type RunStatus } from './run-input';
 import { runMemo, type RunMemo } from './run-memo';
 import { trainerBinding } from './run-plan';
 import type { GroupRef, GroupResult } from './run-state';
@@ -74,6 +74,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   const dataset = input.snapshot ? input.dataset : await indexDataset(plan);
   const datasetSize = input.snapshot?.datasetSize ?? dataset?.size ?? plan.datasetSize;
   const state = initialState(input, datasetSize);
+  const domains = domainOrder(plan, dataset); // before any engine work: a bad index fails the run at once
   const facts = carriedFacts(input);
   // Seconds since the run (the first execution of its continue-as-new chain) started: the x axis of learning curves.
   // Carried in the input: workflowInfo().startTime restarts with each execution.
@@ -150,7 +151,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   }
 
   // ---- dispatcher: admission-controlled group starts
-  const groups = new GroupDispatch(plan, datasetSize);
+  const groups = new GroupDispatch(plan, datasetSize, domains);
   const startGroups = async (refs: GroupRef[]) => {
     const attributes = (kind: string) => [{ key: RUN_ID, value: plan.runId }, { key: KIND, value: kind }];
     if (plan.rolloutMode === 'env_async') {

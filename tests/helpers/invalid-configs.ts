@@ -167,8 +167,11 @@ const brokenReference: fc.Arbitrary<Break> = fc.oneof(
     .map((partition): Break => ({ apply: (raw) => setAt(raw, ['train_env_manager', 'num_groups_partition'], partition), what: `num_groups_partition ${JSON.stringify(partition)}`, path: 'train_env_manager.num_groups_partition', exact: true })),
   fc.integer({ min: 5, max: 1000 }).map((n): Break => ({ apply: (raw) => setAt(raw, ['train_env_manager', 'trajectories_per_step'], n), what: `trajectories_per_step ${n}`, path: 'train_env_manager.trajectories_per_step', exact: true })),
   fc
-    .record({ a: fc.double({ min: 0, max: 1, noNaN: true }) })
-    .map((shares): Break => ({ apply: (raw) => setAt(raw, ['domain_interleave_probs'], shares), what: `domain shares ${JSON.stringify(shares)} (not implemented: refused)`, path: 'domain_interleave_probs', exact: true })),
+    .record({ a: fc.double({ min: 0, max: 1, noNaN: true }), b: fc.double({ min: 0, max: 1, noNaN: true }) })
+    .map((shares): Break => ({ apply: (raw) => setAt(raw, ['domain_interleave_probs'], shares), what: `domain shares ${JSON.stringify(shares)} (two training envs, not one dataset env)`, path: 'domain_interleave_probs', exact: true })),
+  fc
+    .double({ min: 0, max: 1, noNaN: true })
+    .map((share): Break => ({ apply: (raw) => setAt(raw, ['custom_envs', 'arith', 'env_config', 'domain_interleave_probs'], { a: share }), what: 'domain shares in an env_config (the run config sets them)', path: 'custom_envs.arith.env_config.domain_interleave_probs', exact: true })),
   fc.integer({ min: -1, max: 100 }).map((n): Break => ({ apply: (raw) => setAt(raw, ['train_env_manager', 'max_traj_per_env'], n), what: `max_traj_per_env ${n} (not a rollflow setting: refused)`, path: 'train_env_manager.max_traj_per_env', exact: true })),
   fc.integer({ min: 1, max: 8 }).map((n): Break => ({ apply: (raw) => setAt(raw, ['val_env_manager', 'trajectories_per_step'], n), what: `val trajectories_per_step ${n}`, path: 'val_env_manager.trajectories_per_step', exact: true })),
   fc

@@ -127,7 +127,27 @@ describe('run config', () => {
     ]);
     expect(problems[0]?.expected).toContain('launch: true needs a loopback URL');
     expect(problems[1]?.expected).toBe('no custom_envs entry named "sokoban"; defined: lake');
-    expect(problems[3]?.expected).toMatch(/^not implemented in rollflow yet: batches take rows in the seeded dataset order/);
+    expect(problems[3]?.expected).toBe("needs exactly one training env, of env_type dataset (the shares are of its rows' domains); training draws from lake (frozen_lake), sokoban (undefined)");
+  });
+
+  it('domain_interleave_probs: shares ≥ 0 summing to 1 (± 1e-6), of the rows of one training dataset env; each problem names the key and the value', () => {
+    const data = { data: { env_type: 'dataset', env_config: { path: 'rows.jsonl' } } };
+    const shares = (probs: unknown, extra: Record<string, unknown> = {}) => problemsOf(() => parseConfig({ custom_envs: data, domain_interleave_probs: probs, ...extra }, 't'));
+    expect(parseConfig({ custom_envs: data, domain_interleave_probs: { math: 0.6, qa: 0.4 } }, 't').config.domain_interleave_probs).toEqual({ math: 0.6, qa: 0.4 });
+    expect(parseConfig({ custom_envs: data, domain_interleave_probs: { a: 0.3333333, b: 0.3333333, c: 0.3333334 } }, 't').config.domain_interleave_probs).toBeDefined();
+    const sum = shares({ math: 0.6, qa: 0.3 });
+    expect(sum.map((p) => [p.path, p.given, p.expected])).toEqual([['domain_interleave_probs', { math: 0.6, qa: 0.3 }, 'expected each domain\'s share of a batch, summing to 1 (± 0.000001); these sum to 0.8999999999999999']]);
+    const negative = shares({ math: -0.2, qa: 1.2 });
+    expect(negative.map((p) => p.path)).toEqual(['domain_interleave_probs.math', 'domain_interleave_probs.qa']);
+    expect(shares({ math: 'half' })[0]).toMatchObject({ path: 'domain_interleave_probs.math', given: 'half' });
+    const lake = { lake: { env_type: 'frozen_lake' } };
+    expect(problemsOf(() => parseConfig({ custom_envs: lake, domain_interleave_probs: { math: 1 } }, 't'))[0]?.expected).toBe(
+      "needs exactly one training env, of env_type dataset (the shares are of its rows' domains); training draws from lake (frozen_lake)",
+    );
+    const two = problemsOf(() => parseConfig({ custom_envs: { ...data, ...lake }, train_env_manager: { num_env_groups: 2, group_size: 2, tags: ['data', 'lake'] }, domain_interleave_probs: { math: 1 } }, 't'));
+    expect(two.map((p) => [p.path, p.expected])).toEqual([['domain_interleave_probs', "needs exactly one training env, of env_type dataset (the shares are of its rows' domains); training draws from data (dataset), lake (frozen_lake)"]]);
+    const direct = problemsOf(() => parseConfig({ custom_envs: { data: { env_type: 'dataset', env_config: { path: 'rows.jsonl', domain_interleave_probs: { math: 1 } } } } }, 't'));
+    expect(direct.map((p) => [p.path, p.expected])).toEqual([['custom_envs.data.env_config.domain_interleave_probs', "set by the run config's top-level domain_interleave_probs; give the shares there"]]);
   });
 
   it('refuses a warmup the learning-rate schedule would not use, and two warmups', () => {

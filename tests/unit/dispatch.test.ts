@@ -1,6 +1,7 @@
 // What each dispatched group gets, without Temporal: its env, prompt and sampling seed.
 import { describe, expect, it } from 'vitest';
 import { envAt, GroupDispatch } from '../../src/workflows/dispatch';
+import { DomainOrder } from '../../src/workflows/domain-order';
 import type { PlanEnv, RunPlan } from '../../src/workflows/run-plan';
 import { epochOrder, groupSamplingSeed } from '../../src/workflows/seeds';
 
@@ -37,5 +38,16 @@ describe('GroupDispatch', () => {
     const seeds = (epoch: number) => Array.from({ length: 10 }, (_, position) => dispatch.envSeed({ epoch, position }));
     expect([...seeds(0)].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(seeds(1)).not.toEqual(seeds(0));
+  });
+
+  it('with domain_interleave_probs takes each prompt from DomainOrder, positions running on across epochs', () => {
+    const order = () => new DomainOrder([{ name: 'a', rows: 6 }, { name: 'b', rows: 4 }], { a: 0.75, b: 0.25 }, 4, 9);
+    const interleaved = new GroupDispatch(plan, 10, order());
+    const expected = order();
+    for (const [epoch, position] of [[0, 0], [0, 9], [1, 0], [1, 3], [3, 7]] as const) {
+      expect(interleaved.envSeed({ epoch, position })).toBe(expected.at(epoch * 10 + position).seed);
+    }
+    // the epoch order's prompts no longer decide: epoch 1's position 0 continues the run (position 10), it does not restart it
+    expect(Array.from({ length: 10 }, (_, p) => interleaved.envSeed({ epoch: 1, position: p }))).toEqual(Array.from({ length: 10 }, (_, p) => expected.at(10 + p).seed));
   });
 });

@@ -37,6 +37,15 @@ describe('run plan', () => {
     expect(p.envs.map((e) => e.groupsPerStep)).toEqual([2, 2, 1]);
   });
 
+  it('domain_interleave_probs goes to the plan and to the training dataset env (not the validation one), which orders its rows by domain', () => {
+    const data = { data: { env_type: 'dataset', env_config: { path: 'rows.jsonl', holdout: 2 } } };
+    const p = plan({ custom_envs: data, domain_interleave_probs: { math: 0.75, qa: 0.25 }, eval_steps: 1, val_env_manager: { num_env_groups: 1, group_size: 1, tags: ['data'] } });
+    expect(p.domainInterleave).toEqual({ math: 0.75, qa: 0.25 });
+    expect(p.envs[0]!.spec.config).toEqual({ path: 'rows.jsonl', holdout: 2, domain_interleave_probs: { math: 0.75, qa: 0.25 } });
+    expect(p.validation!.envs[0]!.spec.config).toEqual({ path: 'rows.jsonl', holdout: 2 });
+    expect(plan({ custom_envs: data }).domainInterleave).toBeUndefined();
+  });
+
   it('a single-turn run needs exactly one env', () => {
     expect(() => plan({ custom_envs: { a: envs.a, c: envs.c } })).toThrow(ConfigError);
     expect(plan({ custom_envs: { c: envs.c } }).envs.map((e) => e.tag)).toEqual(['c']);
