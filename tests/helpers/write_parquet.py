@@ -1,0 +1,21 @@
+"""Writes a parquet file the way verl's examples/data_preprocess scripts do: a list of row dicts -> a pyarrow
+table (column types inferred from the rows, as datasets' to_parquet does) -> parquet, snappy-compressed.
+
+Usage: write_parquet.py <out.parquet>, the rows as a JSON list on stdin. Prints the table's schema.
+"""
+import json
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def main() -> None:
+    rows = json.load(sys.stdin)
+    table = pa.Table.from_pylist(rows)
+    pq.write_table(table, sys.argv[1], compression="snappy")
+    print(table.schema)
+
+
+if __name__ == "__main__":
+    main()
