@@ -1,5 +1,6 @@
 /**
- * The dataset env's rows, parsed from a JSON-lines file's bytes. A row that
+ * The dataset env's rows, parsed from a JSON-lines file's bytes (parquet:
+ * dataset-parquet.ts; both read each record by dataset-record.ts). A row that
  * cannot be served never stops a run and is never silently changed: it is
  * skipped, counted under its reason and reported by line (the first few).
  * Pure, so it is tested without a file.
@@ -18,7 +19,7 @@ export interface DatasetIndex {
   malformed: number;
   /** The skipped rows by reason (reasons with none left out). */
   skipped: Partial<Record<SkipReason, number>>;
-  /** The first few problems, `line N: why`. */
+  /** The first few problems, `line N: why` (JSON lines, from 1) or `row N: why` (parquet, from 0). */
   problems: string[];
 }
 

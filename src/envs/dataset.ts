@@ -141,9 +141,9 @@ const holdoutError = (config: DatasetConfig, expected: string) =>
   new EnvConfigError(`dataset:\n${formatProblem({ path: 'config.holdout', given: config.holdout, expected })}`, [{ path: 'holdout', given: config.holdout, expected }]);
 
 const pathError = (given: string, expected: string) => new EnvConfigError(`dataset:\n${formatProblem({ path: 'config.path', given, expected })}`, [{ path: 'path', given, expected }]);
-const fileKind = (config: DatasetConfig) => (config.format === 'parquet' ? 'a parquet file' : 'a JSON-lines file');
+const fileKind = (config: DatasetConfig, adjective = '') => `a ${adjective}${config.format === 'parquet' ? 'parquet' : 'JSON-lines'} file`;
 const unreadable = (config: DatasetConfig) => (e: NodeJS.ErrnoException): never => {
-  throw pathError(config.path, `${fileKind(config).replace(/^a /, 'a readable ')} (${e.code === 'ENOENT' ? 'it does not exist' : (e.code ?? e.message)})`);
+  throw pathError(config.path, `${fileKind(config, 'readable ')} (${e.code === 'ENOENT' ? 'it does not exist' : (e.code ?? e.message)})`);
 };
 const notParquet = (config: DatasetConfig) => (e: unknown): never => {
   if (!(e instanceof NotParquetError)) throw e;
