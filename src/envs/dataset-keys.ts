@@ -6,7 +6,9 @@
  * - rollflow: {"prompt", "answer", "domain", "id"}.
  * - verl (examples/data_preprocess/*.py): `prompt` a list of chat messages,
  *   the answer in reward_model.ground_truth, the domain its data_source (what
- *   verl's default_compute_score dispatches on), the id extra_info.index.
+ *   verl's default_compute_score dispatches on), and no id: extra_info.index
+ *   counts rows within one source's split, so files that concatenate sources
+ *   repeat it (id_key: extra_info.index checks it where it is unique).
  * - roll (ROLL's RLVR data): `messages` a list of chat messages or a JSON
  *   string of one, read before `prompt` (as ROLL's encode_function), the
  *   answer in ground_truth, the domain its `tag` (what rewards.*.tag_included
@@ -21,12 +23,12 @@ export interface KeyNames {
   messages_key?: string;
   answer_key: string;
   domain_key: string;
-  id_key: string;
+  id_key?: string;
 }
 
 export const PRESET_KEYS: Record<DatasetPreset, KeyNames> = {
   rollflow: { prompt_key: 'prompt', answer_key: 'answer', domain_key: 'domain', id_key: 'id' },
-  verl: { prompt_key: 'prompt', answer_key: 'reward_model.ground_truth', domain_key: 'data_source', id_key: 'extra_info.index' },
+  verl: { prompt_key: 'prompt', answer_key: 'reward_model.ground_truth', domain_key: 'data_source' },
   roll: { prompt_key: 'prompt', messages_key: 'messages', answer_key: 'ground_truth', domain_key: 'tag', id_key: 'id' },
 };
 

@@ -27,7 +27,8 @@ export interface RowKeys {
   answer_key: string;
   domain_key: string;
   default_domain: string;
-  id_key: string;
+  /** Absent: rows are not compared by id. */
+  id_key?: string;
   max_row_bytes: number;
 }
 
@@ -80,7 +81,7 @@ export function rowOf(record: Record<string, unknown>, keys: RowKeys, seenIds: M
     const promptKeys = keys.messages_key === undefined ? `"${keys.prompt_key}"` : `"${keys.messages_key}" or "${keys.prompt_key}"`;
     return new Skip('missing_field', `needs string fields ${promptKeys} and "${keys.answer_key}"`);
   }
-  const id = scalar(lookup(record, keys.id_key));
+  const id = keys.id_key === undefined ? undefined : scalar(lookup(record, keys.id_key));
   if (id !== undefined) {
     const first = seenIds.get(id);
     if (first !== undefined) return new Skip('duplicate_id', `duplicate ${keys.id_key} ${JSON.stringify(id)} (first on ${first}); the first row is kept`);

@@ -36,7 +36,7 @@ const Config = z.strictObject({
   preset: z
     .enum(DATASET_PRESETS)
     .optional()
-    .describe('Key names as a framework writes them: rollflow (prompt, answer, domain, id), verl (prompt, reward_model.ground_truth, data_source, extra_info.index), roll (messages or prompt, ground_truth, tag, id). Default: verl for parquet, rollflow for jsonl. A key set below wins.'),
+    .describe('Key names as a framework writes them: rollflow (prompt, answer, domain, id), verl (prompt, reward_model.ground_truth, data_source, no id), roll (messages or prompt, ground_truth, tag, id). Default: verl for parquet, rollflow for jsonl. A key set below wins.'),
   prompt_key: z.string().min(1).optional().describe('Row field holding the prompt: text, or a list of chat messages {role, content}. Keys may be dotted paths into nested fields.'),
   messages_key: z.string().min(1).optional().describe('Row field holding the prompt as chat messages, a list or a JSON string of one (ROLL\'s messages); read before prompt_key, which serves rows without it.'),
   answer_key: z.string().min(1).optional().describe('Row field holding the reference answer (e.g. reward_model.ground_truth).'),

@@ -71,7 +71,7 @@ describe('verl parquet rows', () => {
       verlRow(10, [user('x'.repeat(300 * 1024))], '10'),
     ];
     const file = parquet('malformed.parquet', rows);
-    const { index, resets } = await serveAll({ path: file });
+    const { index, resets } = await serveAll({ path: file, id_key: 'extra_info.index' });
     expect(resets.map((r) => r.observation)).toEqual(['system: Answer with a number.\n\nuser: ok 0', 'ok 7']);
     expect(index.size + index.malformed).toBe(rows.length);
     expect(index.skipped).toEqual({ missing_field: 3, bad_messages: 4, duplicate_id: 1, too_large: 1 });
@@ -86,6 +86,12 @@ describe('verl parquet rows', () => {
       'row 9: prompt messages (prompt): message 0 (user) has tool_calls; only role and content are sent to the model',
       expect.stringMatching(/^row 10: \d+ bytes as JSON, above max_row_bytes 262144$/),
     ]);
+  });
+
+  it('by default verl rows have no id: files that concatenate sources repeat extra_info.index', async () => {
+    const file = parquet('concat.parquet', [verlRow(0, [user('gsm8k 0')], '1'), verlRow(0, [user('math 0')], '2', 'lighteval/MATH')]);
+    expect((await env.index(env.parseConfig({ path: file }))).size).toBe(2);
+    expect((await env.index(env.parseConfig({ path: file, id_key: 'extra_info.index' }))).skipped).toEqual({ duplicate_id: 1 });
   });
 
   it('a column of the wrong type skips every row, and the file is an error naming config.path and why', async () => {
