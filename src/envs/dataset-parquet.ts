@@ -10,9 +10,19 @@ import { parquetReadObjects } from 'hyparquet';
 import { rowOf, Skip, type DatasetRow, type RowKeys } from './dataset-record';
 import { RowCollector, type DatasetIndex } from './dataset-rows';
 
-/** Thrown when the bytes are not a parquet file hyparquet can read; the env reports it against config.path. */
+/** Thrown when the bytes are not a parquet file hyparquet can read; `expected` is what config.path should have named. */
 export class NotParquetError extends Error {
   override readonly name = 'NotParquetError';
+  constructor(readonly expected: string) {
+    super(expected);
+  }
+}
+
+/** hyparquet reads uncompressed and snappy pages (pyarrow's, pandas' and so verl's default); other codecs need a rewrite. */
+function unreadable(e: Error): NotParquetError {
+  const codec = /unsupported compression codec: (\w+)/.exec(e.message)?.[1];
+  if (codec) return new NotParquetError(`a parquet file compressed with snappy or not at all (pyarrow's and pandas' default); this one uses ${codec}: rewrite it with compression="snappy"`);
+  return new NotParquetError(`a parquet file; hyparquet cannot read it: ${e.message}`);
 }
 
 /** A row's size as the JSON it would be (int64s as their digits), the measure max_row_bytes keeps for every format. */
@@ -24,7 +34,7 @@ export async function parseParquetRows(bytes: Uint8Array, keys: RowKeys): Promis
     // hyparquet reads an ArrayBuffer; a Node Buffer may be a view into a larger pool, so copy out exactly its bytes.
     records = await parquetReadObjects({ file: bytes.slice().buffer });
   } catch (e) {
-    throw new NotParquetError((e as Error).message);
+    throw unreadable(e as Error);
   }
   const collector = new RowCollector();
   const seenIds = new Map<string, string>();

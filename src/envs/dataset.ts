@@ -147,7 +147,7 @@ const unreadable = (config: DatasetConfig) => (e: NodeJS.ErrnoException): never 
 };
 const notParquet = (config: DatasetConfig) => (e: unknown): never => {
   if (!(e instanceof NotParquetError)) throw e;
-  throw pathError(config.path, `a parquet file (format ${config.format}); hyparquet cannot read it: ${e.message}`);
+  throw pathError(config.path, e.expected);
 };
 
 export function dataset(client: EnvClient): Env<DatasetState, DatasetConfig> & { index(config: DatasetConfig): Promise<DatasetIndex> } {

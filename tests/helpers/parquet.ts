@@ -8,9 +8,9 @@ import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '../..');
 
-/** Writes `rows` to `file` as parquet; returns pyarrow's schema of the table. */
-export function writeParquet(file: string, rows: Record<string, unknown>[]): string {
-  const r = spawnSync(path.join(ROOT, '.venv/bin/python'), [path.join(__dirname, 'write_parquet.py'), file], { input: JSON.stringify(rows), encoding: 'utf8' });
+/** Writes `rows` to `file` as parquet (snappy, as verl's files are, unless `compression` says otherwise); returns pyarrow's schema of the table. */
+export function writeParquet(file: string, rows: Record<string, unknown>[], compression = 'snappy'): string {
+  const r = spawnSync(path.join(ROOT, '.venv/bin/python'), [path.join(__dirname, 'write_parquet.py'), file, compression], { input: JSON.stringify(rows), encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`write_parquet.py failed: ${r.stderr}`);
   return r.stdout;
 }
