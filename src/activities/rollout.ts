@@ -34,6 +34,8 @@ export interface TrajectoryContext {
 export interface GenerateTurnInput {
   contextKey: string;
   observation: string;
+  /** Turn 0's chat messages (EnvReset.messages), sent in place of one user message of `observation`; absent in activities scheduled before it existed. */
+  messages?: ChatMessage[];
   turn: number;
   sampling: Sampling;
   /** Keeps a trajectory's turns on one server. */
@@ -48,6 +50,8 @@ export interface GenerateTurnInput {
 export interface GenerateGroupInput {
   contextKeys: string[];
   observation: string;
+  /** The prompt's chat messages (EnvReset.messages), in place of one user message of `observation`. */
+  messages?: ChatMessage[];
   sampling: Sampling;
   affinity: string;
   /** Shared by every choice of the request. */
@@ -117,7 +121,7 @@ export function rolloutActivities(deps: ActivityDeps) {
       const ctx = input.turn === 0 ? emptyContext() : await deps.store.get<TrajectoryContext>(input.contextKey);
       // This turn was stored but its attempt never reported (the worker died): appending it again would corrupt the context.
       if (ctx.last_turn?.turn === input.turn) return ctx.last_turn.summary;
-      ctx.messages.push({ role: 'user', content: input.observation });
+      ctx.messages.push(...turnMessages(input));
       const seed = input.sampling.seed;
       return withProgress<TurnSummary, GenerationProgress>(async (signal, report, resumed) => {
         const r = await generationRequest(deps, input, signal, report);
@@ -141,7 +145,7 @@ export function rolloutActivities(deps: ActivityDeps) {
      * its own from its partial tokens. Each choice becomes its own trajectory context.
      */
     async generateGroupTurn(input: GenerateGroupInput): Promise<TurnSummary[]> {
-      const messages: ChatMessage[] = [{ role: 'user', content: input.observation }];
+      const messages = turnMessages({ ...input, turn: 0 });
       const seed = input.sampling.seed;
       return withProgress<TurnSummary[], GenerationProgress>(async (signal, report, resumed) => {
         const r = await generationRequest(deps, input, signal, report);
@@ -184,6 +188,10 @@ export function rolloutActivities(deps: ActivityDeps) {
     },
   };
 }
+
+/** What a turn adds to the conversation: the env's observation as the user's message, or at turn 0 the env's own chat messages. */
+const turnMessages = (input: Pick<GenerateTurnInput, 'observation' | 'messages' | 'turn'>): ChatMessage[] =>
+  input.turn === 0 && input.messages ? input.messages : [{ role: 'user', content: input.observation }];
 
 const emptyContext = (): TrajectoryContext => ({ messages: [], prompt_ids: [], response_ids: [], old_logprobs: [], loss_mask: [], version_spans: [], aborts: 0 });
 

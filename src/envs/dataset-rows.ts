@@ -1,18 +1,14 @@
 /**
- * The dataset env's rows, parsed from a JSON-lines file's bytes. A row that
+ * The dataset env's rows, parsed from a JSON-lines file's bytes (parquet:
+ * dataset-parquet.ts; both read each record by dataset-record.ts). A row that
  * cannot be served never stops a run and is never silently changed: it is
  * skipped, counted under its reason and reported by line (the first few).
  * Pure, so it is tested without a file.
  */
 
-export interface DatasetRow {
-  prompt: string;
-  answer: string;
-  domain: string;
-}
+import { rowOf, Skip, type DatasetRow, type RowKeys, type SkipReason } from './dataset-record';
 
-/** Why a row was skipped. */
-export type SkipReason = 'too_large' | 'not_utf8' | 'not_json' | 'not_object' | 'missing_field' | 'duplicate_id';
+export type { DatasetRow, RowKeys, SkipReason } from './dataset-record';
 
 export interface DatasetIndex {
   /** Valid rows training visits: the dataset size (all valid rows, less any held out for validation). */
@@ -25,30 +21,14 @@ export interface DatasetIndex {
   malformed: number;
   /** The skipped rows by reason (reasons with none left out). */
   skipped: Partial<Record<SkipReason, number>>;
-  /** The first few problems, `line N: why`. */
+  /** The first few problems, `line N: why` (JSON lines, from 1) or `row N: why` (parquet, from 0). */
   problems: string[];
-}
-
-export interface RowKeys {
-  prompt_key: string;
-  answer_key: string;
-  domain_key: string;
-  default_domain: string;
-  id_key: string;
-  max_row_bytes: number;
 }
 
 const REPORTED_PROBLEMS = 10;
 const NEWLINE = 0x0a;
 // fatal: a byte sequence that is not UTF-8 is an error to report, not a U+FFFD to train on.
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-class Skip {
-  constructor(
-    readonly reason: SkipReason,
-    readonly why: string,
-  ) {}
-}
 
 /** The file's lines as byte ranges, numbered from 1 (a trailing newline ends the last line, it does not start one). */
 function* lines(bytes: Uint8Array): Generator<{ number: number; line: Uint8Array }> {
@@ -61,7 +41,7 @@ function* lines(bytes: Uint8Array): Generator<{ number: number; line: Uint8Array
   }
 }
 
-function parseRow(line: Uint8Array, keys: RowKeys, seenIds: Map<string, number>, number: number): DatasetRow | Skip | undefined {
+function parseLine(line: Uint8Array, keys: RowKeys, seenIds: Map<string, string>, number: number): DatasetRow | Skip | undefined {
   // Before decoding: a huge line is never parsed (nor quoted in an error).
   if (line.length > keys.max_row_bytes) return new Skip('too_large', `${line.length} bytes, above max_row_bytes ${keys.max_row_bytes}`);
   let text: string;
@@ -78,37 +58,37 @@ function parseRow(line: Uint8Array, keys: RowKeys, seenIds: Map<string, number>,
     return new Skip('not_json', `not JSON (${(e as Error).message})`);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return new Skip('not_object', 'expected a JSON object');
-  const row = value as Record<string, unknown>;
-  const field = (key: string) => (typeof row[key] === 'string' || typeof row[key] === 'number' ? String(row[key]) : undefined);
-  const prompt = field(keys.prompt_key);
-  const answer = field(keys.answer_key);
-  if (prompt === undefined || answer === undefined) return new Skip('missing_field', `needs string fields "${keys.prompt_key}" and "${keys.answer_key}"`);
-  const id = field(keys.id_key);
-  if (id !== undefined) {
-    const first = seenIds.get(id);
-    if (first !== undefined) return new Skip('duplicate_id', `duplicate ${keys.id_key} ${JSON.stringify(id)} (first on line ${first}); the first row is kept`);
-    seenIds.set(id, number);
-  }
-  return { prompt, answer, domain: field(keys.domain_key) ?? keys.default_domain };
+  return rowOf(value as Record<string, unknown>, keys, seenIds, `line ${number}`);
 }
 
-export function parseRows(bytes: Uint8Array, keys: RowKeys): { rows: DatasetRow[]; index: DatasetIndex } {
-  const rows: DatasetRow[] = [];
-  const problems: string[] = [];
-  const skipped: DatasetIndex['skipped'] = {};
-  let malformed = 0;
-  const seenIds = new Map<string, number>();
-  for (const { number, line } of lines(bytes)) {
-    const parsed = parseRow(line, keys, seenIds, number);
+/** Rows and skips gathered in file order into the rows and the index (`where`: "line 3", "row 2"). */
+export class RowCollector {
+  readonly rows: DatasetRow[] = [];
+  private readonly problems: string[] = [];
+  private readonly skipped: DatasetIndex['skipped'] = {};
+  private malformed = 0;
+
+  add(parsed: DatasetRow | Skip | undefined, where: string): void {
     if (parsed instanceof Skip) {
-      malformed++;
-      skipped[parsed.reason] = (skipped[parsed.reason] ?? 0) + 1;
-      if (problems.length < REPORTED_PROBLEMS) problems.push(`line ${number}: ${parsed.why}`);
+      this.malformed++;
+      this.skipped[parsed.reason] = (this.skipped[parsed.reason] ?? 0) + 1;
+      if (this.problems.length < REPORTED_PROBLEMS) this.problems.push(`${where}: ${parsed.why}`);
     } else if (parsed) {
-      rows.push(parsed);
+      this.rows.push(parsed);
     }
   }
-  return { rows, index: { size: rows.length, malformed, skipped, problems } };
+
+  result(): { rows: DatasetRow[]; index: DatasetIndex } {
+    return { rows: this.rows, index: { size: this.rows.length, malformed: this.malformed, skipped: this.skipped, problems: this.problems } };
+  }
+}
+
+/** A JSON-lines file's rows; lines are numbered from 1. */
+export function parseRows(bytes: Uint8Array, keys: RowKeys): { rows: DatasetRow[]; index: DatasetIndex } {
+  const collector = new RowCollector();
+  const seenIds = new Map<string, string>();
+  for (const { number, line } of lines(bytes)) collector.add(parseLine(line, keys, seenIds, number), `line ${number}`);
+  return collector.result();
 }
 
 /** One line for the operator: `N rows, M malformed rows skipped (by reason; the first problems)`. */

@@ -1,21 +1,25 @@
 /**
- * dataset: a single-turn task read from a JSON-lines file, one prompt per
- * row ({"prompt": "...", "answer": "...", "domain": "math"}; key names are
- * configurable). Training episode `seed` serves training row `seed mod N`,
- * validation seeds (VAL_SEED_BASE + i) the held-out rows (`holdout`), or
- * every row of a dataset env only validation uses. The reply is scored by
- * the env server's verifier for the row's domain (math_verify, exact_match,
- * code_exec), or by `verifier` when set.
+ * dataset: a single-turn task read from a file, one prompt per row: JSON
+ * lines ({"prompt": "...", "answer": "...", "domain": "math"}) or parquet
+ * (verl's columns), with key names per preset (rollflow, verl, roll) or set
+ * one by one (dataset-keys.ts). A prompt is text or a list of chat messages
+ * (system + user …), which reaches generation as it is (EnvReset.messages).
+ * Training episode `seed` serves training row `seed mod N`, validation seeds
+ * (VAL_SEED_BASE + i) the held-out rows (`holdout`), or every row of a
+ * dataset env only validation uses. The reply is scored by the env server's
+ * verifier for the row's domain (math_verify, exact_match, code_exec), or by
+ * `verifier` when set.
  *
  * With domain_interleave_probs (set by the run config) the training rows are
  * grouped by domain and the index reports each domain's rows, so the run can
  * deal each step's groups to the domains in their shares (dataset-domains.ts).
  *
- * A row that cannot be served (bad JSON or UTF-8, a missing field, a repeated
- * id, a line above max_row_bytes) never stops a run: `index` reports and
- * counts it, and it is skipped (dataset-rows.ts), so the dataset is the valid
- * rows in file order. The run loads this index through an activity at its
- * start and takes its size as the dataset size. A file that cannot be read or
+ * A row that cannot be served (bad JSON or UTF-8, a missing field, bad chat
+ * messages, a repeated id, a row above max_row_bytes) never stops a run:
+ * `index` reports and counts it, and it is skipped (dataset-rows.ts,
+ * dataset-parquet.ts), so the dataset is the valid rows in file order. The
+ * run loads this index through an activity at its start and takes its size
+ * as the dataset size. A file that cannot be read, is not of its format or
  * has no valid row is an EnvConfigError, which fails the run at its start.
  */
 import { readFile, stat } from 'node:fs/promises';
@@ -23,6 +27,8 @@ import { z } from 'zod';
 import { EngineRejectedError, type EnvClient } from '../gpu-bridge';
 import type { Env } from './env';
 import { parseRows, type DatasetIndex, type DatasetRow } from './dataset-rows';
+import { NotParquetError, parseParquetRows } from './dataset-parquet';
+import { DATASET_FORMATS, DATASET_PRESETS, resolveFormat, resolveKeys } from './dataset-keys';
 import { formatProblem } from '../configs/errors';
 import { parseEnvConfig } from './env-config';
 import { checkNamedDomains, groupByDomain } from './dataset-domains';
@@ -30,10 +36,16 @@ import { EnvConfigError, RewardUnscoredError } from './errors';
 import { epochOrder, VAL_SEED_BASE } from '../workflows/seeds';
 
 const Config = z.strictObject({
-  path: z.string().min(1).describe('JSON-lines file, one row per prompt (absolute, or relative to the worker\'s working directory).'),
-  prompt_key: z.string().min(1).default('prompt').describe('Row field holding the prompt text.'),
-  answer_key: z.string().min(1).default('answer').describe('Row field holding the reference answer.'),
-  domain_key: z.string().min(1).default('domain').describe('Row field naming the domain that picks the verifier.'),
+  path: z.string().min(1).describe('The dataset file, one row per prompt (absolute, or relative to the worker\'s working directory).'),
+  format: z.enum(DATASET_FORMATS).default('auto').describe('jsonl (JSON lines) or parquet; auto: parquet for a path ending in .parquet, else jsonl.'),
+  preset: z
+    .enum(DATASET_PRESETS)
+    .optional()
+    .describe('Key names as a framework writes them: rollflow (prompt, answer, domain, id), verl (prompt, reward_model.ground_truth, data_source, no id), roll (messages or prompt, ground_truth, tag, id). Default: verl for parquet, rollflow for jsonl. A key set below wins.'),
+  prompt_key: z.string().min(1).optional().describe('Row field holding the prompt: text, or a list of chat messages {role, content}. Keys may be dotted paths into nested fields.'),
+  messages_key: z.string().min(1).optional().describe('Row field holding the prompt as chat messages, a list or a JSON string of one (ROLL\'s messages); read before prompt_key, which serves rows without it.'),
+  answer_key: z.string().min(1).optional().describe('Row field holding the reference answer (e.g. reward_model.ground_truth).'),
+  domain_key: z.string().min(1).optional().describe('Row field naming the domain that picks the verifier (e.g. data_source, tag).'),
   default_domain: z.string().min(1).default('math').describe('Domain of rows without a domain field.'),
   verifier: z.string().min(1).optional().describe('Score every row with this verifier (exact_match | math_verify | code_exec | llm_judge) instead of its domain\'s.'),
   domain_rewards: z
@@ -52,15 +64,23 @@ const Config = z.strictObject({
     .record(z.string().min(1), z.number().min(0))
     .optional()
     .describe('Set from the run config\'s domain_interleave_probs (not here): training rows are ordered by domain (names sorted, then file order), the index reports each domain\'s training rows, and a domain it names that the training rows lack fails the run at its start.'),
-  id_key: z.string().min(1).default('id').describe('Row field holding a row\'s id, where rows have one: a repeated id is reported and its later rows skipped.'),
+  id_key: z.string().min(1).optional().describe('Row field holding a row\'s id, where rows have one: a repeated id is reported and its later rows skipped.'),
   max_row_bytes: z
     .number()
     .int()
     .min(1)
     .default(256 * 1024)
-    .describe('Longest row (its line, in bytes) the index keeps; a longer one is reported and skipped. Its prompt travels in activity payloads, which Temporal warns about at 512 KiB and rejects at 2 MB.'),
+    .describe('Longest row (its line, in bytes; a parquet row as JSON) the index keeps; a longer one is reported and skipped. Its prompt travels in activity payloads, which Temporal warns about at 512 KiB and rejects at 2 MB.'),
 });
-export type DatasetConfig = z.output<typeof Config>;
+
+/** The config with its format and key names resolved (dataset-keys.ts). */
+export type DatasetConfig = Omit<z.output<typeof Config>, 'format'> & ReturnType<typeof resolveKeys> & { format: 'jsonl' | 'parquet' };
+
+function resolveConfig(parsed: z.output<typeof Config>): DatasetConfig {
+  const format = resolveFormat(parsed.format, parsed.path);
+  const { prompt_key, messages_key, answer_key, domain_key, id_key } = parsed;
+  return { ...parsed, format, ...resolveKeys(parsed.preset, format, { prompt_key, messages_key, answer_key, domain_key, id_key }) };
+}
 
 export interface DatasetState {
   row: number;
@@ -89,12 +109,13 @@ function split(size: number, holdout: number | undefined): Split {
 const loaded = new Map<string, { mtimeMs: number; rows: DatasetRow[]; index: DatasetIndex; split: Split }>();
 
 async function load(config: DatasetConfig) {
-  const key = JSON.stringify([config.path, config.prompt_key, config.answer_key, config.domain_key, config.default_domain, config.id_key, config.max_row_bytes, config.holdout, config.domain_interleave_probs !== undefined]);
-  const file = await stat(config.path).catch(unreadable(config.path));
-  if (!file.isFile()) throw pathError(config.path, 'a JSON-lines file, not a directory or other non-file');
+  const key = JSON.stringify([config.path, config.format, config.prompt_key, config.messages_key, config.answer_key, config.domain_key, config.default_domain, config.id_key, config.max_row_bytes, config.holdout, config.domain_interleave_probs !== undefined]);
+  const file = await stat(config.path).catch(unreadable(config));
+  if (!file.isFile()) throw pathError(config.path, `${fileKind(config)}, not a directory or other non-file`);
   const cached = loaded.get(key);
   if (cached?.mtimeMs === file.mtimeMs) return cached;
-  const { rows, index } = parseRows(await readFile(config.path).catch(unreadable(config.path)), config);
+  const bytes = await readFile(config.path).catch(unreadable(config));
+  const { rows, index } = config.format === 'parquet' ? await parseParquetRows(bytes, config).catch(notParquet(config)) : parseRows(bytes, config);
   if (index.size === 0) {
     const { malformed, problems } = index;
     throw pathError(config.path, malformed ? `a file with at least one valid row; all ${malformed} rows were skipped (${problems.join('; ')})` : 'a file with at least one row; it is empty');
@@ -133,15 +154,20 @@ const holdoutError = (config: DatasetConfig, expected: string) =>
   new EnvConfigError(`dataset:\n${formatProblem({ path: 'config.holdout', given: config.holdout, expected })}`, [{ path: 'holdout', given: config.holdout, expected }]);
 
 const pathError = (given: string, expected: string) => new EnvConfigError(`dataset:\n${formatProblem({ path: 'config.path', given, expected })}`, [{ path: 'path', given, expected }]);
-const unreadable = (given: string) => (e: NodeJS.ErrnoException): never => {
-  throw pathError(given, `a readable JSON-lines file (${e.code === 'ENOENT' ? 'it does not exist' : (e.code ?? e.message)})`);
+const fileKind = (config: DatasetConfig, adjective = '') => `a ${adjective}${config.format === 'parquet' ? 'parquet' : 'JSON-lines'} file`;
+const unreadable = (config: DatasetConfig) => (e: NodeJS.ErrnoException): never => {
+  throw pathError(config.path, `${fileKind(config, 'readable ')} (${e.code === 'ENOENT' ? 'it does not exist' : (e.code ?? e.message)})`);
+};
+const notParquet = (config: DatasetConfig) => (e: unknown): never => {
+  if (!(e instanceof NotParquetError)) throw e;
+  throw pathError(config.path, e.expected);
 };
 
 export function dataset(client: EnvClient): Env<DatasetState, DatasetConfig> & { index(config: DatasetConfig): Promise<DatasetIndex> } {
   return {
     name: 'dataset',
 
-    parseConfig: (raw) => parseEnvConfig('dataset', Config, raw),
+    parseConfig: (raw) => resolveConfig(parseEnvConfig('dataset', Config, raw)),
 
     async index(config) {
       const { rows, index } = await load(config);
@@ -155,7 +181,8 @@ export function dataset(client: EnvClient): Env<DatasetState, DatasetConfig> & {
       // Validation seeds never reach a training row when there is a holdout, nor training seeds a held-out one.
       const serves = seed >= VAL_SEED_BASE ? split.validation : split.train;
       const row = serves[(seed >= VAL_SEED_BASE ? seed - VAL_SEED_BASE : seed) % serves.length]!;
-      return { state: { row }, observation: rows[row]!.prompt, info: { row } };
+      const { prompt, messages } = rows[row]!;
+      return { state: { row }, observation: prompt, ...(messages ? { messages } : {}), info: { row } };
     },
 
     async step(config, state, action, signal) {

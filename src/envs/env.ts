@@ -4,6 +4,7 @@
  * it in its history — so an env can be re-created on any worker after a crash
  * instead of living pinned to one process.
  */
+import type { ChatMessage } from '../gpu-bridge';
 import type { DatasetIndex } from './dataset-rows';
 
 /**
@@ -20,7 +21,10 @@ export type EnvLossPolicy = (typeof ENV_LOSS_POLICIES)[number];
 
 export interface EnvReset<S> {
   state: S;
+  /** The prompt as text: what the UI and the logs show, and turn 0's user message when there are no `messages`. */
   observation: string;
+  /** The first turn's chat messages (e.g. a system message, then the user's), sent in place of one user message of `observation`. */
+  messages?: ChatMessage[];
   info: Record<string, unknown>;
   /** The env's declared on_env_loss; envs whose state lives in the caller (the TypeScript envs) cannot lose it and declare none. */
   onLoss?: EnvLossPolicy;

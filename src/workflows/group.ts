@@ -101,7 +101,7 @@ async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
   if (episodes.some((ep) => JSON.stringify(ep.generation) !== JSON.stringify(generation))) {
     throw ApplicationFailure.nonRetryable(`env ${input.env.type} asks each sample for its own generation settings; set is_num_return_sequences_expand: true`, 'EnvConfigError');
   }
-  const turns = await generateGroupTurn.executeWithOptions({ summary: generateSummary(0, input.sampling.max_tokens, trajectories.length) }, [{ contextKeys: trajectories.map((t) => contextKey(t.runId, t.uid)), observation: episodes[0]!.observation, sampling: input.sampling, affinity: input.groupUid, runId: input.runId, ...(generation ? { generation } : {}) }]);
+  const turns = await generateGroupTurn.executeWithOptions({ summary: generateSummary(0, input.sampling.max_tokens, trajectories.length) }, [{ contextKeys: trajectories.map((t) => contextKey(t.runId, t.uid)), observation: episodes[0]!.observation, ...(episodes[0]!.messages ? { messages: episodes[0]!.messages } : {}), sampling: input.sampling, affinity: input.groupUid, runId: input.runId, ...(generation ? { generation } : {}) }]);
   const stepped = await Promise.all(trajectories.map((t, i) => stepEnv(t, episodes[i]!, turns[i]!, calls)));
   // An episode the env server lost and restarted (on_env_loss restart) is played out alone; the others are done.
   const played = await Promise.all(trajectories.map((t, i) => playOut(t, stepped[i]!, calls)));

@@ -11,6 +11,7 @@
 import { patched, proxyActivities, proxyLocalActivities, setCurrentDetails, type ActivityInterfaceFor } from '@temporalio/workflow';
 import type { Activities, Sampling, TurnSummary } from '../activities';
 import type { EnvLossPolicy, EpisodeGeneration } from '../envs/env';
+import type { ChatMessage } from '../gpu-bridge';
 import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE } from './activity-options';
 import { numericInfo } from './env-info';
 import { isEnvSessionLost } from './failure';
@@ -76,6 +77,8 @@ export interface TrajectorySummary {
 export interface Episode {
   state: unknown;
   observation: string;
+  /** The reset's chat messages (EnvReset.messages): turn 0's prompt in place of the observation. */
+  messages?: ChatMessage[];
   reward: number;
   turns: number;
   done: boolean;
@@ -105,10 +108,10 @@ const envInput = (input: TrajectoryInput) => ({ envType: input.env.type, envConf
 const publishTranscripts = (): void => setCurrentDetails(transcriptDetails());
 
 export async function startEpisode(input: TrajectoryInput, calls: EpisodeCalls = ACTIVITY_CALLS): Promise<Episode> {
-  const { state, observation, generation, onLoss } = await calls.envReset.executeWithOptions({ summary: `${input.uid} · ${input.env.type} · seed ${input.envSeed}` }, [{ ...envInput(input), seed: input.envSeed, sample: input.member }]);
+  const { state, observation, messages, generation, onLoss } = await calls.envReset.executeWithOptions({ summary: `${input.uid} · ${input.env.type} · seed ${input.envSeed}` }, [{ ...envInput(input), seed: input.envSeed, sample: input.member }]);
   recordReset(input.uid, input.env.type, observation);
   publishTranscripts();
-  return { state, observation, reward: 0, turns: 0, done: false, ...(generation ? { generation } : {}), ...(onLoss ? { onLoss } : {}) };
+  return { state, observation, ...(messages ? { messages } : {}), reward: 0, turns: 0, done: false, ...(generation ? { generation } : {}), ...(onLoss ? { onLoss } : {}) };
 }
 
 /** The model's answer to the episode's latest observation. */
@@ -116,7 +119,16 @@ export function generateFor(input: TrajectoryInput, ep: Episode): Promise<TurnSu
   const budget = input.env.maxEpisodeTokens;
   const sampling = budget === undefined ? input.sampling : { ...input.sampling, max_tokens: Math.min(input.sampling.max_tokens, budget - (ep.tokens ?? 0)) };
   return generateTurn.executeWithOptions({ summary: generateSummary(ep.turns, sampling.max_tokens) }, [
-    { contextKey: contextKey(input.runId, input.uid), observation: ep.observation, turn: ep.turns, sampling, affinity: input.uid, runId: input.runId, ...(ep.generation ? { generation: ep.generation } : {}) },
+    {
+      contextKey: contextKey(input.runId, input.uid),
+      observation: ep.observation,
+      ...(ep.turns === 0 && ep.messages ? { messages: ep.messages } : {}),
+      turn: ep.turns,
+      sampling,
+      affinity: input.uid,
+      runId: input.runId,
+      ...(ep.generation ? { generation: ep.generation } : {}),
+    },
   ]);
 }
 

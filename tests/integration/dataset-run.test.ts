@@ -1,18 +1,22 @@
 // File datasets and run data end to end, on a real dev server with sim
-// engines, started by the CLI: a 10 MB row is reported and skipped and the
+// engines, started by the CLI: a verl parquet file with chat-message prompts
+// trains (the sim server tokenized the system message; rewards follow
+// reward_model.ground_truth) and validates on its own test file, never on a
+// training row; a 10 MB row is reported and skipped and the
 // run completes (it used to be retried without end at step 0); a row that
 // passes the index but whose observation is above the payload guard fails its
 // groups with PayloadTooLargeError and the run stops saying so; a missing
 // file fails the run at its start; each run keeps its own directory and a
 // run id that already has data is refused. Checks read what the runs
 // recorded, never elapsed time.
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDataDir } from '../../src/workflows/ids';
 import type { RunStatus } from '../../src/workflows/run';
 import { readJsonl, ROOT } from './helpers/dev-server';
 import { upSimStack, type SimStack } from './helpers/sim-stack';
+import { verlRow, writeParquet } from '../helpers/parquet';
 
 let stack: SimStack;
 
@@ -44,7 +48,68 @@ afterAll(async () => {
   await stack?.down();
 });
 
+/**
+ * The conversation a sim inference server tokenized, read back from a sample's prompt ids (its synthetic chat
+ * tokenization, python-engines roles/inference/sim.py: a role marker, one token per UTF-8 byte, an end of turn).
+ */
+function serverSaw(promptIds: number[]): { role: string; content: string }[] {
+  const ROLES: Record<number, string> = { 3: 'system', 4: 'user', 5: 'assistant', 6: 'other' };
+  const [END_OF_TURN, BYTE_OFFSET] = [7, 8];
+  const turns: { role: string; bytes: number[] }[] = [];
+  for (const t of promptIds) {
+    if (t === END_OF_TURN) continue;
+    if (ROLES[t] !== undefined) turns.push({ role: ROLES[t]!, bytes: [] });
+    else turns.at(-1)!.bytes.push(t - BYTE_OFFSET);
+  }
+  // The prompt ends with the assistant header generation continues from.
+  return turns.filter((t) => t.bytes.length > 0 || t.role !== 'assistant').map((t) => ({ role: t.role, content: Buffer.from(t.bytes).toString('utf8') }));
+}
+
 describe('dataset runs', () => {
+  it('a verl parquet run: the server gets the system message, rewards follow reward_model.ground_truth, validation reads its own test file', async () => {
+    const SYSTEM = { role: 'system', content: 'Reply with nothing at all.' };
+    // The sim model's replies have no text, so exact_match scores 1 where the ground truth is empty and 0 elsewhere.
+    const train = stateFile('train.parquet');
+    writeParquet(train, [0, 1, 2, 3, 4].map((i) => (i === 2 ? verlRow(i, null, 'no prompt') : verlRow(i, [SYSTEM, { role: 'user', content: `train ${i}` }], i % 2 ? `${i}` : ''))));
+    const test = stateFile('test.parquet');
+    writeParquet(test, [0, 1].map((i) => ({ ...verlRow(i, [SYSTEM, { role: 'user', content: `test ${i}` }], i ? 'x' : ''), extra_info: { split: 'test', index: i } })));
+    const r = runOn(
+      'verl',
+      train,
+      'max_steps=4',
+      'eval_steps=4',
+      'train_env_manager={num_env_groups: 1, group_size: 2, tags: [ds]}',
+      `custom_envs.val={env_type: dataset, max_steps: 1, max_tokens_per_step: 8, env_config: {path: ${test}, verifier: exact_match}}`,
+      'val_env_manager={num_env_groups: 2, group_size: 1, tags: [val]}',
+    );
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain('dataset: 4 rows, 1 malformed rows skipped (1 missing_field; row 2: needs string fields "prompt" and "reward_model.ground_truth")');
+
+    const store = path.join(stack.server.stateDir, 'run', 'samples', 'verl');
+    const samples = readdirSync(path.join(store, 'samples')).map((f) => ({ uid: f.replace(/\.json$/, ''), ...(JSON.parse(readFileSync(path.join(store, 'samples', f), 'utf8')) as { prompt_ids: number[]; reward: number }) }));
+    const trained = samples.filter((s) => s.uid.startsWith('e'));
+    const validated = samples.filter((s) => s.uid.startsWith('val'));
+    // 4 steps of one group of 2: each of the 4 valid rows once (an epoch); validation at steps 0 and 4, 2 rows each.
+    expect([trained.length, validated.length]).toEqual([8, 4]);
+    for (const s of samples) {
+      const conversation = serverSaw(s.prompt_ids);
+      expect(conversation[0], s.uid).toEqual(SYSTEM);
+      const [split, i] = conversation[1]!.content.split(' ');
+      expect([conversation.length, split], s.uid).toEqual([2, s.uid.startsWith('val') ? 'test' : 'train']);
+      const groundTruth = split === 'train' ? (Number(i) % 2 ? i : '') : Number(i) ? 'x' : '';
+      expect(s.reward, `${s.uid}: ${conversation[1]!.content}`).toBe(groundTruth === '' ? 1 : 0);
+    }
+    expect(new Set(trained.map((s) => serverSaw(s.prompt_ids)[1]!.content))).toEqual(new Set(['train 0', 'train 1', 'train 3', 'train 4']));
+    // The UI's transcript (the trajectory's messages) holds the same conversation rollflow sent.
+    const context = JSON.parse(readFileSync(path.join(store, 'trajectories', `${trained[0]!.uid}.json`), 'utf8')) as { messages: { role: string }[] };
+    expect(context.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant']);
+    const val = readJsonl(path.join(runFiles('verl'), 'validation.jsonl'));
+    expect(val.map((v) => [v.step, v['val/samples'], v['val/reward_mean']])).toEqual([
+      [0, 2, 0.5],
+      [4, 2, 0.5],
+    ]);
+  });
+
   it('a 10 MB row is reported and skipped; the run completes on the other rows', async () => {
     const huge = row('9'.repeat(10 * 1024 * 1024), '9');
     const file = stateFile('huge.jsonl');

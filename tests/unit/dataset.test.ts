@@ -75,6 +75,20 @@ describe('dataset rows', () => {
     expect(parse('{"question": "q", "solution": "s"}', custom).rows).toEqual([{ prompt: 'q', answer: 's', domain: 'math' }]);
   });
 
+  it('a preset names the keys for JSON lines too (verl rows written as JSON), dotted keys reach nested fields', () => {
+    const verl = dataset({} as EnvClient).parseConfig({ path: '/d.jsonl', preset: 'verl' });
+    expect([verl.format, verl.prompt_key, verl.answer_key, verl.domain_key, verl.id_key]).toEqual(['jsonl', 'prompt', 'reward_model.ground_truth', 'data_source', undefined]);
+    const line = JSON.stringify({ data_source: 'openai/gsm8k', prompt: [{ role: 'system', content: 's' }, { role: 'user', content: 'q' }], reward_model: { ground_truth: 3 } });
+    expect(parse(line, verl).rows).toEqual([{ prompt: 'system: s\n\nuser: q', messages: [{ role: 'system', content: 's' }, { role: 'user', content: 'q' }], answer: '3', domain: 'openai/gsm8k' }]);
+    // A field whose own name has a dot wins over the path.
+    const dotted = dataset({} as EnvClient).parseConfig({ path: '/d', answer_key: 'a.b' });
+    expect(parse('{"prompt": "p", "a.b": "flat", "a": {"b": "nested"}}', dotted).rows[0]!.answer).toBe('flat');
+    expect(parse('{"prompt": "p", "a": {"b": "nested"}}', dotted).rows[0]!.answer).toBe('nested');
+    // Without a preset, the format decides: parquet reads verl's names, JSON lines rollflow's.
+    expect(dataset({} as EnvClient).parseConfig({ path: '/train.PARQUET' })).toMatchObject({ format: 'parquet', answer_key: 'reward_model.ground_truth' });
+    expect(dataset({} as EnvClient).parseConfig({ path: '/train.parquet', preset: 'rollflow' })).toMatchObject({ format: 'parquet', answer_key: 'answer', id_key: 'id' });
+  });
+
   it('names a bad config key or value', () => {
     expect(() => dataset({} as EnvClient).parseConfig({ path: '/d', promt_key: 'x' })).toThrow(/promt_key/);
     expect(() => dataset({} as EnvClient).parseConfig({ path: '/d', max_row_bytes: 0 })).toThrow(/config\.max_row_bytes: got 0/);

@@ -227,3 +227,36 @@ describe('HealthProber', () => {
     expect([deps.pool.isDown(down.url), down.paused, down.version]).toEqual([true, false, 0]);
   });
 });
+
+describe('chat-message prompts (EnvReset.messages)', () => {
+  const SYSTEM = { role: 'system', content: 'Answer with a number.' };
+  const chatBodies = () => servers.flatMap((s) => s.requests).filter((r) => r.path === '/v1/chat/completions').map((r) => r.body.messages);
+
+  it('turn 0 sends the env\'s messages in place of one user message; a later turn adds only its observation', async () => {
+    const rollout = rolloutActivities(deps);
+    const key = `${RUN}/trajectories/m.json`;
+    const messages = [SYSTEM, { role: 'user', content: '1+1=' }];
+    await runActivity(() => rollout.generateTurn({ contextKey: key, observation: 'system: Answer with a number.\n\nuser: 1+1=', messages, turn: 0, sampling, affinity: 'm', runId: RUN }));
+    expect(chatBodies()).toEqual([messages]);
+    // Turn 1 carries messages too (a workflow passes them for turn 0 only), and they are not sent again.
+    await runActivity(() => rollout.generateTurn({ contextKey: key, observation: 'next', messages, turn: 1, sampling, affinity: 'm', runId: RUN }));
+    const continued = servers.flatMap((s) => s.requests).find((r) => r.path === '/v1/chat/continuation')!.body;
+    expect(continued.messages).toEqual([{ role: 'user', content: 'next' }]);
+    expect((await deps.store.get<TrajectoryContext>(key)).messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user', 'assistant']);
+  });
+
+  it('a group request sends them once for every choice, and each choice\'s context starts with them', async () => {
+    const rollout = rolloutActivities(deps);
+    const keys = [`${RUN}/trajectories/ga.json`, `${RUN}/trajectories/gb.json`];
+    const messages = [SYSTEM, { role: 'user', content: '2+2=' }];
+    await runActivity(() => rollout.generateGroupTurn({ contextKeys: keys, observation: 'rendered', messages, sampling, affinity: 'gm', runId: RUN }));
+    expect(chatBodies()).toEqual([messages]);
+    for (const key of keys) expect((await deps.store.get<TrajectoryContext>(key)).messages.slice(0, 2)).toEqual(messages);
+  });
+
+  it('without messages, the observation is the one user message, as before', async () => {
+    const rollout = rolloutActivities(deps);
+    await runActivity(() => rollout.generateGroupTurn({ contextKeys: [`${RUN}/trajectories/p.json`], observation: 'plain', sampling, affinity: 'p', runId: RUN }));
+    expect(chatBodies()).toEqual([[{ role: 'user', content: 'plain' }]]);
+  });
+});

@@ -293,6 +293,27 @@ describe('episode token budget (custom_envs.<tag>.max_tokens_per_episode)', () =
   });
 });
 
+describe('chat-message prompts (EnvReset.messages)', () => {
+  const messages = [{ role: 'system', content: 'Answer with a number.' }, { role: 'user', content: '1+1=' }];
+  const modes: [string, Partial<RunPlan>, number][] = [
+    ['trajectory workflows', {}, 2],
+    ['lockstep', { rolloutMode: 'lockstep' }, 2],
+    ['one request per group', { replicate: false }, 1],
+  ];
+
+  it.each(modes)('(%s) the reset\'s messages reach turn 0\'s generation, and only turn 0\'s', async (name, over, turns) => {
+    const plan = testPlan(`messages-${name.replace(/\W/g, '')}`, { maxSteps: 1, ...over });
+    plan.envs = plan.envs.map((e) => ({ ...e, spec: { ...e.spec, maxTurns: turns } }));
+    scenario(plan.runId, { messages, episodeSteps: turns });
+    const done = await (await startRun(plan)).result();
+    const dispatched = done.totals.dispatchedGroups * G;
+    const generated = [...callsOf(plan.runId, 'generateTurn'), ...callsOf(plan.runId, 'generateGroupTurn').map((g) => ({ ...g, turn: 0 }))];
+    expect(generated.length).toBeGreaterThan(0);
+    for (const call of generated) expect([call.turn, call.messages]).toEqual(call.turn === 0 ? [0, messages] : [call.turn, undefined]);
+    if (turns === 2) expect(generated.filter((c) => c.turn === 1)).toHaveLength(dispatched);
+  });
+});
+
 describe('env loss (on_env_loss) and infrastructure failures', () => {
   /** A metric summed over the run's step records. */
   const summed = (runId: string, key: string) => callsOf(runId, 'appendMetrics').reduce((n, c) => n + Number(c.record[key] ?? 0), 0);

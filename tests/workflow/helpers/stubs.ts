@@ -64,6 +64,8 @@ export interface Scenario {
   loseSessions?: number;
   /** Steps after which the stub env ends an episode (done); absent = 1, a single-turn env. */
   episodeSteps?: number;
+  /** Chat messages the stub env gives at reset (EnvReset.messages), as a dataset row with a system message does. */
+  messages?: { role: string; content: string }[];
   /** Added to each env step's reward (member i scores i): e.g. growing, so that every step has a mean reward of its own. */
   rewardBonus?: () => number;
 }
@@ -163,8 +165,8 @@ export const stubs: StubActivities = {
   async envReset(input) {
     const { runId, workflowId } = record('envReset', input);
     if (scenario(runId).failReset?.(workflowId)) throw new EnvConfigError('stub env: no such key "x"');
-    const { declares } = scenario(runId);
-    return { state: { member: input.sample ?? 0, steps: 0 }, observation: `prompt ${input.seed}`, info: {}, ...(declares ? { onLoss: declares } : {}) };
+    const { declares, messages } = scenario(runId);
+    return { state: { member: input.sample ?? 0, steps: 0 }, observation: `prompt ${input.seed}`, info: {}, ...(declares ? { onLoss: declares } : {}), ...(messages ? { messages } : {}) };
   },
   async envStep(input) {
     const s = scenario(record('envStep', input).runId);
