@@ -16,6 +16,7 @@ import copy
 import hashlib
 import json
 import struct
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,8 +94,10 @@ def wrap(model, spec: LoraSpec, seed: int):
     import torch
     from peft import get_peft_model
 
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
         torch.manual_seed(seed)
+        # peft 0.21 reads transformers' deprecated is_gradient_checkpointing; nothing for us to change.
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
         try:
             wrapped = get_peft_model(model, spec.peft_config())
         except ValueError as e:  # peft: "Target modules {...} not found in the base model"
