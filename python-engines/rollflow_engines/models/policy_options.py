@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 # ROLL's names (fp32, bf16, fp16) and verl's / torch's (float32, bfloat16, float16) for the same three dtypes.
 DTYPE_NAMES = {"fp32": "float32", "float32": "float32", "bf16": "bfloat16", "bfloat16": "bfloat16",
@@ -20,6 +21,13 @@ def torch_dtype(name: str):
     import torch
 
     return getattr(torch, DTYPE_NAMES[name])
+
+
+def option_error(model: type[BaseModel], key: str, given, message: str) -> ValidationError:
+    """A validation error located at ``key``, for a model validator that checks one field against another
+    (so a checker reports it at that key, not at the options as a whole)."""
+    error = PydanticCustomError("value_error", "Value error, {message}", {"message": message})
+    return ValidationError.from_exception_data(model.__name__, [InitErrorDetails(type=error, loc=(key,), input=given)])
 
 
 class PolicyModelOptions(BaseModel):

@@ -59,7 +59,7 @@ async def test_a_server_without_lora_refuses_an_adapter(tmp_path):
 
 @pytest.mark.parametrize("options, words", [
     ({"backend": "sim", "lora_rank": 4}, "only the torch backend applies LoRA adapters, not sim"),
-    ({"backend": "sim", "dtype": "bf16"}, "dtype: only the torch backend takes it"),
+    ({"backend": "sim", "dtype": "bf16"}, "only the torch backend takes dtype"),
     ({"backend": "torch", "dtype": "fp64"}, "'fp32', 'bf16', 'fp16', 'float32', 'bfloat16' or 'float16'"),
 ])
 def test_model_options_a_backend_would_ignore_or_cannot_read_are_refused(options, words):

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from ...edge import MiB, max_request_bytes_field
-from ...models.policy_options import PolicyModelOptions
+from ...models.policy_options import PolicyModelOptions, option_error
 from .swe_escape import SweEscapeOptions
 from .swe_oracle import SweOracleOptions
 
@@ -92,10 +92,10 @@ class Options(PolicyModelOptions):
     def _model_options_fit_the_backend(self) -> "Options":
         if self.backend != "torch":
             if self.lora_rank:
-                raise ValueError(f"lora_rank {self.lora_rank}: only the torch backend applies LoRA adapters, not {self.backend}")
+                raise option_error(Options, "lora_rank", self.lora_rank, f"only the torch backend applies LoRA adapters, not {self.backend}")
             if "dtype" in self.model_fields_set:
                 where = "set vllm.dtype" if self.backend == "vllm" else "the sim backend loads no model"
-                raise ValueError(f"dtype: only the torch backend takes it ({where})")
+                raise option_error(Options, "dtype", self.dtype, f"only the torch backend takes dtype ({where})")
         return self
 
     @field_validator("model")
