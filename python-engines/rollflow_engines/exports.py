@@ -2,7 +2,8 @@
 an inference server checks before it loads them.
 
 ``rollflow_export.json`` records the trainer backend that wrote the weights, the model they
-belong to, its vocabulary size and the policy version. An inference server refuses a path
+belong to, its vocabulary size, its LoRA settings (null: the export is the whole model; else it
+is an adapter, models/lora.py) and the policy version. An inference server refuses a path
 that is not such a directory, or whose weights belong to another model, before it changes
 anything: it keeps serving the weights it has.
 """
@@ -54,6 +55,7 @@ class ServedModel:
     loads_exports_of: frozenset[str]  # trainer backends whose exports this backend can load
     model: str | None  # None: the backend serves no named model (sim)
     vocab_size: int | None  # None: not known before loading
+    lora: dict[str, Any] | None = None  # LoraSpec.describe() of a server that applies adapters; None: it loads whole models
 
 
 def tiny_architecture(model: str | None) -> str | None:
@@ -73,7 +75,25 @@ def check_export_fits(path: str, manifest: dict[str, Any], served: ServedModel) 
     ours, theirs = tiny_architecture(served.model), tiny_architecture(model)
     if ours and theirs and ours != theirs:
         raise ConflictError("path", f"the weights are of model {model!r}; this server serves {served.model!r}", path)
+    check_lora_fits(path, manifest.get("lora"), served.lora)
     vocab = manifest.get("vocab_size")
     if vocab is not None and served.vocab_size is not None and vocab != served.vocab_size:
         raise ConflictError("path", f"the weights have a vocabulary of {vocab} tokens; this server's model has "
                             f"{served.vocab_size}", path)
+
+
+def check_lora_fits(path: str, exported: dict[str, Any] | None, served: dict[str, Any] | None) -> None:
+    """A 409 naming ``path`` unless an adapter goes to a server with the same LoRA settings and base
+    weights, and a whole model to a server without LoRA."""
+    if exported == served:
+        return
+    if served is None:
+        raise ConflictError("path", f"the export is a LoRA adapter (r={exported.get('r')}); this server loads whole models "
+                            "(start it with the trainer's lora_rank to apply adapters)", path)
+    if exported is None:
+        raise ConflictError("path", f"the export is a whole model; this server applies LoRA adapters (r={served['r']}) to its "
+                            "base weights and loads nothing else", path)
+    if not isinstance(exported, dict):
+        raise ConflictError("path", f"the manifest's lora is a {type(exported).__name__}; expected an object", path)
+    differ = [f"{k} {exported.get(k)!r} (this server: {served[k]!r})" for k in served if exported.get(k) != served[k]]
+    raise ConflictError("path", "the adapter was trained for other LoRA settings or base weights: " + ("; ".join(differ) or repr(exported)), path)

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { ENV_LOSS_POLICIES } from '../envs/env';
+import { loraOf, ModelArgs, sameLora, setsLora } from './model-args';
 
 const count = (min: number) => z.number().int().min(min);
 const isLoopbackHost = (host: string) => ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(host);
@@ -114,12 +115,7 @@ export const TemporalSchema = z
   .prefault({})
   .describe('(rollflow) Connection to the Temporal server.');
 
-// ---- models and generation (ROLL: actor_train / actor_infer)
-const ModelArgs = z
-  .strictObject({
-    model_name_or_path: z.string().min(1).describe('Hugging Face model directory, or "tiny:<name>" for a small model built from code (no download).'),
-  })
-  .describe('Which model the worker loads.');
+// ---- models and generation (ROLL: actor_train / actor_infer); model_args: model-args.ts
 
 export const ActorTrainSchema = z
   .strictObject({
@@ -146,7 +142,7 @@ export const ActorTrainSchema = z
 
 export const ActorInferSchema = z
   .strictObject({
-    model_args: ModelArgs.optional().describe('Model the inference servers load; defaults to actor_train.model_args.'),
+    model_args: ModelArgs.optional().describe('Model the inference servers load, and its dtype; defaults to actor_train.model_args. LoRA settings always come from actor_train.model_args (the servers apply the trainer\'s adapters): here they may only repeat them.'),
     generating_args: z
       .strictObject({
         max_new_tokens: count(1).default(512).describe('Most tokens generated per response (per turn in agentic envs).'),
@@ -389,6 +385,7 @@ function checkCrossReferences(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx
   checkRewards(c, ctx);
   checkSchedule(c, ctx);
   checkInterleave(c, ctx);
+  checkModelArgs(c, ctx);
   // ROLL keys rollflow does not act on: refused, never accepted and ignored.
   for (const key of ['train_env_manager', 'val_env_manager'] as const) {
     if (c[key]?.max_traj_per_env !== undefined) {
@@ -440,6 +437,37 @@ function checkInterleave(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): vo
   const types = training.map((tag) => `${tag} (${c.custom_envs[tag]?.env_type ?? 'undefined'})`);
   if (training.length !== 1 || c.custom_envs[training[0]!]?.env_type !== 'dataset') {
     ctx.addIssue({ code: 'custom', path: ['domain_interleave_probs'], message: `needs exactly one training env, of env_type dataset (the shares are of its rows' domains); training draws from ${types.join(', ') || 'no env'}` });
+  }
+}
+
+/** LoRA and dtype reach engines that act on them (model-args.ts); the inference servers' LoRA is the trainer's. */
+function checkModelArgs(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): void {
+  const train = c.actor_train.model_args;
+  const infer = c.actor_infer.model_args;
+  const lora = loraOf(train);
+  const torchInference = c.engines.inference.some((e) => e.backend === 'torch');
+  if (lora.rank.value > 0) {
+    const at = ['actor_train', 'model_args', lora.rank.key];
+    if (c.engines.trainer.backend !== 'torch') {
+      ctx.addIssue({ code: 'custom', path: at, message: `LoRA is trained by the torch trainer only; engines.trainer.backend is "${c.engines.trainer.backend}"` });
+    }
+    c.engines.inference.forEach((e, i) => {
+      if (e.backend !== 'torch') ctx.addIssue({ code: 'custom', path: at, message: `the inference servers apply the trainer's LoRA adapters, which only the torch backend does; engines.inference[${i}].backend is "${e.backend}"` });
+    });
+    if (infer && infer.model_name_or_path !== train.model_name_or_path) {
+      ctx.addIssue({ code: 'custom', path: ['actor_infer', 'model_args', 'model_name_or_path'], message: `with LoRA the inference servers apply the trainer's adapter to the trainer's base model, actor_train.model_args.model_name_or_path "${train.model_name_or_path}"` });
+    }
+  }
+  if (infer && setsLora(infer) && !sameLora(loraOf(infer), lora)) {
+    const key = loraOf(infer).rank.key;
+    ctx.addIssue({ code: 'custom', path: ['actor_infer', 'model_args', key], message: `the inference servers take their LoRA settings from actor_train.model_args (${lora.rank.key} ${lora.rank.value}) to apply the trainer's adapters; remove the LoRA keys here or give the same values` });
+  }
+  // dtype acts on torch engines only: the trainer, and the inference servers when actor_infer.model_args does not replace it.
+  if (train.dtype !== undefined && c.engines.trainer.backend !== 'torch' && (infer !== undefined || !torchInference)) {
+    ctx.addIssue({ code: 'custom', path: ['actor_train', 'model_args', 'dtype'], message: `only torch engines load a model in a dtype; no torch engine takes it here (megatron: engines.trainer.options.megatron.bf16; vllm: options.vllm.dtype)` });
+  }
+  if (infer?.dtype !== undefined && !torchInference) {
+    ctx.addIssue({ code: 'custom', path: ['actor_infer', 'model_args', 'dtype'], message: 'only torch inference servers load a model in a dtype; none is configured (vllm: options.vllm.dtype)' });
   }
 }
 

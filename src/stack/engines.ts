@@ -1,6 +1,7 @@
 /** The python-engines servers a config asks rollflow to launch (engines.*.launch: true). */
 import path from 'node:path';
 import { warmupSteps, type RunConfig } from '../configs';
+import { loraOf } from '../configs/model-args';
 import { engineHealth, type EngineRole } from '../gpu-bridge';
 import { logsDir, pidsDir, pythonBin, ROOT, stateDir } from '../paths';
 import { ensureStarted, livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
@@ -27,14 +28,16 @@ type FromConfig = Record<string, { value: unknown; from: string }>;
 function optionsFromConfig(config: RunConfig, role: EngineRole, backend: string): FromConfig {
   if (backend === 'sim' || role === 'env') return {};
   const train = config.actor_train;
+  const loading = backend === 'torch' ? modelLoading(config, role) : {};
   if (role === 'inference') {
     const from = config.actor_infer.model_args ? 'actor_infer' : 'actor_train';
-    return { model: { value: (config.actor_infer.model_args ?? train.model_args).model_name_or_path, from: `${from}.model_args.model_name_or_path` } };
+    return { model: { value: (config.actor_infer.model_args ?? train.model_args).model_name_or_path, from: `${from}.model_args.model_name_or_path` }, ...loading };
   }
   const t = train.training_args;
   const arg = (key: keyof typeof t) => ({ value: t[key], from: `actor_train.training_args.${key}` });
   return {
     model: { value: train.model_args.model_name_or_path, from: 'actor_train.model_args.model_name_or_path' },
+    ...loading,
     learning_rate: arg('learning_rate'),
     weight_decay: arg('weight_decay'),
     max_grad_norm: arg('max_grad_norm'),
@@ -54,6 +57,25 @@ function scheduleOptions(config: RunConfig): FromConfig {
     warmup_steps: { value: warmupSteps(config), from: from(t.warmup_ratio !== undefined ? 'warmup_ratio' : 'warmup_steps') },
     ...(t.lr_scheduler_type === 'constant_with_warmup' ? {} : { lr_total_steps: { value: config.max_steps, from: 'max_steps' } }),
   };
+}
+
+/**
+ * A torch server's dtype (its role's model_args) and LoRA settings (always actor_train's: the
+ * inference servers apply the trainer's adapters); a LoRA key only when lora_rank > 0.
+ */
+function modelLoading(config: RunConfig, role: EngineRole): FromConfig {
+  const own = role === 'inference' && config.actor_infer.model_args ? 'actor_infer' : 'actor_train';
+  const args = (own === 'actor_infer' ? config.actor_infer.model_args : undefined) ?? config.actor_train.model_args;
+  const out: FromConfig = {};
+  if (args.dtype !== undefined) out.dtype = { value: args.dtype, from: `${own}.model_args.dtype` };
+  const lora = loraOf(config.actor_train.model_args);
+  if (lora.rank.value > 0) {
+    const at = (key: string) => `actor_train.model_args.${key}`;
+    out.lora_rank = { value: lora.rank.value, from: at(lora.rank.key) };
+    if (lora.alpha) out.lora_alpha = { value: lora.alpha.value, from: at(lora.alpha.key) };
+    if (lora.target) out.lora_target = { value: lora.target.value, from: at(lora.target.key) };
+  }
+  return out;
 }
 
 export function launchedEngines(config: RunConfig): LaunchedEngine[] {

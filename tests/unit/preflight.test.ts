@@ -66,6 +66,8 @@ describe('pre-flight check', () => {
     expect(paths({ custom_envs: { arith }, engines: torchEngines, actor_train: { model_args: { model_name_or_path: 'tiny:nope' } } })).toEqual(['actor_train.model_args.model_name_or_path']);
     expect(paths({ custom_envs: { arith }, engines: torchEngines, actor_infer: { model_args: { model_name_or_path: '/no/such/model' } } })).toEqual(['actor_infer.model_args.model_name_or_path']);
     expect(paths({ custom_envs: { arith }, engines: { trainer: { url: 'http://127.0.0.1:8401', backend: 'megatron' } } })).toEqual(['engines.trainer.backend']);
+    // fp16 is refused by the torch trainer (CPU training), not by the inference server: named where it was set.
+    expect(paths({ custom_envs: { arith }, engines: torchEngines, actor_train: { model_args: { model_name_or_path: 'tiny:default', dtype: 'fp16' } } })).toEqual(['actor_train.model_args.dtype']);
   });
 
   it('leaves alone what it cannot know: servers it does not launch', () => {

@@ -128,13 +128,14 @@ def resolve_model_path(name_or_path: str, seed: int = 0, cache_dir: str | os.Pat
     return path
 
 
-def load_model(name_or_path: str, seed: int = 0, cache_dir: str | os.PathLike | None = None):
-    """(model, tokenizer) on CPU in float32, from local files only."""
-    import torch
+def load_model(name_or_path: str, seed: int = 0, cache_dir: str | os.PathLike | None = None, dtype: str = "fp32"):
+    """(model, tokenizer) on CPU with parameters in ``dtype`` (policy_options.DTYPE_NAMES), from local files only."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from .policy_options import torch_dtype
 
     path = resolve_model_path(name_or_path, seed, cache_dir)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch_dtype(dtype))
     model.eval()
     return model, tokenizer

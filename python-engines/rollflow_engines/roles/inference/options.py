@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from ...edge import MiB, max_request_bytes_field
+from ...models.policy_options import PolicyModelOptions, option_error
 from .swe_escape import SweEscapeOptions
 from .swe_oracle import SweOracleOptions
 
@@ -57,7 +58,10 @@ class SimOptions(BaseModel):
         return self
 
 
-class Options(BaseModel):
+class Options(PolicyModelOptions):
+    """Settings of an inference server; dtype and lora_* (models/policy_options.py) must equal the trainer's LoRA settings
+    for it to apply the trainer's adapters."""
+
     model_config = ConfigDict(extra="forbid")
 
     backend: Literal["sim", "torch", "vllm"] = "sim"
@@ -83,6 +87,16 @@ class Options(BaseModel):
             raise ValueError("backend vllm needs the vllm package, which is not installed here "
                              "(pip install vllm, on a machine with a CUDA GPU); use backend sim or torch")
         return backend
+
+    @model_validator(mode="after")
+    def _model_options_fit_the_backend(self) -> "Options":
+        if self.backend != "torch":
+            if self.lora_rank:
+                raise option_error(Options, "lora_rank", self.lora_rank, f"only the torch backend applies LoRA adapters, not {self.backend}")
+            if "dtype" in self.model_fields_set:
+                where = "set vllm.dtype" if self.backend == "vllm" else "the sim backend loads no model"
+                raise option_error(Options, "dtype", self.dtype, f"only the torch backend takes dtype ({where})")
+        return self
 
     @field_validator("model")
     @classmethod

@@ -15,6 +15,10 @@ truncated to the top_k most likely tokens, then to the top_p nucleus, drawn with
 torch.Generator (seeded from the request seed and sample index, or from the
 server seed when the request has none). The reported logprob follows the
 convention in contracts.py: softmax(logits/T) before top-k and top-p, T=1 when greedy.
+
+With lora_rank > 0 the model carries a LoRA adapter (models/lora.py) that starts
+as a no-op; a weight update replaces the adapter's tensors and never touches
+the base weights.
 """
 from __future__ import annotations
 
@@ -26,7 +30,8 @@ import torch
 
 from ...errors import RequestError
 from ...exports import HF_EXPORTERS, ServedModel
-from ...models import load_model
+from ...models import load_model, resolve_model_path
+from ...models.lora import LoraSpec, load_adapter, wrap
 from ...widths import width_groups
 from .engine import SamplingParams, Seq, SteppedEngine, derive_seed, hf_chat_continuation, hf_decode
 from .metrics import InferenceMetrics
@@ -62,11 +67,15 @@ class TorchEngine(SteppedEngine):
         super().__init__(options.max_batch, metrics)
         if options.torch_threads:
             torch.set_num_threads(options.torch_threads)
-        self.model, self.tokenizer = load_model(options.model, options.model_seed)
+        self.model, self.tokenizer = load_model(options.model, options.model_seed, dtype=options.dtype)
         self.model_name = options.served_model_name or options.model
         config = self.model.config
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
-        self.served = ServedModel(self.backend_name, HF_EXPORTERS, options.model, self.vocab_size)
+        self.lora = LoraSpec.from_options(options, resolve_model_path(options.model, options.model_seed))
+        if self.lora:
+            self.model = wrap(self.model, self.lora, options.seed)
+        self.served = ServedModel(self.backend_name, HF_EXPORTERS, options.model, self.vocab_size,
+                                  self.lora.describe() if self.lora else None)
         self.max_context: int | None = getattr(config, "max_position_embeddings", None)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         # End-of-sequence ids may be declared by the tokenizer, the config or the generation config (as an int or a list).
@@ -147,7 +156,9 @@ class TorchEngine(SteppedEngine):
         await asyncio.to_thread(self._load_weights_sync, path)
 
     def _load_weights_sync(self, path: Path) -> None:
-        """Loads *.safetensors from ``path`` into the model in place, all checks before any copy."""
+        """Loads *.safetensors from ``path`` into the model in place (with LoRA: the adapter's), all checks before any copy."""
+        if self.lora:
+            return load_adapter(self.model, path)
         from safetensors import SafetensorError
         from safetensors.torch import load_file
 

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...edge import MiB, max_request_bytes_field
+from ...models.policy_options import DTYPE_NAMES, PolicyModelOptions, option_error
 from .schedule import LR_SCHEDULER_TYPES
 
 MEGATRON_MISSING = ("the megatron backend needs Megatron-Core and Megatron-Bridge on a CUDA machine "
@@ -39,8 +40,9 @@ class MegatronOptions(BaseModel):
     bf16: bool = Field(default=True, description="Train in bfloat16 with fp32 master weights.")
 
 
-class Options(BaseModel):
-    """Settings of a trainer server (``--option key=value``); optimizer names follow the run config's training_args."""
+class Options(PolicyModelOptions):
+    """Settings of a trainer server (``--option key=value``); optimizer names follow the run config's training_args,
+    model loading (dtype, lora_*) the run config's model_args (models/policy_options.py)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -84,6 +86,19 @@ class Options(BaseModel):
         if backend == "megatron" and not megatron_available():
             raise ValueError(MEGATRON_MISSING)
         return backend
+
+    @model_validator(mode="after")
+    def _model_options_fit_the_backend(self) -> "Options":
+        if self.lora_rank and self.backend != "torch":
+            raise option_error(Options, "lora_rank", self.lora_rank, f"LoRA adapters are trained by the torch backend only, "
+                               f"not {self.backend} (set lora_rank 0, or backend torch)")
+        if self.backend == "megatron" and "dtype" in self.model_fields_set:
+            raise option_error(Options, "dtype", self.dtype, "the megatron backend sets its precision with megatron.bf16, not dtype")
+        if self.backend == "torch" and DTYPE_NAMES[self.dtype] == "float16":
+            # No loss scaling and fp16 AdamW states on CPU: gradients underflow and updates round to zero.
+            raise option_error(Options, "dtype", self.dtype, f"dtype {self.dtype!r}: the torch trainer does not train in float16 "
+                               "on CPU (no loss scaling); use bf16 or fp32")
+        return self
 
 
 def make_backend(backend: str, options: Options):

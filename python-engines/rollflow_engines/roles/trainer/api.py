@@ -45,6 +45,7 @@ from .metrics import TrainerMetrics
 
 CHECKPOINT_META = "rollflow_checkpoint.json"
 HF_EXPORT_DIR = "hf"  # inside a checkpoint written with export_hf
+ADAPTER_EXPORT_DIR = "adapter"  # beside it, when the trainer trains a LoRA adapter
 # Codes of the 409s a caller acts on (see the module docstring).
 BUSY, BEHIND, HELD = "trainer_busy", "trainer_behind", "trainer_held"
 
@@ -159,7 +160,7 @@ class TrainerServer:
             try:
                 await self.backend.save_state(tmp)
                 if req.export_hf:
-                    await self._export_hf(tmp / HF_EXPORT_DIR)
+                    await self._export_hf(tmp / HF_EXPORT_DIR, tmp / ADAPTER_EXPORT_DIR)
                 meta = {**self.backend.describe(), "version": self.backend.version,
                         "last_step": self.backend.last_step.to_json() if self.backend.last_step else None}
                 (tmp / CHECKPOINT_META).write_text(json.dumps(meta, indent=1))
@@ -172,10 +173,11 @@ class TrainerServer:
                 raise
             return SaveResponse(path=str(target), version=self.backend.version)
 
-    async def _export_hf(self, directory: Path) -> None:
-        """The policy as a Hugging Face directory; removed again if the backend wrote nothing (sim)."""
+    async def _export_hf(self, directory: Path, adapter_directory: Path) -> None:
+        """The policy as a Hugging Face directory (and a LoRA run's adapter beside it); removed again if the
+        backend wrote nothing (sim)."""
         directory.mkdir()
-        await self.backend.export_weights(directory)
+        await self.backend.export_hf(directory, adapter_directory)
         if not any(directory.iterdir()):
             directory.rmdir()
 

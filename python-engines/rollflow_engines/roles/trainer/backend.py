@@ -73,6 +73,12 @@ class TrainerBackend(ABC):
     async def export_weights(self, directory: Path) -> None:
         """Write a from_pretrained-loadable model (safetensors) + tokenizer into the empty ``directory``."""
 
+    async def export_hf(self, directory: Path, adapter_directory: Path) -> None:
+        """The policy for a checkpoint's HF export: a from_pretrained-loadable model + tokenizer in the empty
+        ``directory``. A backend that trains an adapter merges it into a copy there and writes the adapter
+        itself to ``adapter_directory`` (which does not exist yet); by default the export of a weight sync."""
+        await self.export_weights(directory)
+
     def describe(self) -> dict[str, Any]:
         """What a checkpoint or export records about the model it came from (an inference server
         checks an export's backend, model and vocab_size before loading it)."""

@@ -26,12 +26,19 @@ state, sharing the trunk, zero-initialised so V starts at 0; it has its own
 AdamW so checkpoints without it still load. The KL reference is the initial
 weights, loaded once on the first step that uses it and frozen.
 
+LoRA (lora_rank > 0, models/lora.py): the base weights are frozen and the
+optimizer holds only the adapter (and the value head); the KL reference is the
+same model with its adapter disabled, so no second copy is loaded. A weight
+sync exports the adapter alone; a checkpoint's HF export is a merged copy.
+
 Dropout stays off (the model is kept in eval mode): the logprobs a train step
 computes equal /logprobs' and the inference server's for the same weights.
 """
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +47,8 @@ from torch import Tensor
 
 from ...algorithms import LOSS_AGGREGATIONS, objective
 from ...errors import RequestError
-from ...models import load_model
+from ...models import load_model, resolve_model_path
+from ...models.lora import LoraSpec, merged_copy, wrap
 from ...widths import width_groups
 from .backend import MetricAverager, RecordedStep, TrainerBackend, run_in_thread
 from .batch import (MicroBatch, MicroInputs, PreparedBatch, StepNeeds, batch_metrics, fill_advantages, micro_inputs,
@@ -65,12 +73,15 @@ class TorchTrainer(TrainerBackend):
         super().__init__(options)
         if options.torch_threads:
             torch.set_num_threads(options.torch_threads)
-        self.model, self.tokenizer = load_model(options.model, options.model_seed, options.model_cache_dir)
+        self.model, self.tokenizer = load_model(options.model, options.model_seed, options.model_cache_dir, options.dtype)
+        self.lora = LoraSpec.from_options(options, resolve_model_path(options.model, options.model_seed, options.model_cache_dir))
+        if self.lora:
+            self.model = wrap(self.model, self.lora, options.seed)
         self.model.eval()  # no dropout: see the module docstring
         tok = self.tokenizer
         self.pad_id = next(i for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None)
         self.vocab_size = self.model.get_input_embeddings().num_embeddings
-        self.optimizer = self._new_optimizer(self.model.parameters())
+        self.optimizer = self._new_optimizer(self._trainable())
         self.value_head = self._zero_value_head()
         self.value_optimizer = self._new_optimizer(self.value_head.parameters())
         self.reference: torch.nn.Module | None = None  # the frozen initial weights, loaded when a step needs them
@@ -85,13 +96,18 @@ class TorchTrainer(TrainerBackend):
             head.bias.zero_()
         return head
 
+    def _trainable(self) -> list[torch.nn.Parameter]:
+        """What the policy optimizer updates: every weight, or with LoRA the adapter's only."""
+        return [p for p in self.model.parameters() if p.requires_grad]
+
     def _new_optimizer(self, params) -> torch.optim.AdamW:
         o = self.options
         return torch.optim.AdamW(params, lr=o.learning_rate, weight_decay=o.weight_decay,
                                  betas=(o.adam_beta1, o.adam_beta2), eps=o.adam_eps)
 
     def describe(self) -> dict:
-        return {**super().describe(), "model": self.options.model, "model_seed": self.options.model_seed}
+        return {**super().describe(), "model": self.options.model, "model_seed": self.options.model_seed,
+                "dtype": self.options.dtype, "lora": self.lora.describe() if self.lora else None}
 
     # ---- forward
 
@@ -108,12 +124,18 @@ class TorchTrainer(TrainerBackend):
             v = torch.where(mb.response_mask > 0, v, torch.zeros_like(v))
         return Forward(logprobs, h, v)
 
-    def _reference_model(self) -> torch.nn.Module:
+    @contextlib.contextmanager
+    def _reference_model(self) -> Iterator[torch.nn.Module]:
+        """π_ref, the initial weights: with LoRA the base model (adapter disabled), else a frozen copy loaded once."""
+        if self.lora:
+            with self.model.disable_adapter():
+                yield self.model
+            return
         if self.reference is None:
             o = self.options
-            self.reference, _ = load_model(o.model, o.model_seed, o.model_cache_dir)
+            self.reference, _ = load_model(o.model, o.model_seed, o.model_cache_dir, o.dtype)
             self.reference.eval().requires_grad_(False)
-        return self.reference
+        yield self.reference
 
     @torch.no_grad()
     def _step_start_pass(self, micro: list[MicroInputs], temperature: float, needs: StepNeeds) -> None:
@@ -125,7 +147,8 @@ class TorchTrainer(TrainerBackend):
                 m.prox_logprobs = f.logprobs if needs.prox_logprobs else None
                 m.old_values = f.values
             if needs.ref_logprobs:
-                m.ref_logprobs = self._forward(m.tokens, temperature, entropy=False, model=self._reference_model()).logprobs
+                with self._reference_model() as reference:
+                    m.ref_logprobs = self._forward(m.tokens, temperature, entropy=False, model=reference).logprobs
 
     # ---- train step
 
@@ -146,7 +169,7 @@ class TorchTrainer(TrainerBackend):
         set_lr((self.optimizer, self.value_optimizer), scheduled_lr(o, req.step))
         self._step_start_pass(every_micro, req.temperature, batch.needs)
         fill_advantages(batch, every_micro)
-        params = [p for p in self.model.parameters() if p.requires_grad] + list(self.value_head.parameters())
+        params = self._trainable() + list(self.value_head.parameters())
         entropy_grad = batch.loss_params.entropy_loss_coef > 0
         averaged, grad_norms, updates, skipped = MetricAverager(), [], 0, 0
 
@@ -219,12 +242,31 @@ class TorchTrainer(TrainerBackend):
 
     def _save(self, directory: Path) -> None:
         torch.save({
-            "model": self.model.state_dict(),
+            "model": self._weights_state(),
+            "lora": self.lora.describe() if self.lora else None,
             "optimizer": self.optimizer.state_dict(),
             "value_head": self.value_head.state_dict(),
             "value_optimizer": self.value_optimizer.state_dict(),
             "torch_rng": torch.get_rng_state(),
         }, directory / STATE_FILE)
+
+    def _weights_state(self) -> dict[str, torch.Tensor]:
+        """What a checkpoint keeps of the policy: every weight, or with LoRA the adapter only (the base never changes)."""
+        state = self.model.state_dict()
+        if not self.lora:
+            return state
+        trainable = {name for name, p in self.model.named_parameters() if p.requires_grad}
+        return {k: v for k, v in state.items() if k in trainable}
+
+    def _check_lora_fits(self, theirs: dict | None, directory: Path) -> None:
+        """A LoRA checkpoint loads only into a trainer with the same LoRA settings; a full one only into a full one."""
+        ours = self.lora.describe() if self.lora else None
+        if theirs == ours:
+            return
+        said = lambda lora: "full fine-tuning (lora_rank 0)" if lora is None else (  # noqa: E731
+            f"LoRA r={lora.get('r')} lora_alpha={lora.get('lora_alpha')} target_modules={lora.get('target_modules')} base={lora.get('base')}")
+        raise RequestError("path", f"checkpoint was written by a trainer with {said(theirs)}; this trainer runs {said(ours)}",
+                           str(directory))
 
     async def load_state(self, directory: Path, version: int, last_step: RecordedStep | None) -> None:
         await run_in_thread(self._load, directory, version, last_step)
@@ -235,14 +277,16 @@ class TorchTrainer(TrainerBackend):
             state = torch.load(file, map_location="cpu", weights_only=True)
         except Exception as e:  # noqa: BLE001 - any unreadable file is the caller's bad path
             raise RequestError("path", f"cannot read {file}: {e}", str(directory)) from e
-        ours = self.model.state_dict()
+        if isinstance(state, dict):
+            self._check_lora_fits(state.get("lora"), directory)
+        ours = self._weights_state()
         theirs = state.get("model", {}) if isinstance(state, dict) else {}
         wrong = sorted(set(ours) ^ set(theirs)) or [k for k in ours if ours[k].shape != theirs[k].shape]
         if wrong:
             raise RequestError("path", f"checkpoint does not fit this model ({self.options.model}); first mismatch: {wrong[0]}", str(directory))
         if not isinstance(state.get("torch_rng"), torch.Tensor):
             raise RequestError("path", "checkpoint has no RNG state", str(directory))
-        optimizer = self._new_optimizer(self.model.parameters())
+        optimizer = self._new_optimizer(self._trainable())
         value_head = self._zero_value_head()
         value_optimizer = self._new_optimizer(value_head.parameters())
         try:
@@ -253,7 +297,7 @@ class TorchTrainer(TrainerBackend):
         except (KeyError, ValueError, RuntimeError) as e:
             raise RequestError("path", f"checkpoint optimizer or value-head state does not fit this model: {e}", str(directory)) from e
         # Validated: now change state. The current options' hyperparameters win over the saved ones.
-        self.model.load_state_dict(theirs)
+        self.model.load_state_dict(theirs, strict=not self.lora)  # LoRA: the adapter only (keys checked above)
         for opt in (optimizer, value_optimizer):
             for group in opt.param_groups:
                 group.update(lr=self.options.learning_rate, weight_decay=self.options.weight_decay)
@@ -265,5 +309,19 @@ class TorchTrainer(TrainerBackend):
         await run_in_thread(self._export, directory)
 
     def _export(self, directory: Path) -> None:
+        """For a weight sync: the whole model and tokenizer, or with LoRA the adapter alone (models/lora.py)."""
         self.model.save_pretrained(directory, safe_serialization=True)
+        if not self.lora:
+            self.tokenizer.save_pretrained(directory)
+
+    async def export_hf(self, directory: Path, adapter_directory: Path) -> None:
+        await run_in_thread(self._export_hf, directory, adapter_directory)
+
+    def _export_hf(self, directory: Path, adapter_directory: Path) -> None:
+        """The policy as one from_pretrained-loadable directory; with LoRA a merged copy, and the adapter beside it."""
+        if not self.lora:
+            return self._export(directory)
+        merged_copy(self.model).save_pretrained(directory, safe_serialization=True)
         self.tokenizer.save_pretrained(directory)
+        adapter_directory.mkdir()
+        self._export(adapter_directory)

@@ -1,0 +1,50 @@
+"""How the policy model is loaded, shared by the trainer's and the inference server's torch backends:
+its dtype and its LoRA adapter (``model_args`` of the run config, with ROLL's names).
+
+The two servers must agree on the LoRA settings, or the inference server could not apply the
+trainer's adapters; rollflow derives both from ``actor_train.model_args``.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+# ROLL's names (fp32, bf16, fp16) and verl's / torch's (float32, bfloat16, float16) for the same three dtypes.
+DTYPE_NAMES = {"fp32": "float32", "float32": "float32", "bf16": "bfloat16", "bfloat16": "bfloat16",
+               "fp16": "float16", "float16": "float16"}
+DtypeName = Literal["fp32", "bf16", "fp16", "float32", "bfloat16", "float16"]
+
+
+def torch_dtype(name: str):
+    import torch
+
+    return getattr(torch, DTYPE_NAMES[name])
+
+
+def option_error(model: type[BaseModel], key: str, given, message: str) -> ValidationError:
+    """A validation error located at ``key``, for a model validator that checks one field against another
+    (so a checker reports it at that key, not at the options as a whole)."""
+    error = PydanticCustomError("value_error", "Value error, {message}", {"message": message})
+    return ValidationError.from_exception_data(model.__name__, [InitErrorDetails(type=error, loc=(key,), input=given)])
+
+
+class PolicyModelOptions(BaseModel):
+    """Fields of a torch backend's Options that say how the policy model is loaded."""
+
+    dtype: DtypeName = Field(default="fp32", description="Parameter dtype the model is loaded in: fp32, bf16 or fp16 "
+                                                         "(also float32, bfloat16, float16).")
+    lora_rank: int = Field(default=0, ge=0, description="LoRA rank r; 0 fine-tunes every weight.")
+    lora_alpha: float | None = Field(default=None, gt=0, description="LoRA scale α (the update is scaled by α/r); default 2·lora_rank, as ROLL.")
+    lora_target: str | list[str] | None = Field(
+        default=None, description="Modules LoRA adapts: names separated by commas or a list (matched as name suffixes), a regex "
+                                  "(if it holds any of * $ | ( ), or all / all-linear (every linear layer but the output layer; the default).")
+
+    @field_validator("lora_alpha", "lora_target")
+    @classmethod
+    def _needs_a_rank(cls, value, info: ValidationInfo):
+        # Without a rank these would be accepted and then ignored.
+        if value is not None and not info.data.get("lora_rank"):
+            raise ValueError(f"{info.field_name} is set but lora_rank is 0 (full fine-tuning); set lora_rank > 0 to train a LoRA adapter")
+        return value
