@@ -46,6 +46,7 @@ loss_agg_mode: seq_mean_token_sum_norm
 custom_envs:
   mixed: { env_type: dataset, max_steps: 1, env_config: { path: ${ROOT}/examples/data/mixed-domains.jsonl, holdout: 8 } }
 val_env_manager: { num_env_groups: 8, group_size: 1, tags: [mixed] }
+domain_interleave_probs: { math: 0.75, qa: 0.25 }
 rewards:
   arithmetic: { type: math_verify, tag_included: [math] }
   capitals: { type: exact_match, tag_included: [qa], config: { ignore_case: true } }
