@@ -16,14 +16,16 @@ from __future__ import annotations
 
 from functools import cache
 
-import torch
-from transformers import get_scheduler
-
 LR_SCHEDULER_TYPES = ("constant", "constant_with_warmup", "linear", "cosine")
 
 
 @cache
 def _multiplier(name: str, warmup_steps: int, total_steps: int | None):
+    # Imported here: the trainer's options name the schedules, and a sim trainer or an offline config
+    # check must not pay for importing torch and transformers.
+    import torch
+    from transformers import get_scheduler
+
     # get_scheduler builds a LambdaLR on an optimizer; a one-parameter SGD lends it one, and only its lambda is kept.
     probe = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
     return get_scheduler(name, probe, num_warmup_steps=warmup_steps, num_training_steps=total_steps).lr_lambdas[0]
