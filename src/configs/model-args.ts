@@ -85,6 +85,7 @@ export function sameLora(a: LoraArgs, b: LoraArgs): boolean {
 
 /** Whether a model_args sets any LoRA key at all (under any name). */
 export function setsLora(args: ModelArgsValue): boolean {
+  const raw = args as Record<string, unknown>;
   const l = loraOf(args);
-  return args.lora_rank !== undefined || args.lora_r !== undefined || l.alpha !== undefined || l.target !== undefined;
+  return given(raw, 'lora_rank', MODEL_ARG_ALIASES.lora_rank) !== undefined || l.alpha !== undefined || l.target !== undefined;
 }

@@ -30,8 +30,8 @@ function optionsFromConfig(config: RunConfig, role: EngineRole, backend: string)
   const train = config.actor_train;
   const loading = backend === 'torch' ? modelLoading(config, role) : {};
   if (role === 'inference') {
-    const from = config.actor_infer.model_args ? 'actor_infer' : 'actor_train';
-    return { model: { value: (config.actor_infer.model_args ?? train.model_args).model_name_or_path, from: `${from}.model_args.model_name_or_path` }, ...loading };
+    const { args, from } = roleModelArgs(config, role);
+    return { model: { value: args.model_name_or_path, from: `${from}.model_args.model_name_or_path` }, ...loading };
   }
   const t = train.training_args;
   const arg = (key: keyof typeof t) => ({ value: t[key], from: `actor_train.training_args.${key}` });
@@ -59,15 +59,20 @@ function scheduleOptions(config: RunConfig): FromConfig {
   };
 }
 
+/** The model_args a server of `role` loads its model by: actor_infer's for inference when given, else actor_train's. */
+function roleModelArgs(config: RunConfig, role: EngineRole) {
+  const infer = role === 'inference' ? config.actor_infer.model_args : undefined;
+  return infer ? { args: infer, from: 'actor_infer' } : { args: config.actor_train.model_args, from: 'actor_train' };
+}
+
 /**
  * A torch server's dtype (its role's model_args) and LoRA settings (always actor_train's: the
  * inference servers apply the trainer's adapters); a LoRA key only when lora_rank > 0.
  */
 function modelLoading(config: RunConfig, role: EngineRole): FromConfig {
-  const own = role === 'inference' && config.actor_infer.model_args ? 'actor_infer' : 'actor_train';
-  const args = (own === 'actor_infer' ? config.actor_infer.model_args : undefined) ?? config.actor_train.model_args;
+  const { args, from } = roleModelArgs(config, role);
   const out: FromConfig = {};
-  if (args.dtype !== undefined) out.dtype = { value: args.dtype, from: `${own}.model_args.dtype` };
+  if (args.dtype !== undefined) out.dtype = { value: args.dtype, from: `${from}.model_args.dtype` };
   const lora = loraOf(config.actor_train.model_args);
   if (lora.rank.value > 0) {
     const at = (key: string) => `actor_train.model_args.${key}`;

@@ -76,15 +76,18 @@ class LoraSpec:
         alpha = options.lora_alpha if options.lora_alpha is not None else 2.0 * options.lora_rank
         return cls(options.lora_rank, float(alpha), parse_target(options.lora_target), base_fingerprint(model_dir))
 
+    @property
+    def target_modules(self) -> str | list[str]:
+        """The target as peft's target_modules takes it (and a JSON manifest holds it): a string or a list."""
+        return self.target if isinstance(self.target, str) else list(self.target)
+
     def describe(self) -> dict[str, Any]:
-        target = self.target if isinstance(self.target, str) else list(self.target)
-        return {"r": self.rank, "lora_alpha": self.alpha, "target_modules": target, "base": self.base}
+        return {"r": self.rank, "lora_alpha": self.alpha, "target_modules": self.target_modules, "base": self.base}
 
     def peft_config(self):
         from peft import LoraConfig
 
-        target = self.target if isinstance(self.target, str) else list(self.target)
-        return LoraConfig(r=self.rank, lora_alpha=self.alpha, target_modules=target, lora_dropout=0.0,
+        return LoraConfig(r=self.rank, lora_alpha=self.alpha, target_modules=self.target_modules, lora_dropout=0.0,
                           bias="none", task_type="CAUSAL_LM")
 
 
