@@ -6,14 +6,15 @@
  * left behind (workspaces, sandbox processes, open sessions), the env steps' latencies by action, and the
  * sandbox's own cost (bench/engines/sandbox_bench.py).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { tsToMs } from '@temporalio/common/lib/time';
 import type { temporal } from '@temporalio/proto';
 import type { RunConfigInput } from '../../configs';
-import { ROOT } from '../../paths';
+import { pidsDir, ROOT } from '../../paths';
+import { envServerPid, sandboxProcessesUnder } from '../../stack/sandbox-processes';
 import { envAsyncMakespan, lockstepMakespan, type TrajectoryTimes } from '../des/w8-measured';
 import { stackSection } from './configs';
 import type { W8LiveOptions } from './options';
@@ -21,8 +22,6 @@ import { rolloutMakespan, versus } from './report';
 import { runRecord, type BenchContext } from './rollout-bench';
 import type { RunOutcome } from './runner';
 
-/** The sandbox's uid pool starts here (python-engines/rollflow_engines/sandbox/uids.py UID_BASE). */
-const SANDBOX_UID_BASE = 1_500_000_000;
 /** SWE-lite has 60 tasks; the dataset size maps env seeds onto them. */
 const TASKS = 60;
 
@@ -101,11 +100,10 @@ export function distribution(values: readonly number[], unit = '_s') {
   return { n: s.length, [`median${unit}`]: r(at(0.5)), [`p90${unit}`]: r(at(0.9)), [`p99${unit}`]: r(at(0.99)), [`max${unit}`]: r(s.length ? s[s.length - 1]! : null) };
 }
 
-/** Workspaces under the env server's sandbox root and live processes of sandbox uids: both must be 0 after a run. */
+/** Workspaces under the env server's sandbox root and the server's live sandbox processes: both must be 0 after a run. */
 function leftBehind(root: string) {
   const workspaces = existsSync(root) ? readdirSync(root).flatMap((owner) => readdirSync(path.join(root, owner))).length : 0;
-  const uids = execFileSync('ps', ['-eo', 'uid='], { encoding: 'utf8' }).split('\n').map(Number);
-  return { workspaces, sandbox_processes: uids.filter((u) => u >= SANDBOX_UID_BASE).length };
+  return { workspaces, sandbox_processes: sandboxProcessesUnder(envServerPid(pidsDir())).length };
 }
 
 function sandboxCost(runs: number): object | null {
