@@ -25,6 +25,8 @@ export interface CheckpointManifest {
   consumed: [epoch: number, ranges: [number, number][]][];
   seed: number;
   dataset_size: number;
+  /** The training rows per domain when the order was grouped by domain (domain_interleave_probs); absent otherwise. */
+  dataset_domains?: { name: string; rows: number }[];
   config_hash: string;
   /** Set by saveCheckpoint: the trainer's model + optimizer + RNG state. */
   trainer_checkpoint?: string;

@@ -12,6 +12,7 @@ const Manifest = z.object({
   consumed: z.array(z.tuple([z.number().int().min(0), z.array(z.tuple([z.number().int(), z.number().int()]))])),
   seed: z.number().int(),
   dataset_size: z.number().int().min(1),
+  dataset_domains: z.array(z.object({ name: z.string(), rows: z.number().int().min(0) })).optional(),
   config_hash: z.string(),
   trainer_checkpoint: z.string(),
 });

@@ -5,8 +5,11 @@
  * same record rules as a JSON line (dataset-record.ts); a row that cannot be
  * served is skipped, counted under its reason and reported as `row N`,
  * numbered from 0 as pandas and pyarrow number them (verl's extra_info.index).
+ * Pages may be uncompressed or snappy (pyarrow's and pandas' default), zstd (polars'), gzip, brotli or lz4:
+ * hyparquet-compressors decodes all but snappy, which hyparquet reads itself.
  */
 import { parquetReadObjects } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
 import { rowOf, Skip, type DatasetRow, type RowKeys } from './dataset-record';
 import { RowCollector, type DatasetIndex } from './dataset-rows';
 
@@ -18,12 +21,8 @@ export class NotParquetError extends Error {
   }
 }
 
-/** hyparquet reads uncompressed and snappy pages (pyarrow's, pandas' and so verl's default); other codecs need a rewrite. */
-function unreadable(e: Error): NotParquetError {
-  const codec = /unsupported compression codec: (\w+)/.exec(e.message)?.[1];
-  if (codec) return new NotParquetError(`a parquet file compressed with snappy or not at all (pyarrow's and pandas' default); this one uses ${codec}: rewrite it with compression="snappy"`);
-  return new NotParquetError(`a parquet file; hyparquet cannot read it: ${e.message}`);
-}
+/** hyparquet's own message says what it could not read. */
+const unreadable = (e: Error) => new NotParquetError(`a parquet file; hyparquet cannot read it: ${e.message}`);
 
 /** A row's size as the JSON it would be (int64s as their digits), the measure max_row_bytes keeps for every format. */
 const jsonBytes = (record: Record<string, unknown>) => Buffer.byteLength(JSON.stringify(record, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
@@ -32,7 +31,7 @@ export async function parseParquetRows(bytes: Uint8Array, keys: RowKeys): Promis
   let records: Record<string, unknown>[];
   try {
     // hyparquet reads an ArrayBuffer; a Node Buffer may be a view into a larger pool, so copy out exactly its bytes.
-    records = await parquetReadObjects({ file: bytes.slice().buffer });
+    records = await parquetReadObjects({ file: bytes.slice().buffer, compressors });
   } catch (e) {
     throw unreadable(e as Error);
   }

@@ -3,7 +3,7 @@ import { ApplicationFailure, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities, CheckpointManifest } from '../activities';
 import type { DatasetIndex } from '../envs/dataset-rows';
 import { ENV } from './activity-options';
-import { DomainOrder } from './domain-order';
+import { DomainOrder, type DomainRows } from './domain-order';
 import type { RunRow } from './metadata';
 import type { RunPlan } from './run-plan';
 import { RunState, type RunSnapshot, type RunTotals } from './run-state';
@@ -81,15 +81,24 @@ export function domainOrder(plan: RunPlan, dataset: DatasetIndex | undefined): D
 }
 
 /** The run's state: carried on from a snapshot, resumed from a checkpoint, or new. */
-export function initialState(input: RunInput, datasetSize: number): RunState {
+export function initialState(input: RunInput, datasetSize: number, domains?: DomainRows[]): RunState {
   const { plan, resumeFrom, snapshot } = input;
   if (snapshot) return RunState.restore(snapshot, legacyTotals(input));
   if (!resumeFrom) return new RunState(plan.limits, datasetSize);
   if (resumeFrom.dataset_size !== datasetSize) {
     throw ApplicationFailure.nonRetryable(`the checkpoint was taken over ${resumeFrom.dataset_size} prompts, the dataset now has ${datasetSize}: its consumed positions would skip the wrong prompts`, 'DatasetChangedError');
   }
+  // Grouped by domain, position s is the s-th row of the domains in turn: another split at the same size moves every
+  // position after the first changed domain onto other prompts.
+  const [was, now] = [describeDomains(resumeFrom.dataset_domains), describeDomains(domains)];
+  if (was !== now) {
+    throw ApplicationFailure.nonRetryable(`the checkpoint's training order was ${was}, the dataset's is now ${now}: its consumed positions would skip the wrong prompts`, 'DatasetChangedError');
+  }
   return RunState.resumeFrom(resumeFrom, plan.limits, datasetSize);
 }
+
+const describeDomains = (domains: readonly DomainRows[] | undefined) =>
+  domains ? `grouped by domain as ${domains.map((d) => `${d.name} (${d.rows} rows)`).join(', ')}` : 'the file order (no domain_interleave_probs)';
 
 function legacyTotals({ snapshot, stats }: RunInput): Partial<RunTotals> | undefined {
   const counters = (snapshot as { counters?: Partial<RunTotals> } | undefined)?.counters;

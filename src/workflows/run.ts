@@ -73,7 +73,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   // A file dataset's valid rows define the dataset size (malformed rows are reported and skipped).
   const dataset = input.snapshot ? input.dataset : await indexDataset(plan);
   const datasetSize = input.snapshot?.datasetSize ?? dataset?.size ?? plan.datasetSize;
-  const state = initialState(input, datasetSize);
+  const state = initialState(input, datasetSize, dataset?.domains);
   const domains = domainOrder(plan, dataset); // before any engine work: a bad index fails the run at once
   const facts = carriedFacts(input);
   // Seconds since the run (the first execution of its continue-as-new chain) started: the x axis of learning curves.
@@ -226,7 +226,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     const { consumed } = state.snapshot();
     await saveCheckpoint.executeWithOptions({ summary: `checkpoint after step ${state.step}` }, [{
       dir: checkpointDir(plan.runDir, state.step),
-      manifest: { run_id: plan.runId, step: state.step, version: state.version, consumed, seed: plan.seed, dataset_size: datasetSize, config_hash: plan.configHash },
+      manifest: { run_id: plan.runId, step: state.step, version: state.version, consumed, seed: plan.seed, dataset_size: datasetSize, ...(dataset?.domains ? { dataset_domains: dataset.domains } : {}), config_hash: plan.configHash },
       ...trainer }]);
   };
 

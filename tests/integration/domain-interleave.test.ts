@@ -2,11 +2,11 @@
 // jsonl file (a: 9 rows, b: 2) and shares {a: 0.75, b: 0.25} of 4 groups a step. The domain and row of every
 // trained sample are read back from its prompt tokens in the batch files the trainer read (the sim engine's
 // prompt tokens are the prompt's bytes), never from the code under test.
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainOrder } from '../../src/workflows/domain-order';
-import { batchDir, parseSampleUid } from '../../src/workflows/ids';
+import { batchDir, checkpointDir, parseSampleUid } from '../../src/workflows/ids';
 import type { RunStatus } from '../../src/workflows/run';
 import { readJsonl, ROOT } from './helpers/dev-server';
 import { upSimStack, type SimStack } from './helpers/sim-stack';
@@ -101,6 +101,19 @@ describe('domain_interleave_probs', () => {
     }
     const final = (await stack.client.workflow.getHandle('sync').result()) as RunStatus;
     expect(final.dataset?.domains).toEqual([{ name: 'a', rows: 9 }, { name: 'b', rows: 2 }]);
+  });
+
+  it('the checkpoint records the rows per domain; resuming onto a file with another split at the same size is refused', () => {
+    const checkpoint = checkpointDir(path.join(stack.server.stateDir, 'run', 'sync'), STEPS); // the sync run's last
+    const manifest = JSON.parse(readFileSync(path.join(checkpoint, 'manifest.json'), 'utf8')) as { dataset_size: number; dataset_domains: unknown };
+    expect([manifest.dataset_size, manifest.dataset_domains]).toEqual([11, [{ name: 'a', rows: 9 }, { name: 'b', rows: 2 }]]);
+    // 11 rows again, split 8 and 3: the same size, so only the domains tell the positions apart
+    const resplit = path.join(stack.server.stateDir, 'resplit.jsonl');
+    writeFileSync(resplit, Array.from({ length: 11 }, (_, i) => JSON.stringify({ prompt: `row ${i < 8 ? 'a' : 'b'}-${i}`, answer: '1', domain: i < 8 ? 'a' : 'b' })).join('\n'));
+    const r = stack.rollflow('run', stack.config, '--wait', '--run-id', 'resplit', '--resume-from', checkpoint, '--set', `custom_envs.ds.env_config.path=${resplit}`, '--set', `max_steps=${STEPS + 2}`);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain("the checkpoint's training order was grouped by domain as a (9 rows), b (2 rows), the dataset's is now grouped by domain as a (8 rows), b (3 rows)");
+    expect(existsSync(path.join(stack.server.stateDir, 'run', 'samples', batchDir('resplit')))).toBe(false);
   });
 
   it('a named domain the file lacks fails the run at its start, naming domain_interleave_probs and the domains it has', () => {
