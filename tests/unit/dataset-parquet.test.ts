@@ -121,7 +121,7 @@ describe('verl parquet rows', () => {
       const file = path.join(dir, `${codec}.parquet`);
       writeParquet(file, [verlRow(0, [user('1+1=')], '2'), verlRow(1, [user('2+2=')], '4')], codec);
       const { index, resets } = await serveAll({ path: file });
-      expect([codec, index.size, resets.map((r) => r.messages)]).toEqual([codec, 2, [[user('1+1=')], [user('2+2=')]]]);
+      expect([codec, index.size, resets.map((r) => r.observation)]).toEqual([codec, 2, ['1+1=', '2+2=']]);
     }
   });
 
