@@ -83,6 +83,12 @@ function modelLoading(config: RunConfig, role: EngineRole): FromConfig {
   return out;
 }
 
+/** The process of the engine serving `url` in `role`, with its pid and log files under the state dir `state`. */
+export function engineProcess(role: EngineRole, url: string, state = stateDir()): ManagedProcess {
+  const name = `engine-${role}-${new URL(url).port}`;
+  return { name, pidFile: path.join(pidsDir(state), `${name}.pid`), logFile: path.join(logsDir(state), `${name}.log`), marker: 'rollflow_engines serve' };
+}
+
 export function launchedEngines(config: RunConfig): LaunchedEngine[] {
   const all = [
     ...config.engines.inference.map((e, i) => ({ role: 'inference' as const, configPath: `engines.inference[${i}]`, ...e })),
@@ -96,8 +102,6 @@ export function launchedEngines(config: RunConfig): LaunchedEngine[] {
     .map((e) => {
       const fromConfig = 'ownOptionsOnly' in e ? {} : optionsFromConfig(config, e.role, e.backend);
       const own = Object.keys(e.options);
-      const port = new URL(e.url).port;
-      const name = `engine-${e.role}-${port}`;
       return {
         role: e.role,
         configPath: e.configPath,
@@ -105,7 +109,7 @@ export function launchedEngines(config: RunConfig): LaunchedEngine[] {
         backend: e.backend,
         options: { ...Object.fromEntries(Object.entries(fromConfig).map(([k, v]) => [k, v.value])), ...e.options },
         optionPaths: { ...Object.fromEntries(Object.entries(fromConfig).map(([k, v]) => [k, v.from])), ...Object.fromEntries(own.map((k) => [k, `${e.configPath}.options.${k}`])) },
-        process: { name, pidFile: path.join(pidsDir(), `${name}.pid`), logFile: path.join(logsDir(), `${name}.log`), marker: 'rollflow_engines serve' },
+        process: engineProcess(e.role, e.url),
       };
     });
 }

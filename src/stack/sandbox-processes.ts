@@ -5,13 +5,14 @@
  * lives: it runs in a pid namespace (bwrap --unshare-pid), where orphans are adopted by the namespace's init,
  * a child of the server's bwrap.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { stateDir } from '../paths';
+import { engineProcess } from './engines';
 import { livePid } from './processes';
 
 /** The sandbox's uid pool (python-engines/rollflow_engines/sandbox/uids.py UID_BASE, POOL_SIZE). */
-export const SANDBOX_UID_BASE = 1_500_000_000;
-export const SANDBOX_UID_POOL = 4096;
+const SANDBOX_UID_BASE = 1_500_000_000;
+const SANDBOX_UID_POOL = 4096;
 
 /** A process's parent and real uid from /proc/<pid>/status; undefined when it exited while we looked. */
 function parentAndUid(pid: number): { ppid: number; uid: number } | undefined {
@@ -46,10 +47,10 @@ export function descendants(root: number, ofUid: (uid: number) => boolean): numb
   return found;
 }
 
-/** The live env server a stack launched, from its pid file (engine-env-<port>.pid) in `pidsDir`; throws when there is none. */
-export function envServerPid(pidsDir: string): number {
-  const file = existsSync(pidsDir) ? readdirSync(pidsDir).find((f) => /^engine-env-\d+\.pid$/.test(f)) : undefined;
-  const pid = file ? livePid({ name: file, pidFile: path.join(pidsDir, file), logFile: '', marker: 'rollflow_engines serve' }) : undefined;
-  if (pid === undefined) throw new Error(`no live env server with a pid file (engine-env-<port>.pid) in ${pidsDir}: the stack must have launched it`);
+/** The live env server serving `url` that a stack with state dir `state` launched; throws when there is none. */
+export function envServerPid(url: string, state = stateDir()): number {
+  const proc = engineProcess('env', url, state);
+  const pid = livePid(proc);
+  if (pid === undefined) throw new Error(`no live env server for ${url} (pid file ${proc.pidFile}): the stack must have launched it`);
   return pid;
 }

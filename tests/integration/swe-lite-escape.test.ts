@@ -121,7 +121,7 @@ it('every attack is contained: the run and the env server go on, nothing reaches
   for (const dir of [homedir(), tmpdir(), '/tmp', ROOT, path.dirname(ROOT)]) expect(existsSync(path.join(dir, MARKER)), dir).toBe(false);
   // Nothing is left: no process of a sandbox uid under the env server (the background sleeps died with their
   // runs; counted under this server, as other test files may have sandboxes open meanwhile), no workspace.
-  expect(sandboxProcessesUnder(envServerPid(path.join(server.stateDir, 'pids')))).toEqual([]);
+  expect(sandboxProcessesUnder(envServerPid(envUrl, server.stateDir))).toEqual([]);
   const workspaces = existsSync(sandboxRoot) ? readdirSync(sandboxRoot).flatMap((owner) => readdirSync(path.join(sandboxRoot, owner))) : [];
   expect(workspaces).toEqual([]);
 });

@@ -13,7 +13,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { tsToMs } from '@temporalio/common/lib/time';
 import type { temporal } from '@temporalio/proto';
 import type { RunConfigInput } from '../../configs';
-import { pidsDir, ROOT } from '../../paths';
+import { ROOT } from '../../paths';
 import { envServerPid, sandboxProcessesUnder } from '../../stack/sandbox-processes';
 import { envAsyncMakespan, lockstepMakespan, type TrajectoryTimes } from '../des/w8-measured';
 import { stackSection } from './configs';
@@ -100,10 +100,10 @@ export function distribution(values: readonly number[], unit = '_s') {
   return { n: s.length, [`median${unit}`]: r(at(0.5)), [`p90${unit}`]: r(at(0.9)), [`p99${unit}`]: r(at(0.99)), [`max${unit}`]: r(s.length ? s[s.length - 1]! : null) };
 }
 
-/** Workspaces under the env server's sandbox root and the server's live sandbox processes: both must be 0 after a run. */
-function leftBehind(root: string) {
+/** Workspaces under the env server's sandbox root and the live sandbox processes of the server at `envUrl`: both must be 0 after a run. */
+function leftBehind(root: string, envUrl: string) {
   const workspaces = existsSync(root) ? readdirSync(root).flatMap((owner) => readdirSync(path.join(root, owner))).length : 0;
-  return { workspaces, sandbox_processes: sandboxProcessesUnder(envServerPid(pidsDir())).length };
+  return { workspaces, sandbox_processes: sandboxProcessesUnder(envServerPid(envUrl)).length };
 }
 
 function sandboxCost(runs: number): object | null {
@@ -121,9 +121,10 @@ export async function benchW8(o: W8LiveOptions, ctx: BenchContext): Promise<obje
   const B = o.groups * o.group_size;
   for (const mode of o.modes) {
     const runId = `w8-b${B}-${mode}-${ctx.stamp}`;
-    const run = await ctx.stack.run(`w8-${mode}`, w8RunConfig(o, mode, path.join(ctx.stack.dir, 'runs'), sandboxRoot(ctx)), runId, o.run_timeout_s);
+    const config = w8RunConfig(o, mode, path.join(ctx.stack.dir, 'runs'), sandboxRoot(ctx));
+    const run = await ctx.stack.run(`w8-${mode}`, config, runId, o.run_timeout_s);
     runs[mode] = run;
-    left[mode] = leftBehind(sandboxRoot(ctx));
+    left[mode] = leftBehind(sandboxRoot(ctx), config.engines!.env!.url!);
     if (mode === 'env_async' && run.ok) {
       const histories = (await ctx.stack.histories(runId, ['trajectory'])).map(executions);
       table = histories.map(trajectoryTimes);
