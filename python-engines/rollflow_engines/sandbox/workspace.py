@@ -29,6 +29,7 @@ from typing import Literal
 
 from .check import check_sandbox
 from .command import rlimit_args, sandbox_argv
+from . import host_files
 from .errors import SandboxError
 from .limits import Limits, RunResult
 from .mounts import WORKSPACE, filesystem_args, sandbox_environment
@@ -75,12 +76,14 @@ class Workspace:
     # ---- files, written from the host (no sandbox process runs between two runs, so nothing races these)
 
     def write_files(self, files: dict[str, str]) -> None:
-        """Write text files at paths relative to the workspace, owned by the sandbox's uid."""
+        """Write text files at paths relative to the workspace, owned by the sandbox's uid. No link the sandboxed
+        code planted is followed (host_files.py); WorkspaceFileError names a path that cannot be written."""
         for rel, text in files.items():
-            target = self.resolve(rel)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        self._give_to_sandbox(self.path)
+            host_files.write_text(self.path, rel, text, self.uid)
+
+    def read_text(self, rel: str, max_bytes: int) -> str:
+        """A workspace file's text, read without following links or waiting on a FIFO (host_files.py)."""
+        return host_files.read_text(self.path, rel, max_bytes)
 
     def resolve(self, rel: str) -> Path:
         """The host path of ``rel`` inside the workspace; ValueError if it leads outside (``..``, an absolute
@@ -90,13 +93,6 @@ class Workspace:
         if not target.is_relative_to(root):
             raise ValueError(f"path {rel!r} leads outside the workspace")
         return target
-
-    def _give_to_sandbox(self, top: Path) -> None:
-        if self.uid is None:
-            return
-        for dirpath, dirnames, filenames in os.walk(top):
-            for name in (dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)):
-                os.chown(name, self.uid, self.uid, follow_symlinks=False)
 
     # ---- running
 
@@ -282,7 +278,9 @@ def open_workspace(root: Path, owner: str, *, mode: Mode = "bwrap", files: dict[
         for d in ("workspace", "tmp"):
             (record / d).mkdir()
         workspace = Workspace(record, owner, mode, bwrap, lease, lock_fd)
-        workspace._give_to_sandbox(workspace.tmp)
+        if workspace.uid is not None:
+            for d in (workspace.path, workspace.tmp):
+                os.chown(d, workspace.uid, workspace.uid)
         workspace.write_files(files or {})
     except BaseException as e:
         if lease:

@@ -1,0 +1,146 @@
+"""The server's own reads and writes of workspace files, which the sandboxed code may have shaped.
+
+Everything in a workspace is the model's: a name may be a symlink (to anywhere, or to itself), a FIFO
+that blocks a reader forever, a device, a directory of 100 000 files, a name of 300 characters or one
+with a NUL byte. The server touches workspace files only through these functions, which
+
+- walk the path one component at a time (``openat`` with ``O_NOFOLLOW``), so no symlink is followed,
+  whether it leads outside or loops;
+- open with ``O_NONBLOCK`` and then require a regular file (``fstat``), so a FIFO or device is refused,
+  never waited on;
+- read at most ``max_bytes`` and refuse a larger file.
+
+Each refusal is a ``WorkspaceFileError`` (a ``ValueError``) whose message says what the path is, fit to
+show the model as an observation: it is the model's doing, never the server's failure.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path, PurePosixPath
+
+MAX_PATH_CHARS = 1024  # longer is refused before any system call (PATH_MAX is 4096; a component's limit is 255 bytes)
+
+
+class WorkspaceFileError(ValueError):
+    """A workspace path the server will not read or write, and why (shown to the model)."""
+
+
+def _parts(rel: str) -> list[str]:
+    if not isinstance(rel, str) or not rel:
+        raise WorkspaceFileError("an empty path")
+    if "\x00" in rel:
+        raise WorkspaceFileError("the path holds a NUL byte")
+    if len(rel) > MAX_PATH_CHARS:
+        raise WorkspaceFileError(f"the path is {len(rel)} characters long (at most {MAX_PATH_CHARS})")
+    pure = PurePosixPath(rel)
+    if pure.is_absolute() or ".." in pure.parts:
+        raise WorkspaceFileError(f"path {rel!r} leads outside the workspace")
+    parts = [p for p in pure.parts if p != "."]
+    if not parts:
+        raise WorkspaceFileError(f"path {rel!r} names the workspace itself, not a file")
+    try:
+        for part in parts:
+            if len(part.encode("utf-8", errors="surrogateescape")) > 255:
+                raise WorkspaceFileError(f"a part of path {rel[:80]!r}… is longer than 255 bytes")
+    except UnicodeError:
+        raise WorkspaceFileError("the path is not valid text") from None
+    return parts
+
+
+def _why(e: OSError, rel: str) -> WorkspaceFileError:
+    reasons = {errno.ENOENT: "does not exist", errno.ELOOP: "is a symlink (links are not followed)",
+               errno.ENOTDIR: "goes through something that is not a directory (or a symlink)",
+               errno.ENAMETOOLONG: "is too long", errno.EACCES: "is not accessible", errno.EISDIR: "is a directory",
+               errno.ENXIO: "is a FIFO or socket with no peer"}
+    return WorkspaceFileError(f"{rel[:200]} {reasons.get(e.errno, os.strerror(e.errno or 0).lower())}")
+
+
+def _open_parent(root: Path, parts: list[str], rel: str, create_dirs: bool = False, uid: int | None = None) -> int:
+    """An fd of the directory holding ``parts[-1]``, reached without following any link; missing directories
+    are made (owned by ``uid``) when ``create_dirs``."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            try:
+                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                if not create_dirs:
+                    raise
+                os.mkdir(part, 0o755, dir_fd=fd)
+                nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                if uid is not None:
+                    os.fchown(nxt, uid, uid)
+            os.close(fd)
+            fd = nxt
+        return fd
+    except OSError as e:
+        os.close(fd)
+        raise _why(e, rel) from None
+
+
+def read_bytes(root: Path, rel: str, max_bytes: int) -> bytes:
+    """The bytes of the regular file ``rel`` under ``root``; WorkspaceFileError if it is anything else or too large."""
+    parts = _parts(rel)
+    parent = _open_parent(root, parts, rel)
+    try:
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
+    except OSError as e:
+        raise _why(e, rel) from None
+    finally:
+        os.close(parent)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise WorkspaceFileError(f"{rel[:200]} is not a regular file")
+        if info.st_size > max_bytes:
+            raise WorkspaceFileError(f"{rel[:200]} is {info.st_size} bytes (at most {max_bytes} are read)")
+        chunks, left = [], max_bytes + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:  # it grew after fstat
+            raise WorkspaceFileError(f"{rel[:200]} is over {max_bytes} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
+def read_text(root: Path, rel: str, max_bytes: int) -> str:
+    return read_bytes(root, rel, max_bytes).decode("utf-8", errors="replace")
+
+
+def write_text(root: Path, rel: str, text: str, uid: int | None) -> None:
+    """Replace (or create) the regular file ``rel``, owned by ``uid``; an existing non-regular file or a link
+    on the way is refused. The new contents are written beside it and renamed over, so a link planted at the
+    name is replaced, never followed."""
+    parts = _parts(rel)
+    parent = _open_parent(root, parts, rel, create_dirs=True, uid=uid)
+    staging = f".{parts[-1][:200]}.rollflow-new"
+    try:
+        try:
+            existing = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
+            if not stat.S_ISREG(existing.st_mode):
+                raise WorkspaceFileError(f"{rel[:200]} exists and is not a regular file")
+        except FileNotFoundError:
+            pass
+        try:
+            os.unlink(staging, dir_fd=parent)
+        except FileNotFoundError:
+            pass
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=parent)
+        try:
+            data = memoryview(text.encode("utf-8", errors="replace"))
+            while data:
+                data = data[os.write(fd, data):]
+            if uid is not None:
+                os.fchown(fd, uid, uid)
+        finally:
+            os.close(fd)
+        os.rename(staging, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
+    except OSError as e:
+        raise _why(e, rel) from None
+    finally:
+        os.close(parent)
