@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 from pathlib import Path, PurePosixPath
 
 MAX_PATH_CHARS = 1024  # longer is refused before any system call (PATH_MAX is 4096; a component's limit is 255 bytes)
@@ -85,24 +86,29 @@ def read_bytes(root: Path, rel: str, max_bytes: int) -> bytes:
     parts = _parts(rel)
     parent = _open_parent(root, parts, rel)
     try:
-        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
-    except OSError as e:
-        raise _why(e, rel) from None
+        return _read(parts[-1], rel, max_bytes, parent)
     finally:
         os.close(parent)
+
+
+def _read(name: str, label: str, max_bytes: int, dir_fd: int | None = None) -> bytes:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as e:
+        raise _why(e, label) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise WorkspaceFileError(f"{rel[:200]} is not a regular file")
+            raise WorkspaceFileError(f"{label[:200]} is not a regular file")
         if info.st_size > max_bytes:
-            raise WorkspaceFileError(f"{rel[:200]} is {info.st_size} bytes (at most {max_bytes} are read)")
+            raise WorkspaceFileError(f"{label[:200]} is {info.st_size} bytes (at most {max_bytes} are read)")
         chunks, left = [], max_bytes + 1
         while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
             chunks.append(chunk)
             left -= len(chunk)
         data = b"".join(chunks)
         if len(data) > max_bytes:  # it grew after fstat
-            raise WorkspaceFileError(f"{rel[:200]} is over {max_bytes} bytes")
+            raise WorkspaceFileError(f"{label[:200]} is over {max_bytes} bytes")
         return data
     finally:
         os.close(fd)
@@ -144,3 +150,47 @@ def write_text(root: Path, rel: str, text: str, uid: int | None) -> None:
         raise _why(e, rel) from None
     finally:
         os.close(parent)
+
+
+class WorkspaceOverLimit(Exception):
+    """The workspace holds more than the server will walk (entries, bytes or time); the message says which."""
+
+
+def text_files(root: Path, *, max_entries: int, max_bytes: int, max_seconds: float, skip_dirs: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Every regular file under ``root`` (relative path -> text), walked without following links; other kinds
+    (links, FIFOs, devices) are left out. WorkspaceOverLimit once more than ``max_entries`` entries (of any
+    kind) were seen, the regular files sum to more than ``max_bytes``, or the walk took ``max_seconds``: the
+    server's cost stays bounded whatever the sandboxed code left."""
+    files: dict[str, str] = {}
+    seen = used = 0
+    deadline = time.monotonic() + max_seconds
+    pending = [(os.fspath(root), "")]
+    while pending:
+        top, prefix = pending.pop()
+        try:
+            entries = os.scandir(top)
+        except OSError:  # removed meanwhile (nothing of the sandbox runs during a walk, so only by the server itself)
+            continue
+        with entries:
+            for entry in entries:
+                seen += 1
+                if seen > max_entries:
+                    raise WorkspaceOverLimit(f"the workspace holds more than {max_entries} files and directories")
+                if time.monotonic() > deadline:
+                    raise WorkspaceOverLimit(f"reading the workspace took more than {max_seconds:g} s")
+                rel = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in skip_dirs:
+                        pending.append((entry.path, rel + "/"))
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                size = entry.stat(follow_symlinks=False).st_size
+                if used + size > max_bytes:
+                    raise WorkspaceOverLimit(f"the workspace's files hold more than {max_bytes} bytes")
+                try:  # the walk found it a regular file and no sandboxed process runs now: only the last name can't be a link
+                    files[rel] = _read(entry.path, rel, max_bytes - used).decode("utf-8", errors="replace")
+                except WorkspaceFileError:
+                    continue
+                used += size
+    return files

@@ -30,7 +30,9 @@ def venv_bin() -> Path:
     return Path(sys.prefix).resolve() / "bin"
 
 
-def filesystem_args(workspace: Path, tmp: Path) -> list[str]:
+def filesystem_args(workspace: Path, tmp: Path, ro_binds: dict[str, Path] | None = None) -> list[str]:
+    """``ro_binds`` (a path inside -> a host directory) are bound read-only over the rest: what the sandboxed
+    code must read and must not change (the hidden tests of a grading)."""
     args: list[str] = []
     for d in SYSTEM_DIRS:
         args += ["--ro-bind", d, d]
@@ -45,8 +47,10 @@ def filesystem_args(workspace: Path, tmp: Path) -> list[str]:
     for d in python:
         args += ["--ro-bind", str(d), str(d)]
     args += ["--proc", "/proc", "--dev", "/dev",
-             "--bind", str(workspace), WORKSPACE, "--bind", str(tmp), "/tmp",
-             "--remount-ro", "/", "--chdir", WORKSPACE]
+             "--bind", str(workspace), WORKSPACE, "--bind", str(tmp), "/tmp"]
+    for inside, host in (ro_binds or {}).items():
+        args += ["--ro-bind", str(host), inside]
+    args += ["--remount-ro", "/", "--chdir", WORKSPACE]
     return args
 
 

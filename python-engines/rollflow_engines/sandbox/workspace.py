@@ -96,14 +96,16 @@ class Workspace:
 
     # ---- running
 
-    def run(self, command: str | list[str], *, stdin: str | None = None, limits: Limits | None = None) -> RunResult:
-        """Run ``command`` (a str goes to ``/bin/sh -c``) with cwd = the workspace; SandboxError if the sandbox failed."""
+    def run(self, command: str | list[str], *, stdin: str | None = None, limits: Limits | None = None,
+            ro_binds: dict[str, Path] | None = None) -> RunResult:
+        """Run ``command`` (a str goes to ``/bin/sh -c``) with cwd = the workspace; SandboxError if the sandbox failed.
+        ``ro_binds`` (a path inside -> a host directory) are seen read-only (bwrap mode only)."""
         limits = limits or Limits()
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         status_r, status_w = os.pipe() if self.mode == "bwrap" else (-1, -1)
         killed = threading.Event()
         try:
-            proc = self._start(argv, limits, status_w)
+            proc = self._start(argv, limits, status_w, ro_binds)
         except BaseException:
             if status_r >= 0:
                 os.close(status_r)
@@ -135,7 +137,7 @@ class Workspace:
         return RunResult(exit_code=exit_code, stdout=out.text(), stderr=err.text(), truncated=out.truncated or err.truncated,
                          timed_out=timed_out, signal=sig)
 
-    def _start(self, argv: list[str], limits: Limits, status_fd: int) -> subprocess.Popen:
+    def _start(self, argv: list[str], limits: Limits, status_fd: int, ro_binds: dict[str, Path] | None = None) -> subprocess.Popen:
         with self._lock:
             if self._removed:
                 raise SandboxError(f"the workspace {self.path} was removed")
@@ -143,9 +145,11 @@ class Workspace:
                 raise SandboxError(f"the workspace {self.path} is gone (deleted by the janitor or by hand)")
             if self.mode == "bwrap":
                 assert self.uid is not None
-                full = sandbox_argv(self.bwrap, self.uid, status_fd, filesystem_args(self.path, self.tmp), argv, limits)
+                full = sandbox_argv(self.bwrap, self.uid, status_fd, filesystem_args(self.path, self.tmp, ro_binds), argv, limits)
                 env, cwd, fds = sandbox_environment(home=WORKSPACE, tmp="/tmp"), "/", (status_fd,)
             else:
+                if ro_binds:
+                    raise SandboxError("read-only binds need sandbox mode bwrap")
                 full = [*rlimit_args(limits), *argv]
                 env, cwd, fds = sandbox_environment(home=str(self.path), tmp=str(self.tmp)), str(self.path), ()
             try:

@@ -77,3 +77,23 @@ def test_a_write_replaces_a_planted_link_never_follows_it(ws, tmp_path):
     with pytest.raises(WorkspaceFileError, match="not a regular file"):
         write_text(ws, "fifo", "x", None)
     assert secret.read_text() == "host secret"
+
+
+def test_the_walk_copies_regular_files_only_and_stops_at_each_cap(ws, tmp_path):
+    from rollflow_engines.sandbox.host_files import WorkspaceOverLimit, text_files
+    (ws / "link").symlink_to(tmp_path)
+    (ws / "loop").symlink_to("loop")
+    os.mkfifo(ws / "fifo")
+    (ws / ".grading").mkdir()
+    (ws / ".grading" / "x").write_text("skipped")
+    caps = dict(max_entries=100, max_bytes=1000, max_seconds=60.0)
+    assert text_files(ws, **caps, skip_dirs=frozenset({".grading"})) == {"pkg/mod.py": "X = 1\n"}
+    for i in range(20):
+        (ws / f"f{i}").write_text("")
+    with pytest.raises(WorkspaceOverLimit, match="more than 10 files"):
+        text_files(ws, **{**caps, "max_entries": 10})
+    (ws / "big").write_bytes(b"x" * 2000)
+    with pytest.raises(WorkspaceOverLimit, match="more than 1000 bytes"):
+        text_files(ws, **caps)
+    with pytest.raises(WorkspaceOverLimit, match="took more than 0 s"):
+        text_files(ws, **{**caps, "max_seconds": 0.0})

@@ -68,6 +68,17 @@ _OPENERS = re.compile(r"<(bash|view|replace|submit)\b")
 MAX_REPLY_CHARS = 20_000
 
 
+def _unsendable(command: str) -> str | None:
+    """Why ``command`` cannot be handed to a process (an argv holds no NUL, and must encode), or None."""
+    if "\x00" in command:
+        return "holds a NUL byte, which no command line can carry"
+    try:
+        command.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds characters that are not valid text (lone surrogates)"
+    return None
+
+
 def parse_action(reply: str) -> Action:
     if len(reply) > MAX_REPLY_CHARS:
         return Invalid(f"the reply is {len(reply)} characters long; keep it under {MAX_REPLY_CHARS} with one action.")
@@ -82,7 +93,9 @@ def parse_action(reply: str) -> Action:
     m = found[0]
     if m["bash"] is not None:
         command = m["bash"].strip()
-        return Bash(command) if command else Invalid("<bash> holds no command.")
+        if not command:
+            return Invalid("<bash> holds no command.")
+        return Invalid(f"<bash> {unsendable}.") if (unsendable := _unsendable(command)) else Bash(command)
     if m["view"] is not None:
         path = m["view"].strip()
         if not path:

@@ -21,14 +21,18 @@ from pydantic import Field, field_validator
 
 from ...errors import UnavailableError
 from ...sandbox import Limits, SandboxError, SandboxUnavailable, Workspace, current
+from ...sandbox.host_files import WorkspaceFileError, WorkspaceOverLimit, text_files
 from .. import snapshots
 from ..base import BaseEnv, EnvConfig, StepResult
 from ..registry import register_env
 from .actions import FORMAT, Bash, Invalid, Replace, Submit, View, parse_action
-from .grading import Grade, final_files, grade
+from .grading import Grade, grade
 from .tasks import TIERS, Task, generate_task, task_for_seed
 
 TRUNCATED = "\n[… truncated: {} more characters]"
+MAX_FILE_BYTES = 1 << 20  # the largest file <view> and <replace> read
+# What the server walks to snapshot a workspace after a step; past any of these the episode ends (the model's doing).
+SNAPSHOT_CAPS = {"max_entries": 5000, "max_bytes": 4 << 20, "max_seconds": 10.0}
 BRIEF_FORMAT = 'Reply <replace path="FILE"><old>TEXT</old><new>TEXT</new></replace>, then <submit/>.'
 
 
@@ -88,7 +92,7 @@ class SweLiteEnv(BaseEnv):
                            else task_for_seed(seed, tuple(config.tiers)))
         self.turn = self.invalid = self.chars = self.sandbox_errors = 0
         self.grade_result: Grade | None = None
-        self.submitted = False
+        self.submitted = self.over = self.over_limit = False
         self.snapshot: str | None = None
         try:
             self.ws: Workspace | None = current().open(files=self.task.files)
@@ -104,7 +108,8 @@ class SweLiteEnv(BaseEnv):
         g = self.grade_result
         return {"task": self.task.id, "tier": self.task.tier, "turn": self.turn, "invalid_actions": self.invalid,
                 "sandbox_errors": self.sandbox_errors, "submitted": self.submitted,
-                "tests_passed_fraction": g.fraction if g else None, "success": bool(g and g.resolved)}
+                "tests_passed_fraction": g.fraction if g else None, "success": bool(g and g.resolved),
+                "reward_tampered": bool(g and g.tampered), "workspace_over_limit": self.over_limit}
 
     def step(self, action: str) -> StepResult:
         parsed = parse_action(action)
@@ -125,10 +130,15 @@ class SweLiteEnv(BaseEnv):
             ended = "Submitted." if self.submitted else "Out of budget (turns or reply characters): graded as it stands."
             observation = f"{ended} Hidden tests: {'all passed' if result.resolved else 'not all passed'}."
         if result is None and isinstance(parsed, (Bash, Replace)):  # the workspace may have changed: save it
-            self._save_snapshot()
+            try:
+                self._save_snapshot()
+            except WorkspaceOverLimit as e:  # the model filled its workspace past what the server will read: its outcome
+                self.over_limit = True
+                observation = f"Episode ended: {e}. Nothing was graded."
+        self.over = result is not None or self.over_limit
         info = {**self.info(), "invalid_action": isinstance(parsed, Invalid), **({"snapshot": self.snapshot} if self.snapshot else {})}
         reward = 1.0 if result is not None and result.resolved else 0.0
-        return StepResult(truncate(observation, self.config.observation_chars), reward, result is not None, info)
+        return StepResult(truncate(observation, self.config.observation_chars), reward, self.over, info)
 
     def _apply(self, action) -> tuple[str, bool]:
         """The observation of ``action`` and whether it ends the episode; SandboxError when the sandbox fails."""
@@ -140,13 +150,10 @@ class SweLiteEnv(BaseEnv):
             r = self.ws.run(action.command, limits=Limits(wall_s=self.config.command_timeout_s, cpu_s=max(1, int(self.config.command_timeout_s))))
             status = "timed out" if r.timed_out else f"exit {r.exit_code}" if r.exit_code is not None else f"killed by signal {r.signal}"
             return f"[{status}]\n{r.stdout}{r.stderr}", False
-        try:
-            path = self.ws.resolve(action.path)
-        except ValueError as e:
-            return f"Error: {e}", False
-        if not path.is_file():
-            return f"Error: {action.path} is not a file.", False
-        text = path.read_text(encoding="utf-8", errors="replace")
+        try:  # the path and what lies there are the model's: a link, a FIFO, a huge file are refused by name
+            text = self.ws.read_text(action.path, MAX_FILE_BYTES)
+        except WorkspaceFileError as e:
+            return f"Error: {e}.", False
         if isinstance(action, View):
             lines = text.splitlines()
             start, end = action.start or 1, min(action.end or len(lines), len(lines))
@@ -155,7 +162,10 @@ class SweLiteEnv(BaseEnv):
         count = text.count(action.old)
         if count != 1:
             return f"Error: the old text occurs {count} times in {action.path}; it must occur exactly once.", False
-        self.ws.write_files({action.path: text.replace(action.old, action.new)})
+        try:
+            self.ws.write_files({action.path: text.replace(action.old, action.new)})
+        except WorkspaceFileError as e:
+            return f"Error: {e}.", False
         return replaced(action.path), False
 
     # ---- snapshots: the workspace and the counters after each step that may change the workspace
@@ -164,7 +174,8 @@ class SweLiteEnv(BaseEnv):
         return {"turn": self.turn, "invalid": self.invalid, "chars": self.chars, "sandbox_errors": self.sandbox_errors}
 
     def _save_snapshot(self) -> None:
-        previous, self.snapshot = self.snapshot, snapshots.save({"task": self.task.id, "counters": self._counters(), "files": final_files(self.ws.path)})
+        files = text_files(self.ws.path, **SNAPSHOT_CAPS)
+        previous, self.snapshot = self.snapshot, snapshots.save({"task": self.task.id, "counters": self._counters(), "files": files})
         snapshots.remove(previous)
 
     def restore(self, snapshot: dict[str, Any]) -> None:
@@ -179,7 +190,7 @@ class SweLiteEnv(BaseEnv):
         self.turn, self.invalid, self.chars, self.sandbox_errors = counters["turn"], counters["invalid"], counters["chars"], counters["sandbox_errors"]
 
     def close(self) -> None:
-        if getattr(self, "grade_result", None) is not None:  # over: nobody resumes it (an unfinished episode's snapshot outlives its session)
+        if getattr(self, "over", False):  # over: nobody resumes it (an unfinished episode's snapshot outlives its session)
             snapshots.remove(getattr(self, "snapshot", None))
         if getattr(self, "ws", None) is not None:
             self.ws.remove()

@@ -1,24 +1,48 @@
-"""Grading a SWE-lite episode: the hidden tests run in a fresh sandbox on the episode's final files.
+"""Grading a SWE-lite episode: the hidden tests run in a fresh sandbox on the task's own files, as the episode left them.
 
-The final files are copied (regular files only: a symlink the model planted is not followed, so
-nothing of the host comes along) into a new workspace beside the hidden tests, under ``.grading/``,
-and pytest writes its results to a JUnit XML file whose name is drawn per grading, so nothing the
-model's code prints can pose as a result. The model never sees the tests or the results file.
+The graded code is the model's, and it runs in the same process as the tests, so the grade is built
+from what that code cannot shape (docs/sandbox.md, "Reward integrity"):
+
+- **Only the task's files** are copied from the episode's workspace (read without following links,
+  bounded), into a fresh workspace: no ``pytest.py``, ``conftest.py``, ``pytest.ini``, ``.pth`` or
+  ``sitecustomize`` of the model's comes along.
+- **The hidden tests and the runner are read-only**, bound at ``/grading`` from a directory the
+  sandbox cannot write; the runner (hidden_runner.py) uses an isolated interpreter with the repository
+  last on its path, a fixed pytest configuration, no conftest and no plugin autoload.
+- **Results** are a JUnit report in the grading sandbox's private ``/tmp``, read by the server without
+  following links, as a regular file of bounded size, with no DOCTYPE.
+- **Every expected test id counts exactly once**: a failure, an error, a skip or a missing id fails
+  the grade.
+- **Canaries**: tests that fail whatever the repository holds are mixed into both hidden modules
+  under names like the real ones. One that passes means the test run was tampered with from inside:
+  the grade is 0 and ``tampered`` is set.
+
+A grading that never started (no interpreter, the sandbox failed) raises SandboxError: the server's
+failure, never a 0.
 """
 from __future__ import annotations
 
+import ast
 import os
+import re
 import secrets
 import xml.etree.ElementTree as ET
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...sandbox import Limits, Workspace, current
+from ...sandbox import Limits, SandboxError, Workspace, current
+from ...sandbox.host_files import WorkspaceFileError, read_bytes, read_text
 from .tasks import Task
 
-GRADING_DIR = ".grading"
-MAX_COPIED_BYTES = 4 * 1024 * 1024
+RUNNER = Path(__file__).with_name("hidden_runner.py").read_text(encoding="utf-8")
 F2P_FILE, P2P_FILE = "test_fail_to_pass.py", "test_pass_to_pass.py"
+MAX_FILE_BYTES = 1 << 20       # of one task file copied for grading
+MAX_RESULTS_BYTES = 1 << 20    # of the JUnit report
+CANARIES_PER_MODULE = 2
+_WORDS = ("small", "one", "zero", "list", "empty", "edge", "rising", "single", "counts", "other", "basic", "large",
+          "negative", "repeat", "mixed", "order", "limit", "total", "case", "default", "bounds", "values", "simple")
+_TEST = re.compile(r"^def (test_\w+)\(", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -27,10 +51,12 @@ class Grade:
     f2p_total: int
     p2p_passed: int
     p2p_total: int
+    tampered: bool = False     # a canary passed: the test run was subverted from inside (all counts are 0 then)
+    problem: str | None = None  # why nothing could be counted: "no_results", "results_unreadable"
 
     @property
     def resolved(self) -> bool:
-        return self.f2p_passed == self.f2p_total and self.p2p_passed == self.p2p_total
+        return not self.tampered and self.f2p_passed == self.f2p_total and self.p2p_passed == self.p2p_total
 
     @property
     def fraction(self) -> float:
@@ -38,47 +64,127 @@ class Grade:
         return (self.f2p_passed + self.p2p_passed) / total if total else 0.0
 
 
-def final_files(root: Path) -> dict[str, str]:
-    """The workspace's regular text files (no symlinks, nothing under .grading), at most MAX_COPIED_BYTES in all."""
-    files: dict[str, str] = {}
-    used = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = [d for d in dirnames if d != GRADING_DIR and d != "__pycache__" and not os.path.islink(os.path.join(dirpath, d))]
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            if os.path.islink(path) or not os.path.isfile(path):
-                continue
-            size = os.path.getsize(path)
-            if used + size > MAX_COPIED_BYTES:
-                continue
-            used += size
-            with open(path, "rb") as f:
-                files[os.path.relpath(path, root)] = f.read().decode("utf-8", errors="replace")
+@dataclass(frozen=True)
+class HiddenModule:
+    file: str
+    source: str          # the task's tests with the canaries mixed in
+    tests: tuple[str, ...]
+    canaries: tuple[str, ...]
+
+
+def test_names(source: str) -> tuple[str, ...]:
+    return tuple(_TEST.findall(source))
+
+
+def with_canaries(file: str, source: str, taken: set[str]) -> HiddenModule:
+    """``source`` with canary tests inserted between its tests at random places: copies of its own tests, renamed
+    like them, whose assertion compares the same expression with a random number no honest code returns. A
+    canary passes only if the test run was subverted, or if the code returns an object equal to anything."""
+    tests = test_names(source)
+    originals = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef) and any(isinstance(n, ast.Assert) for n in node.body)]
+    names: list[str] = []
+    while len(names) < CANARIES_PER_MODULE:
+        name = f"test_{secrets.choice(_WORDS)}" + (f"_{secrets.choice(_WORDS)}" if secrets.randbelow(2) else "")
+        if name not in taken and name not in names:
+            names.append(name)
+    taken.update(names)
+    blocks = re.split(r"\n(?=def test_)", source)  # the header (imports), then one block per test
+    for name in names:
+        blocks.insert(1 + secrets.randbelow(len(blocks)), ast.unparse(_canary(secrets.choice(originals), name)) + "\n\n")
+    return HiddenModule(file, "\n".join(blocks), tests, tuple(names))
+
+
+def _canary(original: ast.FunctionDef, name: str) -> ast.FunctionDef:
+    at = next(i for i, n in enumerate(original.body) if isinstance(n, ast.Assert))
+    checked = original.body[at].test
+    if isinstance(checked, ast.Compare):
+        checked = checked.left
+    elif isinstance(checked, ast.UnaryOp) and isinstance(checked.op, ast.Not):
+        checked = checked.operand
+    token = ast.Constant(10**12 + secrets.randbelow(10**12))
+    canary = ast.FunctionDef(name=name, args=original.args, body=[*original.body[:at], ast.Assert(ast.Compare(checked, [ast.Eq()], [token]))],
+                             decorator_list=[], returns=None, type_comment=None, **({"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}))
+    return ast.fix_missing_locations(canary)
+
+
+def task_files(task: Task, final: Workspace) -> dict[str, str]:
+    """The task's own files as the episode left them; one the model deleted or turned into something other than
+    a regular file (a link, a FIFO, a directory) or grew past MAX_FILE_BYTES is left out, and its tests fail."""
+    files = {}
+    for rel in task.files:
+        try:
+            files[rel] = read_text(final.path, rel, MAX_FILE_BYTES)
+        except WorkspaceFileError:
+            continue
     return files
 
 
-def _count(report: ET.Element, file: str, names: int) -> int:
-    cases = [c for c in report.iter("testcase") if file.removesuffix(".py") in (c.get("classname") or "")]
-    passed = sum(1 for c in cases if not any(child.tag in ("failure", "error", "skipped") for child in c))
-    return min(passed, names)
-
-
-def _test_count(source: str) -> int:
-    return sum(1 for line in source.splitlines() if line.startswith("def test_"))
-
-
 def grade(task: Task, final: Workspace, limits: Limits) -> Grade:
-    """Runs the hidden tests on ``final``'s files; SandboxError when the sandbox itself fails."""
-    results = f"{GRADING_DIR}/results-{secrets.token_hex(8)}.xml"
-    files = {**final_files(final.path), f"{GRADING_DIR}/{F2P_FILE}": task.fail_to_pass, f"{GRADING_DIR}/{P2P_FILE}": task.pass_to_pass}
-    with current().open(files=files) as ws:
-        ws.run(f"python -m pytest -q -p no:cacheprovider --junitxml={results} {GRADING_DIR}", limits=limits)
-        report_path = ws.path / results
-        f2p_total, p2p_total = _test_count(task.fail_to_pass), _test_count(task.pass_to_pass)
-        if not report_path.is_file():  # pytest never got to write it (killed, or the model's code ended it): nothing passed
-            return Grade(0, f2p_total, 0, p2p_total)
-        try:
-            report = ET.parse(report_path).getroot()
-        except ET.ParseError:
-            return Grade(0, f2p_total, 0, p2p_total)
-        return Grade(_count(report, F2P_FILE, f2p_total), f2p_total, _count(report, P2P_FILE, p2p_total), p2p_total)
+    """Runs the hidden tests on ``final``'s copy of the task's files; SandboxError when the sandbox itself fails."""
+    taken = set(test_names(task.fail_to_pass)) | set(test_names(task.pass_to_pass))
+    modules = [with_canaries(F2P_FILE, task.fail_to_pass, taken), with_canaries(P2P_FILE, task.pass_to_pass, taken)]
+    with current().open(files=task_files(task, final)) as ws:
+        outcomes = _run(ws, modules, limits)
+    f2p, p2p = modules
+    if outcomes is None or isinstance(outcomes, str):
+        return Grade(0, len(f2p.tests), 0, len(p2p.tests), problem=outcomes or "no_results")
+    if any(outcomes.get((m.file, name)) == "passed" for m in modules for name in m.canaries):
+        return Grade(0, len(f2p.tests), 0, len(p2p.tests), tampered=True)
+
+    def passed(m: HiddenModule) -> int:
+        return sum(outcomes.get((m.file, name)) == "passed" for name in m.tests)
+    return Grade(passed(f2p), len(f2p.tests), passed(p2p), len(p2p.tests))
+
+
+def _run(ws: Workspace, modules: list[HiddenModule], limits: Limits) -> dict[tuple[str, str], str] | str | None:
+    """Outcome by (file, test name) from the JUnit report; a str naming why there is none usable, None if pytest wrote none."""
+    hidden = ws.record / "hidden"  # beside the workspace, outside what the sandbox can write; bound read-only
+    _write_readable(hidden, {"pytest.ini": "[pytest]\n", "runner.py": RUNNER, **{f"tests/{m.file}": m.source for m in modules}})
+    nonce, results = secrets.token_hex(8), f"results-{secrets.token_hex(8)}.xml"
+    if ws.mode == "bwrap":
+        inside, repo, tmp, binds = "/grading", "/workspace", "/tmp", {"/grading": hidden}
+    else:  # mode none trusts the code: no bind to make, the host paths as they are
+        inside, repo, tmp, binds = str(hidden), str(ws.path), str(ws.tmp), None
+    r = ws.run(["python", "-I", f"{inside}/runner.py", nonce, inside, repo, f"{tmp}/{results}"], limits=limits, ro_binds=binds)
+    if not r.stdout.startswith(f"rollflow-grading-started {nonce}\n"):
+        if r.timed_out:  # never got to print: the machine is too slow for grading_timeout_s
+            raise SandboxError(f"the grading interpreter did not start within {limits.wall_s:g} s")
+        raise SandboxError(f"the grading interpreter did not start (exit {r.exit_code}, signal {r.signal}): {r.stderr.strip()[-1000:] or 'no message'}")
+    try:
+        report = read_bytes(ws.tmp, results, MAX_RESULTS_BYTES)
+    except WorkspaceFileError:  # absent: pytest never wrote it (killed, or the model's code ended the process)
+        return "results_unreadable" if os.path.lexists(ws.tmp / results) else None
+    return parse_junit(report, {m.file for m in modules})
+
+
+def _write_readable(top: Path, files: dict[str, str]) -> None:
+    """Root's files that any uid may read (whatever this server's umask), none may write."""
+    for rel, text in files.items():
+        path = top / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o644)
+    for d in {top, *(p for rel in files for p in (top / rel).parents if p.is_relative_to(top))}:
+        d.chmod(0o755)
+
+
+def parse_junit(report: bytes, files: set[str]) -> dict[tuple[str, str], str] | str:
+    """(file, test name) -> "passed" | "failed" (a test reported twice counts as failed); "results_unreadable" for a
+    report that does not parse."""
+    if b"<!DOCTYPE" in report or b"<!ENTITY" in report:  # pytest writes neither; entities are an expansion attack
+        return "results_unreadable"
+    try:
+        root = ET.fromstring(report)
+    except ET.ParseError:
+        return "results_unreadable"
+    seen: Counter[tuple[str, str]] = Counter()
+    outcomes: dict[tuple[str, str], str] = {}
+    for case in root.iter("testcase"):
+        module = (case.get("classname") or "").rsplit(".", 1)[-1] + ".py"
+        key = (module, case.get("name") or "")
+        if module not in files:
+            continue
+        seen[key] += 1
+        failed = any(child.tag in ("failure", "error", "skipped") for child in case)
+        outcomes[key] = "failed" if failed or seen[key] > 1 else "passed"
+    return outcomes
