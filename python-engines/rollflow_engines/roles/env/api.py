@@ -117,6 +117,8 @@ class EnvRole:
             self.metrics.invalid_actions.labels(session.env_name).inc()
         if done:
             self._episode_ended(session.env_name, info)
+        # An env may echo the model's text (a path it named); a lone surrogate in it would fail the JSON encoding.
+        observation = observation.encode("utf-8", errors="replace").decode("utf-8")
         return StepResponse(observation=observation, reward=reward, done=done, info=info)
 
     def _episode_ended(self, env_name: str, info: dict[str, Any]) -> None:
@@ -125,6 +127,10 @@ class EnvRole:
             self.metrics.episode_turns.labels(env_name).observe(info["turn"])
         if isinstance(info.get("tests_passed_fraction"), (int, float)):
             self.metrics.episode_tests_passed.labels(env_name).observe(info["tests_passed_fraction"])
+        if info.get("reward_tampered") is True:
+            self.metrics.rewards_tampered.labels(env_name).inc()
+        if info.get("workspace_over_limit") is True:
+            self.metrics.episodes_over_limit.labels(env_name).inc()
 
     @contextmanager
     def _counting_unavailable(self, env_name: str):

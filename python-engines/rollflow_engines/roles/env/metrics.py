@@ -22,6 +22,8 @@ class EnvMetrics:
         self.episode_tests_passed = Histogram(PREFIX + "episode_tests_passed_fraction", "Share of the hidden tests an ended episode passed, for "
                                               "envs that grade with tests (info.tests_passed_fraction).", ["env"], registry=r,
                                               buckets=(0, 0.25, 0.5, 0.75, 0.99, 1))
+        self.rewards_tampered = Counter(PREFIX + "rewards_tampered", "Episodes whose grading showed tampering (a canary test passed): scored 0.", ["env"], registry=r)
+        self.episodes_over_limit = Counter(PREFIX + "episodes_over_limit", "Episodes ended because the workspace outgrew what the server reads (files, bytes, time): scored 0.", ["env"], registry=r)
         self.sandbox_errors = Counter(PREFIX + "sandbox_errors", "Env steps or resets the sandbox failed (answered 503: the server's failure, not the model's).", ["env"], registry=r)
         self.rewards = Counter(PREFIX + "rewards", "Responses scored (/reward).", ["domain", "verifier"], registry=r)
         self.reward_timeouts = Counter(PREFIX + "reward_timeouts", "Verifications cut by reward_timeout_s (scored 0).", ["domain", "verifier"], registry=r)
