@@ -77,7 +77,8 @@ def resolve_model(cfg: Config) -> str:
         print(f"model directory: {resolve_model_path(cfg.model, cfg.model_seed, log=print)}")  # built before timing starts
         return cfg.model
     from rollflow_engines.models.tiny import default_cache_dir
-    from rollflow_engines.models.warmstart import resolve_warm_path, split_name, warm_start
+    from rollflow_engines.models.names import split_name
+    from rollflow_engines.models.warmstart import resolve_warm_path, warm_start
 
     spec = dataclasses.replace(warm_start(cfg.warm_base), **json.loads(cfg.warm_override))
     preset, _ = split_name(cfg.model)
@@ -150,7 +151,8 @@ async def run(cfg: Config) -> dict:
     from rollflow_engines.exports import write_export_manifest
     from rollflow_engines.roles.inference import Options as InferenceOptions, build_engine
     from rollflow_engines.roles.trainer import Options as TrainerOptions
-    from rollflow_engines.roles.trainer.batch import check_samples, prepare_batch
+    from rollflow_engines.roles.trainer.batch import prepare_batch
+    from rollflow_engines.roles.trainer.batch_read import check_samples
     from rollflow_engines.roles.trainer.contracts import Sample, TrainStepRequest
     from rollflow_engines.roles.trainer.torch_backend import TorchTrainer
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConflictError, NotFoundError, RequestError
-from .models.warmstart import split_name
+from .models.names import split_name
 
 EXPORT_MANIFEST = "rollflow_export.json"
 # Trainer backends that export Hugging Face directories (safetensors + config + tokenizer).

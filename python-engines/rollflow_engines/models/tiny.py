@@ -89,52 +89,25 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("ROLLFLOW_MODEL_CACHE", Path(__file__).resolve().parents[3] / ".cache" / "models"))
 
 
-def check_tiny_name(name: str) -> None:
-    """ValueError unless ``name`` is ``tiny:<preset>`` or ``tiny:<preset>+warm:<warm-start>`` with known parts."""
-    from .warmstart import WARM_STARTS, split_name
-
-    preset, warm = split_name(name)
-    if preset not in TINY_PRESETS:
-        raise ValueError(f"unknown tiny preset; expected one of {', '.join(f'tiny:{p}' for p in TINY_PRESETS)}")
-    if warm is not None and warm not in WARM_STARTS:
-        raise ValueError(f"unknown warm-start {warm!r}; expected tiny:{preset}+warm:<one of {', '.join(WARM_STARTS)}>")
-
-
-def resolve_model_path(name_or_path: str, seed: int = 0, cache_dir: str | os.PathLike | None = None, log=None) -> Path:
-    """``tiny:<preset>`` -> a built model directory (built on first use); ``tiny:<preset>+warm:<name>``
-    -> that model after warm-start ``<name>`` (models/warmstart.py); anything else is a local directory."""
-    if name_or_path.startswith("tiny:") and "+warm:" in name_or_path:
-        from .warmstart import resolve_warm_path, split_name
-
-        preset, warm = split_name(name_or_path)
-        return resolve_warm_path(preset, warm or "", seed, cache_dir or default_cache_dir(), log)
-    if name_or_path.startswith("tiny:"):
-        preset = name_or_path.removeprefix("tiny:")
-        target = Path(cache_dir or default_cache_dir()) / f"tiny-{preset}-seed{seed}"
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                build_tiny_model(preset, seed, target)
-            except OSError:
-                if not target.exists():  # another process won the rename race: fine; anything else is real
-                    raise
-        return target
-    path = Path(name_or_path)
-    if not path.is_dir():
-        raise FileNotFoundError(f"model {name_or_path!r}: not a directory (models are not downloaded here; use tiny:<preset> or a local path)")
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"model {name_or_path!r}: no config.json there; expected a Hugging Face model directory "
-                                "(config.json, safetensors weights, tokenizer files), as save_pretrained writes it")
-    return path
+def tiny_model_dir(preset: str, seed: int = 0, cache_dir: str | os.PathLike | None = None) -> Path:
+    """The directory of ``tiny:<preset>`` (seed ``seed``), built on first use."""
+    target = Path(cache_dir or default_cache_dir()) / f"tiny-{preset}-seed{seed}"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            build_tiny_model(preset, seed, target)
+        except OSError:
+            if not target.exists():  # another process won the rename race: fine; anything else is real
+                raise
+    return target
 
 
-def load_model(name_or_path: str, seed: int = 0, cache_dir: str | os.PathLike | None = None, dtype: str = "fp32"):
-    """(model, tokenizer) on CPU with parameters in ``dtype`` (policy_options.DTYPE_NAMES), from local files only."""
+def load_pretrained(path: str | os.PathLike, dtype: str = "fp32"):
+    """(model, tokenizer) of a Hugging Face model directory, on CPU with parameters in ``dtype`` (policy_options.DTYPE_NAMES), from local files only."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from .policy_options import torch_dtype
 
-    path = resolve_model_path(name_or_path, seed, cache_dir)
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch_dtype(dtype))
     model.eval()

@@ -93,13 +93,6 @@ WARM_STARTS: dict[str, WarmStart] = {
 
 # ---- names
 
-def split_name(name: str) -> tuple[str, str | None]:
-    """``tiny:small+warm:add`` -> ("small", "add"); ``tiny:small`` -> ("small", None)."""
-    body = name.removeprefix("tiny:")
-    preset, sep, warm = body.partition("+warm:")
-    return preset, (warm if sep else None)
-
-
 def warm_start(name: str) -> WarmStart:
     if name not in WARM_STARTS:
         raise ValueError(f"unknown warm-start {name!r}; expected one of {', '.join(WARM_STARTS)}")
@@ -147,7 +140,7 @@ def _arithmetic_example(spec: WarmStart, i: int, tok) -> tuple[list[int], list[i
 def _frozen_lake_example(spec: WarmStart, i: int, tok, max_context: int) -> tuple[list[int], list[int], list[int]]:
     from ..envs.frozen_lake import ACTIONS, FrozenLakeConfig, FrozenLakeEnv
     from ..envs.rng import SplitMix64
-    from ..roles.inference.engine import hf_chat_continuation
+    from .chat import hf_chat_continuation
 
     config = FrozenLakeConfig(**spec.env_config)
     rng = SplitMix64(_seed(spec.data_seed, "example", i))
@@ -185,7 +178,7 @@ def _chat_prompt(tok, messages: list[dict[str, str]]) -> list[int]:
 
 def _swe_example(spec: WarmStart, i: int, tok) -> tuple[list[int], list[int], list[int]]:
     from ..envs.rng import SplitMix64
-    from ..roles.inference.engine import hf_chat_continuation
+    from .chat import hf_chat_continuation
     from .warmstart_swe import swe_transcript
 
     rng = SplitMix64(_seed(spec.data_seed, "example", i))
@@ -224,7 +217,7 @@ def train_warm_start(model, tok, spec: WarmStart, log=None) -> dict[str, float]:
     """Supervised steps on ``spec``'s examples (cross-entropy of the reply tokens); returns summary stats."""
     import torch
 
-    from ..roles.trainer.batch import pad_sequences, response_logprobs
+    from .sequences import pad_sequences, response_logprobs
 
     max_context = int(getattr(model.config, "max_position_embeddings", 512))
     optimizer = torch.optim.AdamW(model.parameters(), lr=spec.learning_rate, weight_decay=0.0)
@@ -254,10 +247,10 @@ def train_warm_start(model, tok, spec: WarmStart, log=None) -> dict[str, float]:
 def build_warm_model(preset: str, seed: int, spec: WarmStart, out_dir: str | os.PathLike,
                      cache_dir: str | os.PathLike | None = None, log=None) -> Path:
     """Warm-starts ``tiny:<preset>`` (seed ``seed``) and saves it to ``out_dir`` atomically."""
-    from .tiny import load_model
+    from .tiny import load_pretrained, tiny_model_dir
 
     started = time.perf_counter()
-    model, tok = load_model(f"tiny:{preset}", seed, cache_dir)
+    model, tok = load_pretrained(tiny_model_dir(preset, seed, cache_dir))
     stats = train_warm_start(model, tok, spec, log)
     out = Path(out_dir)
     tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
@@ -295,14 +288,18 @@ def resolve_warm_path(preset: str, warm: str | WarmStart, seed: int, cache_dir: 
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
-    from .tiny import resolve_model_path
+    from .names import split_name
+    from .tiny import default_cache_dir
 
     parser = argparse.ArgumentParser(description="Build (or find) a warm-started tiny model and print its directory.")
     parser.add_argument("model", help="tiny:<preset>+warm:<name>; names: " + ", ".join(WARM_STARTS))
     parser.add_argument("--seed", type=int, default=0, help="model_seed")
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)
-    print(resolve_model_path(args.model, args.seed, args.cache_dir, log=print))
+    preset, warm = split_name(args.model)
+    if warm is None:
+        parser.error(f"{args.model!r} names no warm-start: expected tiny:<preset>+warm:<name>")
+    print(resolve_warm_path(preset, warm, args.seed, args.cache_dir or default_cache_dir(), log=print))
 
 
 if __name__ == "__main__":

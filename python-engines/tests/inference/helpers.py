@@ -14,7 +14,8 @@ import httpx
 from rollflow_engines.app import create_app
 from rollflow_engines.config import ServeConfig
 from rollflow_engines.exports import write_export_manifest
-from rollflow_engines.roles.inference.engine import Seq, SteppedEngine
+from rollflow_engines.roles.inference.engine import Seq
+from rollflow_engines.roles.inference.stepped import SteppedEngine
 
 
 @asynccontextmanager

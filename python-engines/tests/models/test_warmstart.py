@@ -8,7 +8,7 @@ from rollflow_engines.envs.arithmetic import parse_integer
 from rollflow_engines.envs.frozen_lake import parse_action
 from rollflow_engines.models import load_model, resolve_model_path
 from rollflow_engines.models import warmstart
-from rollflow_engines.models.tiny import check_tiny_name
+from rollflow_engines.models.loading import check_tiny_name
 from rollflow_engines.models.warmstart import WARM_STARTS, WarmStart, make_example, resolve_warm_path
 from rollflow_engines.roles.inference import Options as InferenceOptions
 

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from rollflow_engines.roles.trainer.batch import pad_sequences, response_hidden, response_logprobs_and_entropy
+from rollflow_engines.models.sequences import pad_sequences, response_hidden, response_logprobs_and_entropy
 
 # Vocabulary of 2, prompt [0], response [1]: the logit predicting the response token is at position 0.
 ENTROPY_TABLE = [

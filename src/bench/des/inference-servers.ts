@@ -1,6 +1,6 @@
 /**
  * K simulated inference servers, stepped like the python-engines scheduler
- * (roles/inference/engine.py SteppedEngine + sim.py): each server decodes one
+ * (roles/inference/stepped.py SteppedEngine + sim.py): each server decodes one
  * token for every running sequence per step, a step over b sequences takes
  * c0 + c1·b seconds (memory-bound decode), at most max_batch sequences run
  * and the rest wait in FIFO order for a free slot at a step boundary. A

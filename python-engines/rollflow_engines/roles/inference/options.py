@@ -103,7 +103,7 @@ class Options(PolicyModelOptions):
     def _model_exists(cls, model: str, info: ValidationInfo) -> str:
         backend = info.data.get("backend")
         if backend in ("torch", "vllm") and model.startswith("tiny:"):
-            from ...models.tiny import check_tiny_name
+            from ...models.loading import check_tiny_name
 
             check_tiny_name(model)
         elif backend == "torch" and not Path(model).is_dir():  # vllm may fetch hub ids itself

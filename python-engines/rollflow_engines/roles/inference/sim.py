@@ -22,7 +22,8 @@ from time import monotonic
 
 from ...errors import RequestError
 from ...exports import ServedModel
-from .engine import SamplingParams, Seq, SteppedEngine, derive_seed
+from .engine import SamplingParams, Seq, derive_seed
+from .stepped import SteppedEngine
 from . import swe_escape, swe_oracle
 from .metrics import InferenceMetrics
 from .options import Options, SimLength

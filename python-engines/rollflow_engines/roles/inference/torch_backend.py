@@ -33,7 +33,9 @@ from ...exports import HF_EXPORTERS, ServedModel
 from ...models import load_model, resolve_model_path
 from ...models.lora import LoraSpec, load_adapter, wrap
 from ...widths import width_groups
-from .engine import SamplingParams, Seq, SteppedEngine, derive_seed, hf_chat_continuation, hf_decode
+from ...models.chat import hf_chat_continuation
+from .engine import SamplingParams, Seq, derive_seed, hf_decode
+from .stepped import SteppedEngine
 from .metrics import InferenceMetrics
 from .options import Options
 

@@ -29,7 +29,8 @@ from typing import Any
 from ...errors import ConflictError, RequestError
 from ...exports import HF_EXPORTERS, ServedModel
 from ...models import resolve_model_path
-from .engine import Delta, Generation, InferenceEngine, SamplingParams, derive_seed, hf_chat_continuation, hf_decode
+from ...models.chat import hf_chat_continuation
+from .engine import Delta, Generation, InferenceEngine, SamplingParams, derive_seed, hf_decode
 from .metrics import InferenceMetrics
 from .options import Options
 

@@ -38,7 +38,8 @@ from fastapi.routing import APIRoute
 from ...errors import ConflictError, NotFoundError, RequestError
 from ...exports import EXPORT_MANIFEST, write_export_manifest
 from .backend import RecordedStep, TrainerBackend, run_in_thread
-from .batch import batch_fingerprint, check_samples, prepare_batch, resolve_samples
+from .batch import prepare_batch
+from .batch_read import batch_fingerprint, check_samples, resolve_samples
 from .contracts import (ResetRequest, ResetResponse, ExportWeightsRequest, ExportWeightsResponse, LoadRequest, LoadResponse, LogprobsRequest,
                         LogprobsResponse, SaveRequest, SaveResponse, TrainerState, TrainStepRequest, TrainStepResponse)
 from .metrics import TrainerMetrics

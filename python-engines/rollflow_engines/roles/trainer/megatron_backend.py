@@ -39,8 +39,8 @@ from ...algorithms import LOSS_AGGREGATIONS, objective
 from ...errors import RequestError
 from ...models import resolve_model_path
 from .backend import MetricAverager, RecordedStep, TrainerBackend, run_in_thread
-from .batch import (MicroBatch, MicroInputs, PreparedBatch, batch_metrics, effective_temperature, fill_advantages,
-                    micro_inputs, pad_sequences, response_logprobs_and_entropy)
+from ...models.sequences import MicroBatch, effective_temperature, pad_sequences, response_logprobs_and_entropy
+from .batch import MicroInputs, PreparedBatch, batch_metrics, fill_advantages, micro_inputs
 from .contracts import TokenSequence, TrainStepRequest, TrainStepResponse
 from .schedule import scheduled_lr, set_lr
 

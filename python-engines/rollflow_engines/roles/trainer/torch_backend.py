@@ -51,8 +51,8 @@ from ...models import load_model, resolve_model_path
 from ...models.lora import LoraSpec, merged_copy, wrap
 from ...widths import width_groups
 from .backend import MetricAverager, RecordedStep, TrainerBackend, run_in_thread
-from .batch import (MicroBatch, MicroInputs, PreparedBatch, StepNeeds, batch_metrics, fill_advantages, micro_inputs,
-                    pad_sequences, response_hidden, response_logprobs_and_entropy)
+from ...models.sequences import MicroBatch, pad_sequences, response_hidden, response_logprobs_and_entropy
+from .batch import MicroInputs, PreparedBatch, StepNeeds, batch_metrics, fill_advantages, micro_inputs
 from .contracts import TokenSequence, TrainStepRequest, TrainStepResponse
 from .schedule import scheduled_lr, set_lr
 
