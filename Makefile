@@ -40,9 +40,9 @@ temporal-cli:
 	@temporal/ensure-cli.sh >/dev/null
 
 # Debian packages: docker-compose validates docker-compose.yml offline in the tests, bubblewrap is the
-# sandbox, chromium is the browser the UI test drives.
+# sandbox (libseccomp2 builds its seccomp filter), chromium is the browser the UI test drives.
 system-packages:
-	@scripts/ensure-system-packages.sh docker-compose=docker-compose bwrap=bubblewrap chromium=chromium
+	@scripts/ensure-system-packages.sh docker-compose=docker-compose bwrap=bubblewrap libseccomp.so.2=libseccomp2 chromium=chromium
 
 build: dist/.built
 dist/.built: node_modules/.installed tsconfig.json tsconfig.build.json $(TS_SOURCES)
