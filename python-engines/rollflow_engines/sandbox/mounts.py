@@ -34,8 +34,10 @@ _lock = threading.Lock()
 
 
 def python_dirs() -> list[Path]:
-    """The directories the sandbox's ``python`` needs, resolved, outside /usr and /etc: its installation,
-    its venv, and every ``sys.path`` entry it starts with (a ``.pth`` file may point anywhere).
+    """The directories the sandbox's ``python`` needs, outside /usr and /etc: its installation, its venv,
+    and every ``sys.path`` entry it starts with (a ``.pth`` file may point anywhere). Each at the path
+    the interpreter names it by and at its resolved path (a venv reached through a symlink, the
+    interpreter's own symlink into its installation), bound from the resolved path.
 
     Asked of the interpreter itself, once per process, with the sandbox's own environment: this
     process's ``sys.path`` also holds what PYTHONPATH, pytest or the server added, which the sandboxed
@@ -51,7 +53,8 @@ def python_dirs() -> list[Path]:
                 entries, done = None, e
             if entries is None:
                 raise SandboxUnavailable(f"{sys.executable} could not report its sys.path: {done}")
-            _python_dirs = _outermost(Path(e).resolve() for e in entries if e and os.path.exists(e))
+            found = [Path(os.path.abspath(e)) for e in entries if e and os.path.exists(e)]
+            _python_dirs = _outermost([*found, *(p.resolve() for p in found)])
         return list(_python_dirs)
 
 
@@ -82,7 +85,7 @@ def filesystem_args(workspace: Path, tmp: Path) -> list[str]:
     for parent in sorted({p for d in python for p in d.parents if p != Path("/")}, key=lambda p: len(p.parts)):
         args += ["--perms", "0755", "--dir", str(parent)]  # bwrap would make them 0700, closed to the sandbox's uid
     for d in python:
-        args += ["--ro-bind", str(d), str(d)]
+        args += ["--ro-bind", str(d.resolve()), str(d)]
     args += ["--remount-ro", "/", "--chdir", WORKSPACE]
     return args
 
