@@ -82,6 +82,9 @@ def build_filter():
     sc = _library()
     f = sc.SyscallFilter(sc.ALLOW)
     f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
+    # A binary tree over syscall numbers instead of a linear chain: with default allow, every syscall
+    # the command makes would otherwise walk all the rules before it is allowed.
+    f.set_attr(sc.Attr.CTL_OPTIMIZE, 2)
     for name in DENIED:
         f.add_rule(sc.ERRNO(EPERM), _number(sc, name))
     f.add_rule(sc.ERRNO(ENOSYS), _number(sc, "clone3"))
