@@ -195,6 +195,19 @@ class RunCgroup:
                 time.sleep(0.005)
 
 
+def remove_workspace_cgroups(workspace_id: str, mode: MemoryMode | None = None) -> None:
+    """Remove the empty run cgroups of one workspace (``<id>-<n>``) now, without the sweep's grace period:
+    for the janitor, once it knows that workspace's server is dead."""
+    mode = mode or memory_mode()
+    if mode.base is None:
+        return
+    for path in mode.base.glob(f"{workspace_id}-*"):
+        try:
+            path.rmdir()
+        except OSError:
+            continue  # still has processes (they are being killed), or gone meanwhile: the sweep retries
+
+
 def sweep(mode: MemoryMode | None = None, grace_s: float = LEFTOVER_GRACE_S) -> int:
     """Remove run cgroups left by a killed server: empty and older than ``grace_s``. Returns how many."""
     mode = mode or memory_mode()

@@ -97,6 +97,7 @@ def _reap(record: Path, owner: str, now: float, max_age_s: float, live_owners: s
             if uid is not None:
                 kill_uid(uid)
         delete_tree(record)
+        cgroups.remove_workspace_cgroups(record.name)  # a run of a killed server leaves its (empty) cgroup
         return True
     finally:
         os.close(fd)

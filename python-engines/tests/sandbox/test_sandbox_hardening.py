@@ -106,13 +106,17 @@ def test_the_workspace_is_a_capped_tmpfs_unmounted_on_removal(tmp_path):
         open_workspace(root, "tests", disk_mb=0)
 
 
-def test_a_dead_server_s_tmpfs_is_unmounted_by_the_janitor(root):
-    proc, record, uid = start_holder(root, "dead-server", run=False)
+def test_a_dead_server_s_tmpfs_and_run_cgroup_are_removed_by_the_janitor(root):
+    proc, record, uid = start_holder(root, "dead-server", run=True)
+    wait_for(lambda: len(uid_processes(uid)) >= 2, "the sleeps started")
     assert mounts_under(root) == [record]
     proc.kill()
     proc.wait()
+    wait_for(lambda: uid_processes(uid) == [], "the sandbox died with its server")
     assert reap_orphans(root, max_age_s=3600, live_owners={"me"}) == 1
-    assert mounts_under(root) == [] and not record.exists() and uid_processes(uid) == []
+    assert mounts_under(root) == [] and not record.exists()
+    base = cgroups.memory_mode().base
+    assert base is None or list(base.glob(f"{record.name}-*")) == []
 
 
 IN_A_TMP_VENV = """
