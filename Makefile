@@ -40,9 +40,9 @@ temporal-cli:
 	@temporal/ensure-cli.sh >/dev/null
 
 # Debian packages: docker-compose validates docker-compose.yml offline in the tests, bubblewrap is the
-# sandbox, chromium is the browser the UI test drives.
+# sandbox (libseccomp2 builds its seccomp filter), chromium is the browser the UI test drives.
 system-packages:
-	@scripts/ensure-system-packages.sh docker-compose=docker-compose bwrap=bubblewrap chromium=chromium
+	@scripts/ensure-system-packages.sh docker-compose=docker-compose bwrap=bubblewrap libseccomp.so.2=libseccomp2 chromium=chromium
 
 build: dist/.built
 dist/.built: node_modules/.installed tsconfig.json tsconfig.build.json $(TS_SOURCES)
@@ -109,6 +109,7 @@ bench: setup build
 	$(ROLLFLOW) bench w7 $(BENCH_W7) --out $(BENCH_OUT)/w7.json
 	$(ROLLFLOW) bench w8 $(BENCH_W8) --out $(BENCH_OUT)/w8.json
 	for w in w1 w2 w3 w4 w5 w7 w8; do .venv/bin/python bench/report.py $$w $(BENCH_OUT)/$$w*.json; done
+	.venv/bin/python bench/sandbox/bench_sandbox.py --out $(BENCH_OUT)/sandbox.json
 	export ROLLFLOW_STATE=$(CURDIR)/.state/chaos; $(ROLLFLOW) chaos $(CHAOS_CONFIG) --every 60 --seed 1 --out $(BENCH_OUT)/chaos.md; \
 	  ok=$$?; $(ROLLFLOW) dev down $(CHAOS_CONFIG); exit $$ok
 

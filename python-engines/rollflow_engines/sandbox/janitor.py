@@ -11,7 +11,9 @@ A workspace ``<root>/<owner>/<id>`` is removed when
 
 A workspace held open by another live process (another env server sharing the root) is otherwise left
 alone, whatever its owner. A directory without a lock file is one being created, or a creation that
-crashed: it is removed once older than ``CREATING_GRACE_S``.
+crashed: it is removed once older than ``CREATING_GRACE_S``. Removing a workspace unmounts its tmpfs
+first (``delete_tree``). Each sweep also removes the empty run cgroups a killed server left
+(``cgroups.sweep``).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import os
 import time
 from pathlib import Path
 
+from . import cgroups
 from .errors import SandboxError
 from .uids import kill_uid
 from .workspace import LOCK_FILE, delete_tree, open_here
@@ -33,6 +36,9 @@ CREATING_GRACE_S = 60.0  # creating a workspace takes milliseconds; a lock-less 
 def reap_orphans(root: Path, *, max_age_s: float, live_owners: set[str]) -> int:
     """Remove orphaned and over-age workspaces under ``root``; returns how many were removed."""
     root = Path(root).absolute()
+    if cgroups.memory_mode().kind != "rlimit":
+        if left := cgroups.sweep():
+            log.info("janitor: removed %d empty sandbox cgroup(s) left by a killed server", left)
     if not root.is_dir():
         return 0
     removed = 0
@@ -91,6 +97,7 @@ def _reap(record: Path, owner: str, now: float, max_age_s: float, live_owners: s
             if uid is not None:
                 kill_uid(uid)
         delete_tree(record)
+        cgroups.remove_workspace_cgroups(record.name)  # a run of a killed server leaves its (empty) cgroup
         return True
     finally:
         os.close(fd)

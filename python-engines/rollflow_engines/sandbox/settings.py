@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .workspace import Mode, Workspace, open_workspace
+from .workspace import DEFAULT_DISK_MB, DEFAULT_MAX_INODES, Mode, Workspace, open_workspace
 
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "rollflow-sandboxes"
 DEFAULT_MAX_AGE_S = 6 * 3600.0
@@ -26,9 +26,11 @@ class SandboxSettings:
     mode: Mode = "bwrap"
     max_age_s: float = DEFAULT_MAX_AGE_S
     owner: str = field(default=OWNER)
+    disk_mb: int = DEFAULT_DISK_MB        # each workspace's tmpfs: bytes of /workspace and /tmp together (bwrap mode)
+    max_inodes: int = DEFAULT_MAX_INODES  # and files and directories
 
     def open(self, files: dict[str, str] | None = None) -> Workspace:
-        return open_workspace(self.root, self.owner, mode=self.mode, files=files)
+        return open_workspace(self.root, self.owner, mode=self.mode, files=files, disk_mb=self.disk_mb, max_inodes=self.max_inodes)
 
 
 _current = SandboxSettings()

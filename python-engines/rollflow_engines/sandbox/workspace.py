@@ -2,7 +2,9 @@
 
 On disk, ``<root>/<owner>/<id>/`` holds ``workspace/`` (the sandbox's /workspace, ``Workspace.path``),
 ``tmp/`` (its /tmp) and ``lock``, which the process holding the workspace keeps ``flock``-ed and which
-records the workspace's uid: the janitor (``janitor.py``) tells live workspaces from orphans by it.
+records the workspace's uid: the janitor (``janitor.py``) tells live workspaces from orphans by it. In
+bwrap mode ``<id>`` is the mount point of the workspace's own tmpfs, capped at ``disk_mb`` and
+``max_inodes`` (wsfs.py), mounted before anything is written there and unmounted on removal.
 
 Cleanup: ``remove()`` (also on leaving the ``with``, however it is left) kills every process of the
 workspace, waits until the kernel has none left under its uid, deletes the directory and gives the
@@ -28,11 +30,11 @@ from pathlib import Path
 from typing import Literal
 
 from .check import check_sandbox
-from .command import rlimit_args, sandbox_argv
-from . import host_files
+from .command import rlimit_args
+from . import host_files, launch, wsfs
 from .errors import SandboxError
 from .limits import Limits, RunResult
-from .mounts import WORKSPACE, filesystem_args, sandbox_environment
+from .mounts import WORKSPACE, sandbox_environment
 from .output import pump
 from .uids import UidLease, kill_uid, lease_uid
 
@@ -42,6 +44,11 @@ Mode = Literal["bwrap", "none"]
 OWNER_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 LOCK_FILE = "lock"
 _MAX_SIGNAL = 64  # bwrap reports a command killed by signal N as exit status 128 + N, like a shell
+# A workspace's filesystem cap (bwrap mode). A SWE repository (django: about 6 000 files and directories,
+# 50 MiB with its git objects packed) fits with room for a build and pytest's files; 100 000 empty files
+# or a disk-filling loop do not.
+DEFAULT_DISK_MB = 256
+DEFAULT_MAX_INODES = 20_000
 
 # Workspaces open in this process, by their directory: the janitor removes these through their Workspace.
 _open: dict[Path, "Workspace"] = {}
@@ -105,7 +112,7 @@ class Workspace:
         status_r, status_w = os.pipe() if self.mode == "bwrap" else (-1, -1)
         killed = threading.Event()
         try:
-            proc = self._start(argv, limits, status_w, ro_binds)
+            proc, started = self._start(argv, limits, status_w, ro_binds)
         except BaseException:
             if status_r >= 0:
                 os.close(status_r)
@@ -131,22 +138,28 @@ class Workspace:
                 os.close(status_r)
             with self._lock:
                 self._procs.discard(proc)
+            oom_killed = started is not None and started.oom_killed()
+            if started is not None:
+                started.close()  # every process of the run is gone: its cgroup can go
         if self._removed:
             raise SandboxError(f"the workspace {self.path} was removed while {argv[-1][:200]!r} ran")
         exit_code, sig = self._outcome(proc, status, err.text(), timed_out)
         return RunResult(exit_code=exit_code, stdout=out.text(), stderr=err.text(), truncated=out.truncated or err.truncated,
-                         timed_out=timed_out, signal=sig)
+                         timed_out=timed_out, signal=sig, oom_killed=oom_killed)
 
-    def _start(self, argv: list[str], limits: Limits, status_fd: int, ro_binds: dict[str, Path] | None = None) -> subprocess.Popen:
+    def _start(self, argv: list[str], limits: Limits, status_fd: int,
+               ro_binds: dict[str, Path] | None = None) -> tuple[subprocess.Popen, "launch.Launch | None"]:
         with self._lock:
             if self._removed:
                 raise SandboxError(f"the workspace {self.path} was removed")
             if not self.path.is_dir():
                 raise SandboxError(f"the workspace {self.path} is gone (deleted by the janitor or by hand)")
+            started = None
             if self.mode == "bwrap":
                 assert self.uid is not None
-                full = sandbox_argv(self.bwrap, self.uid, status_fd, filesystem_args(self.path, self.tmp, ro_binds), argv, limits)
-                env, cwd, fds = sandbox_environment(home=WORKSPACE, tmp="/tmp"), "/", (status_fd,)
+                started = launch.Launch(self.bwrap, self.uid, status_fd, self.path, self.tmp, argv, limits, self.record.name, ro_binds)
+                full = started.argv
+                env, cwd, fds = sandbox_environment(home=WORKSPACE, tmp="/tmp"), "/", (status_fd, *started.pass_fds)
             else:
                 if ro_binds:
                     raise SandboxError("read-only binds need sandbox mode bwrap")
@@ -155,10 +168,17 @@ class Workspace:
             try:
                 proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         env=env, cwd=cwd, pass_fds=fds, start_new_session=True)
-            except OSError as e:
-                raise SandboxError(f"could not start {full[0]}: {e}") from e
+            except BaseException as e:
+                if started is not None:
+                    started.close()
+                if isinstance(e, OSError):
+                    raise SandboxError(f"could not start {full[0]}: {e}") from e
+                raise
+            finally:
+                if started is not None:
+                    started.close_fds()  # the child has its own copies
             self._procs.add(proc)
-            return proc
+            return proc, started
 
     def _outcome(self, proc: subprocess.Popen, status: dict, stderr: str, timed_out: bool) -> tuple[int | None, int | None]:
         """(exit_code, signal) of the command, from bwrap's status report (bwrap mode) or the process itself."""
@@ -249,8 +269,10 @@ def _read_status(fd: int) -> dict:
 
 
 def delete_tree(path: Path) -> None:
-    """Delete a workspace directory whatever the sandboxed code left in it (modes, nesting, odd names)."""
+    """Delete a workspace directory whatever the sandboxed code left in it (modes, nesting, odd names):
+    its tmpfs is unmounted first (which frees its files at once), so what is left is one filesystem."""
     try:
+        wsfs.unmount_all(path)
         shutil.rmtree(path)
     except FileNotFoundError:
         return
@@ -261,22 +283,35 @@ def delete_tree(path: Path) -> None:
 
 
 def open_workspace(root: Path, owner: str, *, mode: Mode = "bwrap", files: dict[str, str] | None = None,
-                   bwrap: str = "bwrap") -> Workspace:
-    """A fresh workspace under ``<root>/<owner>/<id>``, with ``files`` (relative path -> text) written in it."""
+                   bwrap: str = "bwrap", disk_mb: int = DEFAULT_DISK_MB, max_inodes: int = DEFAULT_MAX_INODES) -> Workspace:
+    """A fresh workspace under ``<root>/<owner>/<id>``, with ``files`` (relative path -> text) written in it.
+
+    In bwrap mode its /workspace and /tmp together hold at most ``disk_mb`` MiB and ``max_inodes`` files
+    and directories (a tmpfs of its own); mode none has no such cap (it may not run as root)."""
     if not OWNER_PATTERN.fullmatch(owner):
         raise ValueError(f"owner: got {owner!r}; expected 1-128 characters of letters, digits, '.', '_' or '-', not starting with '.', '_' or '-'")
     if mode not in ("bwrap", "none"):
         raise ValueError(f"mode: got {mode!r}; expected 'bwrap' or 'none'")
-    root = Path(root).absolute()
+    if not (isinstance(disk_mb, int) and 1 <= disk_mb <= 1 << 20 and isinstance(max_inodes, int) and 16 <= max_inodes <= 1 << 30):
+        raise ValueError(f"disk_mb, max_inodes: got {disk_mb!r}, {max_inodes!r}; expected 1..{1 << 20} MiB and 16..{1 << 30} inodes")
     if mode == "bwrap":
         check_sandbox(mode, bwrap=bwrap)
     else:
         log.warning("sandbox mode 'none': commands in this workspace run UNSANDBOXED as this server's user "
-                    "(owner %s, root %s); use it only for trusted code", owner, root)
+                    "(owner %s, root %s); use it only for trusted code", owner, Path(root).absolute())
+    return open_unchecked(root, owner, mode=mode, files=files, bwrap=bwrap, disk_mb=disk_mb, max_inodes=max_inodes)
+
+
+def open_unchecked(root: Path, owner: str, *, mode: Mode, files: dict[str, str] | None, bwrap: str,
+                   disk_mb: int = DEFAULT_DISK_MB, max_inodes: int = DEFAULT_MAX_INODES) -> Workspace:
+    """open_workspace without the machine check: for that check's own probe (check.py)."""
+    root = Path(root).absolute()
     record = _make_record(root / owner)
     lease: UidLease | None = None
     lock_fd = -1
     try:
+        if mode == "bwrap" and launch.HARDENING.workspace_fs:
+            wsfs.mount_tmpfs(record, disk_mb, max_inodes)
         lease = lease_uid() if mode == "bwrap" else None
         lock_fd = _write_lock(record, lease.uid if lease else None)
         for d in ("workspace", "tmp"):
