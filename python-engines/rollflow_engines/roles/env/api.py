@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 import time
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from ...envs import BaseEnv, get_env, known_envs, snapshots
 from ...errors import ConflictError, NotFoundError, RequestError, UnavailableError, UnscoredError
 from ...rewards import VERIFIERS, get_verifier, known_verifiers
+from ...rewards.deadline import DeadlineExceeded, DeadlineRunner
 from ...rewards.isolation import IsolatedRunner, IsolationError, IsolationTimeout
 from ...sandbox import SandboxError, SandboxSettings, SandboxUnavailable, configure
 from .janitor import Janitor
@@ -50,6 +52,9 @@ class EnvRole:
         self.sessions = SessionStore(options.max_sessions, options.session_ttl_s, on_close=self._closed)
         preload = tuple(dict.fromkeys(m for v in VERIFIERS.values() if v.isolated for m in v.preload))
         self.runner = IsolatedRunner(workers=options.reward_workers, memory_mb=options.reward_memory_mb, preload=preload)
+        # Sandboxed verifiers wait on their sandboxes in server threads, as many as asyncio.to_thread's default
+        # pool (where they used to run), each stopped at reward_timeout_s (rewards/deadline.py).
+        self.deadlines = DeadlineRunner(threads=min(32, (os.cpu_count() or 1) + 4))
         self.sandbox = SandboxSettings(root=options.sandbox_root, mode=options.sandbox, max_age_s=options.sandbox_max_age_s)
         configure(self.sandbox)  # envs and verifiers of this process open their workspaces with these
         snapshots.configure(options.snapshot_dir)
@@ -66,6 +71,7 @@ class EnvRole:
     def shutdown(self) -> None:
         self.sessions.close_all()
         self.runner.close()
+        self.deadlines.close()
         self.janitor.stop()
 
     # ---- envs
@@ -160,7 +166,9 @@ class EnvRole:
         try:
             if verifier.isolated:
                 reward, extra = await self.runner.run(verifier.fn, args, self.options.reward_timeout_s)
-            elif verifier.sandboxed or verifier.remote:  # waits on sandboxed programs or another server: off the event loop, bounded by the time limit it is given
+            elif verifier.sandboxed:  # waits on sandboxed programs: off the event loop, stopped at the time limit it is given
+                reward, extra = await self.deadlines.run(verifier.fn, args, self.options.reward_timeout_s)
+            elif verifier.remote:  # waits on another server: off the event loop, bounded by the time limit it is given
                 reward, extra = await asyncio.to_thread(verifier.fn, *args, self.options.reward_timeout_s)
             else:
                 reward, extra = verifier.fn(*args)
@@ -182,7 +190,7 @@ class EnvRole:
             log.error("verifier %s: the sandbox failed: %s", name, e)
             self.metrics.reward_infra_errors.labels(req.domain, name).inc()
             raise UnavailableError("sandbox", f"verifier {name} could not run the response: {e}", code="sandbox_failed") from e
-        except IsolationTimeout:
+        except (IsolationTimeout, DeadlineExceeded):  # the reply overran; a SandboxError its stop caused arrives as DeadlineExceeded
             reward = 0.0
             info.update(timeout=True, error=f"verification took longer than reward_timeout_s={self.options.reward_timeout_s:g} s")
             self.metrics.reward_timeouts.labels(req.domain, name).inc()
