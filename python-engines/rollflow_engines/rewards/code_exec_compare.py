@@ -83,6 +83,11 @@ def same_value(got: Any, want: Any) -> bool:
     return True
 
 
+SUMMARY_CHARS = 300
+
+
 def summary(got: Any) -> str:
-    """A bounded text of a returned value for ``first_failure.reason`` (repr escapes NULs and control characters)."""
-    return repr(excerpt(got))
+    """A bounded text of a returned value for ``first_failure.reason``: repr escapes NULs, control characters
+    and lone surrogates (so the reply encodes), which can make it 4 times longer than the excerpt."""
+    text = repr(excerpt(got))
+    return text if len(text) <= SUMMARY_CHARS else text[:SUMMARY_CHARS] + "…"
