@@ -178,6 +178,7 @@ def verify_code(prompt: str, response: str, reference: str, config: dict[str, An
             if left <= 0:
                 out_of_time = True
                 break
+            cut = left < limits.wall_s  # this test's wall clock is what is left of the verification's
             test_limits = replace(limits, wall_s=min(limits.wall_s, left))
             if ref.style == "stdio":
                 ok, reason, r = _run_stdio(ws, StdioTest.model_validate(raw), test_limits)
@@ -186,6 +187,7 @@ def verify_code(prompt: str, response: str, reference: str, config: dict[str, An
                 ok, reason, r = _run_call(ws, ref.fn_name, i, CallTest.model_validate(raw), test_limits)
             ran += 1
             timeouts += _killed(r)
+            out_of_time |= cut and r.timed_out  # killed by the verification's deadline, not only the test's
             if ok:
                 passed += 1
                 continue

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
@@ -33,6 +34,11 @@ log = logging.getLogger(__name__)
 # Past its time limit a verifier is given this long to return on its own (code_exec checks its deadline
 # between tests and cuts each test's wall clock to what is left, then tears the sandbox down) before it is stopped.
 GRACE_S = 1.0
+
+
+def default_threads() -> int:
+    """As many threads as asyncio.to_thread's default pool, where sandboxed verifiers used to run."""
+    return min(32, (os.cpu_count() or 1) + 4)
 
 
 class DeadlineExceeded(Exception):

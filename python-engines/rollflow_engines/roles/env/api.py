@@ -4,7 +4,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import os
 import time
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
@@ -17,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ...envs import BaseEnv, get_env, known_envs, snapshots
 from ...errors import ConflictError, NotFoundError, RequestError, UnavailableError, UnscoredError
 from ...rewards import VERIFIERS, get_verifier, known_verifiers
-from ...rewards.deadline import DeadlineExceeded, DeadlineRunner
+from ...rewards.deadline import DeadlineExceeded, DeadlineRunner, default_threads
 from ...rewards.isolation import IsolatedRunner, IsolationError, IsolationTimeout
 from ...sandbox import SandboxError, SandboxSettings, SandboxUnavailable, configure
 from .janitor import Janitor
@@ -52,9 +51,8 @@ class EnvRole:
         self.sessions = SessionStore(options.max_sessions, options.session_ttl_s, on_close=self._closed)
         preload = tuple(dict.fromkeys(m for v in VERIFIERS.values() if v.isolated for m in v.preload))
         self.runner = IsolatedRunner(workers=options.reward_workers, memory_mb=options.reward_memory_mb, preload=preload)
-        # Sandboxed verifiers wait on their sandboxes in server threads, as many as asyncio.to_thread's default
-        # pool (where they used to run), each stopped at reward_timeout_s (rewards/deadline.py).
-        self.deadlines = DeadlineRunner(threads=min(32, (os.cpu_count() or 1) + 4))
+        # Sandboxed verifiers wait on their sandboxes in server threads, each stopped at reward_timeout_s (rewards/deadline.py).
+        self.deadlines = DeadlineRunner(threads=default_threads())
         self.sandbox = SandboxSettings(root=options.sandbox_root, mode=options.sandbox, max_age_s=options.sandbox_max_age_s)
         configure(self.sandbox)  # envs and verifiers of this process open their workspaces with these
         snapshots.configure(options.snapshot_dir)
