@@ -21,6 +21,7 @@ class Attack:
     reason: str | None = None  # a part of first_failure.reason (None: any failure, or none for reward 1)
     config: dict[str, Any] = field(default_factory=dict)
     time_limit_s: float = 60.0  # reward_timeout_s
+    timeout: bool = False  # info.timeout: the verification's deadline (not only a test's wall clock) cut it
 
     @property
     def reference_text(self) -> str:
@@ -94,7 +95,7 @@ ATTACKS = [
     Attack("memory_bomb", "x = bytearray(10 ** 10)\nprint(5)\n", reference=STDIO, reason="crashed"),
     Attack("cpu_spin", "while True:\n    pass\n", reference=STDIO, reason="timed out", config=FAST),
     Attack("sleep_past_deadline", "import time\ntime.sleep(1000)\nprint(5)\n", reference=STDIO, reason="timed out",
-           config={"limits": {"wall_s": 60}}, time_limit_s=3),
+           config={"limits": {"wall_s": 60}}, time_limit_s=3, timeout=True),
     # The response text itself.
     Attack("nul_bytes_in_code", "print(5)\x00\n", reference=STDIO, reason="crashed"),
     Attack("megabyte_of_fences", "```py" * 200_000, reference=STDIO, reason="crashed"),

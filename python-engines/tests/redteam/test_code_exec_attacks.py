@@ -53,6 +53,7 @@ def check(attack: Attack, reward: float, info: dict) -> None:
     json.dumps(info, allow_nan=False).encode("utf-8")  # what a reply's info must survive
     failure = info["first_failure"]
     assert reward == attack.reward, (attack.name, info)
+    assert bool(info.get("timeout")) is attack.timeout, (attack.name, info)
     if attack.reward == 0.0:
         assert failure is not None, info
     if attack.reason is not None:
