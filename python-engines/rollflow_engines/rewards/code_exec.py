@@ -21,11 +21,17 @@ verification: tests it leaves unrun count as failed, with ``info.timeout``.
 ``extracted`` (``block`` or ``whole_text``) and ``first_failure`` (``test``, ``reason``, a bounded
 ``excerpt``). A malformed reference is a 400 naming ``reference``. A sandbox failure raises
 SandboxError/SandboxUnavailable: the env role answers 503 (infrastructure), never a score.
+
+Everything the program leaves in the workspace is the model's, so the server reads its result file only
+through ``Workspace.read_text`` (no link followed, no FIFO waited on, at most ``RESULT_MAX_BYTES``), parses
+it with JSON's recursion failures caught and compares it without recursion: whatever the file holds
+(nothing, a link, a directory, a FIFO, 8 MB, ``[[[[...]]]]``, NaN, a 400-digit integer) is "no result"
+or a wrong answer, never the server's error. The expected value never enters the sandbox. The env role
+enforces ``reward_timeout_s`` from outside as well (rewards/deadline.py): past it the workspace is removed.
 """
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from dataclasses import replace
@@ -34,15 +40,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..errors import RequestError, excerpt
+from ..errors import RequestError
 from ..sandbox import Limits, LimitsConfig, RunResult, Workspace, current
+from .code_exec_compare import parse_result, same_value, summary
 from .registry import Verifier, VerifierConfig, register_verifier
 
 HARNESS = Path(__file__).with_name("code_exec_harness.py").read_text(encoding="utf-8")
+# Most bytes of a call test's result file read back (a JSON of the return value): 8 MiB is CODE_LIMITS' max_file_mb,
+# and a limits config may raise that, not this.
+RESULT_MAX_BYTES = 8 * 1024 * 1024
 # A code test is one small program: tighter than a SWE turn's defaults. Given limits are merged over these.
 CODE_LIMITS = {"wall_s": 6.0, "cpu_s": 4, "memory_mb": 512, "max_procs": 16, "max_file_mb": 8, "output_bytes": 16_000}
 EXCERPT_CHARS = 400
-_BLOCK = re.compile(r"```(?:python3?|py)[^\n]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+# The opening fence of a Python block; the rest of its line is the block's header (```python title="x").
+_OPENING = re.compile(r"```(?:python3?|py)", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -103,23 +114,23 @@ def parse_reference(reference: str) -> CodeReference:
 
 
 def extract_code(response: str) -> tuple[str, str]:
-    blocks = _BLOCK.findall(response)
-    return (blocks[-1], "block") if blocks else (response, "whole_text")
+    """The last ```python block, else the whole text. A block runs from the line after its opening fence to
+    the next ```. Scanned once, left to right: the regex `````py[^\n]*\n(.*?)```` rescans to the end of the
+    line from every opening, quadratic on a line of a million ```py (minutes of CPU holding the GIL)."""
+    last, pos = None, 0
+    while (opening := _OPENING.search(response, pos)) is not None:
+        newline = response.find("\n", opening.end())
+        if newline < 0:
+            break  # no later opening has a newline after it either
+        closing = response.find("```", newline + 1)
+        if closing < 0:
+            break  # nor a closing fence
+        last, pos = response[newline + 1:closing], closing + 3
+    return (last, "block") if last is not None else (response, "whole_text")
 
 
 def normalise_output(text: str) -> list[list[str]]:
     return [line.split() for line in text.strip().splitlines()]
-
-
-def same_value(got: Any, want: Any) -> bool:
-    if isinstance(want, float) or isinstance(got, float):
-        return isinstance(got, (int, float)) and isinstance(want, (int, float)) and not isinstance(got, bool) \
-            and math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9)
-    if isinstance(want, list) and isinstance(got, list):
-        return len(got) == len(want) and all(same_value(g, w) for g, w in zip(got, want))
-    if isinstance(want, dict) and isinstance(got, dict):
-        return got.keys() == want.keys() and all(same_value(got[k], want[k]) for k in want)
-    return type(got) is type(want) and got == want
 
 
 def _killed(r: RunResult) -> bool:
@@ -141,12 +152,12 @@ def _run_call(ws: Workspace, fn_name: str, index: int, test: CallTest, limits: L
     r = ws.run(["python", "harness.py"], stdin=json.dumps(request), limits=limits)
     if r.exit_code != 0:
         return False, "timed out" if _killed(r) else "crashed", r
-    try:  # resolve refuses a symlink the program planted to lead outside the workspace
-        got = json.loads(ws.resolve(result_file).read_text(encoding="utf-8", errors="replace"))["result"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return False, "no result", r
-    if not same_value(got, json.loads(json.dumps(test.expected))):
-        return False, f"wrong answer: returned {excerpt(got)!r}", r
+    try:  # the file may be anything the program made it: read_text refuses all but a regular file within the cap
+        got = parse_result(ws.read_text(result_file, RESULT_MAX_BYTES))
+    except ValueError as e:
+        return False, f"no result: {str(e)[:200]}", r
+    if not same_value(got, test.expected):
+        return False, f"wrong answer: returned {summary(got)}", r
     return True, "", r
 
 
@@ -167,6 +178,7 @@ def verify_code(prompt: str, response: str, reference: str, config: dict[str, An
             if left <= 0:
                 out_of_time = True
                 break
+            cut = left < limits.wall_s  # this test's wall clock is what is left of the verification's
             test_limits = replace(limits, wall_s=min(limits.wall_s, left))
             if ref.style == "stdio":
                 ok, reason, r = _run_stdio(ws, StdioTest.model_validate(raw), test_limits)
@@ -175,6 +187,7 @@ def verify_code(prompt: str, response: str, reference: str, config: dict[str, An
                 ok, reason, r = _run_call(ws, ref.fn_name, i, CallTest.model_validate(raw), test_limits)
             ran += 1
             timeouts += _killed(r)
+            out_of_time |= cut and r.timed_out  # killed by the verification's deadline, not only the test's
             if ok:
                 passed += 1
                 continue

@@ -10,14 +10,19 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .workspace import DEFAULT_DISK_MB, DEFAULT_MAX_INODES, Mode, Workspace, open_workspace
 
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "rollflow-sandboxes"
 DEFAULT_MAX_AGE_S = 6 * 3600.0
 OWNER = f"pid{os.getpid()}-{uuid.uuid4().hex[:8]}"  # unique even when pids repeat across restarts
+# Told of each workspace opened in this context, to stop it from another thread: a verifier call past its
+# deadline has its workspaces removed (rewards/deadline.py). If it raises, the new workspace is removed.
+on_open: ContextVar[Callable[[Workspace], None] | None] = ContextVar("rollflow_sandbox_on_open", default=None)
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,14 @@ class SandboxSettings:
     max_inodes: int = DEFAULT_MAX_INODES  # and files and directories
 
     def open(self, files: dict[str, str] | None = None) -> Workspace:
-        return open_workspace(self.root, self.owner, mode=self.mode, files=files, disk_mb=self.disk_mb, max_inodes=self.max_inodes)
+        workspace = open_workspace(self.root, self.owner, mode=self.mode, files=files, disk_mb=self.disk_mb, max_inodes=self.max_inodes)
+        if (hook := on_open.get()) is not None:
+            try:
+                hook(workspace)
+            except BaseException:
+                workspace.remove()
+                raise
+        return workspace
 
 
 _current = SandboxSettings()

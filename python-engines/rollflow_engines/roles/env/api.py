@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ...envs import BaseEnv, get_env, known_envs, snapshots
 from ...errors import ConflictError, NotFoundError, RequestError, UnavailableError, UnscoredError
 from ...rewards import VERIFIERS, get_verifier, known_verifiers
+from ...rewards.deadline import DeadlineExceeded, DeadlineRunner, default_threads
 from ...rewards.isolation import IsolatedRunner, IsolationError, IsolationTimeout
 from ...sandbox import SandboxError, SandboxSettings, SandboxUnavailable, configure
 from .janitor import Janitor
@@ -50,6 +51,8 @@ class EnvRole:
         self.sessions = SessionStore(options.max_sessions, options.session_ttl_s, on_close=self._closed)
         preload = tuple(dict.fromkeys(m for v in VERIFIERS.values() if v.isolated for m in v.preload))
         self.runner = IsolatedRunner(workers=options.reward_workers, memory_mb=options.reward_memory_mb, preload=preload)
+        # Sandboxed verifiers wait on their sandboxes in server threads, each stopped at reward_timeout_s (rewards/deadline.py).
+        self.deadlines = DeadlineRunner(threads=default_threads())
         self.sandbox = SandboxSettings(root=options.sandbox_root, mode=options.sandbox, max_age_s=options.sandbox_max_age_s)
         configure(self.sandbox)  # envs and verifiers of this process open their workspaces with these
         snapshots.configure(options.snapshot_dir)
@@ -66,6 +69,7 @@ class EnvRole:
     def shutdown(self) -> None:
         self.sessions.close_all()
         self.runner.close()
+        self.deadlines.close()
         self.janitor.stop()
 
     # ---- envs
@@ -166,7 +170,9 @@ class EnvRole:
         try:
             if verifier.isolated:
                 reward, extra = await self.runner.run(verifier.fn, args, self.options.reward_timeout_s)
-            elif verifier.sandboxed or verifier.remote:  # waits on sandboxed programs or another server: off the event loop, bounded by the time limit it is given
+            elif verifier.sandboxed:  # waits on sandboxed programs: off the event loop, stopped at the time limit it is given
+                reward, extra = await self.deadlines.run(verifier.fn, args, self.options.reward_timeout_s)
+            elif verifier.remote:  # waits on another server: off the event loop, bounded by the time limit it is given
                 reward, extra = await asyncio.to_thread(verifier.fn, *args, self.options.reward_timeout_s)
             else:
                 reward, extra = verifier.fn(*args)
@@ -188,7 +194,7 @@ class EnvRole:
             log.error("verifier %s: the sandbox failed: %s", name, e)
             self.metrics.reward_infra_errors.labels(req.domain, name).inc()
             raise UnavailableError("sandbox", f"verifier {name} could not run the response: {e}", code="sandbox_failed") from e
-        except IsolationTimeout:
+        except (IsolationTimeout, DeadlineExceeded):  # the reply overran; a SandboxError its stop caused arrives as DeadlineExceeded
             reward = 0.0
             info.update(timeout=True, error=f"verification took longer than reward_timeout_s={self.options.reward_timeout_s:g} s")
             self.metrics.reward_timeouts.labels(req.domain, name).inc()
