@@ -15,7 +15,8 @@ from .errors import SandboxError, SandboxUnavailable
 from .janitor import reap_orphans
 from .limits import Limits, LimitsConfig, RunResult
 from .settings import SandboxSettings, configure, current
-from .workspace import Mode, Workspace, open_workspace
+from .opening import open_workspace
+from .workspace import Mode, Workspace
 
 __all__ = ["Limits", "LimitsConfig", "Mode", "RunResult", "SandboxError", "SandboxReport", "SandboxSettings", "SandboxUnavailable", "Workspace",
            "check_sandbox", "configure", "current", "open_workspace", "reap_orphans"]

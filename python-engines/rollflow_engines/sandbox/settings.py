@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .workspace import DEFAULT_DISK_MB, DEFAULT_MAX_INODES, Mode, Workspace, open_workspace
+from .opening import open_workspace
+from .workspace import DEFAULT_DISK_MB, DEFAULT_MAX_INODES, Mode, Workspace
 
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "rollflow-sandboxes"
 DEFAULT_MAX_AGE_S = 6 * 3600.0

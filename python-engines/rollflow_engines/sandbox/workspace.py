@@ -29,7 +29,6 @@ import uuid
 from pathlib import Path
 from typing import Literal
 
-from .check import check_sandbox
 from .command import rlimit_args
 from . import host_files, launch, wsfs
 from .errors import SandboxError
@@ -91,15 +90,6 @@ class Workspace:
     def read_text(self, rel: str, max_bytes: int) -> str:
         """A workspace file's text, read without following links or waiting on a FIFO (host_files.py)."""
         return host_files.read_text(self.path, rel, max_bytes)
-
-    def resolve(self, rel: str) -> Path:
-        """The host path of ``rel`` inside the workspace; ValueError if it leads outside (``..``, an absolute
-        path, or a symlink the sandboxed code made pointing anywhere else)."""
-        root = self.path.resolve()
-        target = (root / rel).resolve()
-        if not target.is_relative_to(root):
-            raise ValueError(f"path {rel!r} leads outside the workspace")
-        return target
 
     # ---- running
 
@@ -280,26 +270,6 @@ def delete_tree(path: Path) -> None:
         done = subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], capture_output=True, text=True)
         if done.returncode != 0 and path.exists():
             raise SandboxError(f"could not delete {path}: {done.stderr.strip()}") from None
-
-
-def open_workspace(root: Path, owner: str, *, mode: Mode = "bwrap", files: dict[str, str] | None = None,
-                   bwrap: str = "bwrap", disk_mb: int = DEFAULT_DISK_MB, max_inodes: int = DEFAULT_MAX_INODES) -> Workspace:
-    """A fresh workspace under ``<root>/<owner>/<id>``, with ``files`` (relative path -> text) written in it.
-
-    In bwrap mode its /workspace and /tmp together hold at most ``disk_mb`` MiB and ``max_inodes`` files
-    and directories (a tmpfs of its own); mode none has no such cap (it may not run as root)."""
-    if not OWNER_PATTERN.fullmatch(owner):
-        raise ValueError(f"owner: got {owner!r}; expected 1-128 characters of letters, digits, '.', '_' or '-', not starting with '.', '_' or '-'")
-    if mode not in ("bwrap", "none"):
-        raise ValueError(f"mode: got {mode!r}; expected 'bwrap' or 'none'")
-    if not (isinstance(disk_mb, int) and 1 <= disk_mb <= 1 << 20 and isinstance(max_inodes, int) and 16 <= max_inodes <= 1 << 30):
-        raise ValueError(f"disk_mb, max_inodes: got {disk_mb!r}, {max_inodes!r}; expected 1..{1 << 20} MiB and 16..{1 << 30} inodes")
-    if mode == "bwrap":
-        check_sandbox(mode, bwrap=bwrap)
-    else:
-        log.warning("sandbox mode 'none': commands in this workspace run UNSANDBOXED as this server's user "
-                    "(owner %s, root %s); use it only for trusted code", owner, Path(root).absolute())
-    return open_unchecked(root, owner, mode=mode, files=files, bwrap=bwrap, disk_mb=disk_mb, max_inodes=max_inodes)
 
 
 def open_unchecked(root: Path, owner: str, *, mode: Mode, files: dict[str, str] | None, bwrap: str,

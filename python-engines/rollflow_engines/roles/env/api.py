@@ -26,7 +26,7 @@ from .metrics import EnvMetrics
 from .sessions import Session, SessionStore, TooManySessionsError
 
 if TYPE_CHECKING:
-    from . import Options
+    from .options import Options
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,48 @@
+"""The env role's settings (``--option key=value``, ``options:`` in a config): sessions, verifiers, the sandbox."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ...edge import MiB, max_request_bytes_field
+from ...envs import snapshots
+from ...rewards import get_verifier, known_verifiers
+from ...sandbox.settings import DEFAULT_MAX_AGE_S, DEFAULT_ROOT
+
+DEFAULT_DOMAINS = {"math": "math_verify", "exact": "exact_match", "code": "code_exec"}
+
+
+class Options(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["python"] = "python"
+    session_ttl_s: float = Field(default=600.0, gt=0, description="A session idle this long (no reset/step) is closed.")
+    max_sessions: int = Field(default=4096, ge=1, description="Open sessions at most; a /reset beyond it is refused with 429.")
+    reward_timeout_s: float = Field(default=10.0, gt=0, le=3600, description="Longest one verification may run; past it the reward is 0 with info.timeout.")
+    reward_workers: int = Field(default=2, ge=1, le=256, description="Verifier worker processes (verifications run in parallel).")
+    reward_memory_mb: int | None = Field(default=4096, ge=256, description="Address-space cap of each verifier worker; null for none.")
+    # A request carries one action or one response to score: text a model wrote.
+    max_request_bytes: int = max_request_bytes_field(8 * MiB)
+    domains: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_DOMAINS),
+                                    description="Sample domain -> verifier name; merged over the defaults math -> math_verify, exact -> exact_match, code -> code_exec.")
+    sandbox: Literal["bwrap", "none"] = Field(default="bwrap", description="How model-written code runs (code_exec, sandboxed envs): bwrap, "
+                                              "or none: UNSANDBOXED, for trusted code only, logged as a warning for every workspace.")
+    sandbox_root: Path = Field(default=DEFAULT_ROOT, description="Directory of sandbox workspaces (<root>/<owner>/<id>); the janitor reaps orphans "
+                                                                 "there when the server starts, periodically, and when it stops.")
+    sandbox_max_age_s: float = Field(default=DEFAULT_MAX_AGE_S, gt=0, description="The janitor removes a workspace older than this even if "
+                                                                                  "a live server holds it (its processes are killed first).")
+    snapshot_dir: Path = Field(default=snapshots.DEFAULT_DIR, description="Where envs that resume episodes (swe_lite) save their "
+                                                                          "snapshots; env servers that share it resume each other's episodes.")
+    snapshot_max_age_s: float = Field(default=86_400.0, gt=0, description="The janitor removes a snapshot not written for this long (an "
+                                                                           "episode nobody resumed); a run resuming later replays that episode from its start.")
+
+    @field_validator("domains")
+    @classmethod
+    def _known_verifiers(cls, domains: dict[str, str]) -> dict[str, str]:
+        merged = {**DEFAULT_DOMAINS, **domains}
+        for domain, name in merged.items():
+            if get_verifier(name) is None:
+                raise ValueError(f"domains.{domain}: unknown verifier {name!r}; known verifiers: {', '.join(known_verifiers())}")
+        return merged
