@@ -53,6 +53,13 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn  # imported late so config errors print fast
 
     from .app import create_app
+    from .sandbox import SandboxUnavailable
+
+    try:
+        app = create_app(config)
+    except SandboxUnavailable as e:  # the env role cannot sandbox here: say what refused, and do not serve
+        print(f"rollflow_engines: the sandbox cannot run on this machine: {e}", file=sys.stderr)
+        return 3
 
     # Idle keep-alive connections must be closed by the client (Node's fetch
     # drops them after 4 s), never by the server: a server closing a socket
@@ -60,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     # closed" (UND_ERR_SOCKET). uvicorn's default of 5 s leaves a 1 s margin
     # that a loaded machine overruns.
     uvicorn.run(
-        create_app(config),
+        app,
         host=config.host,
         port=config.port,
         log_level=config.log_level,

@@ -73,3 +73,19 @@ def test_sandbox_none_is_accepted_and_warned_about(root, caplog):
 def test_bad_sandbox_options_are_named(flag, problem):
     with pytest.raises(ConfigError, match=problem):
         load_config(None, {"role": "env"}, [flag])
+
+
+def test_an_env_server_that_cannot_sandbox_refuses_to_start_naming_what_is_missing(tmp_path):
+    """Without bwrap on PATH the server exits before serving, rather than answering 503 to every sandboxed request."""
+    import subprocess
+    import sys
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("setpriv", "prlimit", "sh"):  # everything the sandbox needs but bwrap
+        (bin_dir / tool).symlink_to(f"/usr/bin/{tool}" if os.path.exists(f"/usr/bin/{tool}") else f"/bin/{tool}")
+    env = {**os.environ, "PATH": str(bin_dir), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "rollflow_engines", "serve", "--role", "env", "--port", "1",
+                           "--option", f"sandbox_root={tmp_path / 'sb'}"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 3, done.stderr
+    assert "the sandbox cannot run on this machine: 'bwrap' was not found on PATH: install the Debian package bubblewrap" in done.stderr

@@ -18,7 +18,7 @@ from ...errors import ConflictError, NotFoundError, RequestError, UnavailableErr
 from ...rewards import VERIFIERS, get_verifier, known_verifiers
 from ...rewards.deadline import DeadlineExceeded, DeadlineRunner, default_threads
 from ...rewards.isolation import IsolatedRunner, IsolationError, IsolationTimeout
-from ...sandbox import SandboxError, SandboxSettings, SandboxUnavailable, configure
+from ...sandbox import SandboxError, SandboxSettings, SandboxUnavailable, check_sandbox, configure
 from .janitor import Janitor
 from .contracts import (CloseRequest, CloseResponse, ResetRequest, ResetResponse, RewardRequest, RewardResponse,
                         StepRequest, StepResponse)
@@ -58,6 +58,9 @@ class EnvRole:
         snapshots.configure(options.snapshot_dir)
         if options.sandbox == "none":
             log.warning("env server started with sandbox: none: model-written code will run UNSANDBOXED")
+        else:  # refuse to start (SandboxUnavailable) rather than answer 503 to every sandboxed request later
+            for line in check_sandbox(options.sandbox).lines():
+                log.info("sandbox %s", line)
         self.janitor = Janitor(self.sandbox, options.snapshot_max_age_s, on_reaped=self.metrics.sandbox_workspaces_reaped.inc,
                                on_snapshots_reaped=self.metrics.snapshots_reaped.inc)
 
