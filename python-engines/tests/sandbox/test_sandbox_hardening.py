@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from rollflow_engines.sandbox import LimitsConfig, SandboxUnavailable, check_sandbox, open_workspace, reap_orphans
+from rollflow_engines.sandbox import Limits, LimitsConfig, SandboxUnavailable, check_sandbox, open_workspace, reap_orphans
 from rollflow_engines.sandbox import cgroups, check, mounts, seccomp
 from rollflow_engines.sandbox.launch import hardening
 from rollflow_engines.sandbox.wsfs import mounts_under
@@ -41,6 +41,22 @@ def test_new_limits_are_validated_options():
 
 def test_open_files_and_core_limits_are_set(workspace):
     assert workspace.run("ulimit -n; ulimit -c").stdout.split() == ["256", "0"]
+
+
+def test_dash_and_prlimit_set_the_same_rlimits(workspace, monkeypatch):
+    """With a cgroup, dash's ulimit sets the rlimits (one exec fewer); without dash, prlimit does: the same ones."""
+    from rollflow_engines.sandbox import command
+
+    limits = Limits(cpu_s=7, memory_mb=300, max_procs=20, max_file_mb=3, max_open_files=99)
+    show = "cat /proc/self/limits"
+    with_dash = workspace.run(show, limits=limits).stdout
+    monkeypatch.setattr(command, "DASH", "/nonexistent/dash")
+    with_prlimit = workspace.run(show, limits=limits).stdout
+    assert with_dash == with_prlimit
+    for row in ("Max cpu time              7                    8", "Max open files            99                   99",
+                f"Max address space         {300 << 20}            {300 << 20}", "Max processes             20                   20",
+                f"Max file size             {3 << 20}              {3 << 20}", "Max core file size        0                    0"):
+        assert row in with_dash, with_dash
 
 
 def test_the_filter_denies_every_listed_syscall_and_kills_foreign_abis(capfd):
