@@ -3,7 +3,7 @@
  * the run's own records (src/chaos/records.ts reads them): pure, so each can
  * be shown to fail on hand-made records.
  */
-import { sampleUid } from '../workflows/ids';
+import { sampleUid } from '../core';
 import type { StalePolicy } from '../workflows/run-state';
 
 /** One execution of a group workflow of the run, as Temporal recorded it. */

@@ -13,7 +13,7 @@ import { benchCommand } from './bench';
 import { chaosCommand } from './chaos';
 import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
 import { listRuns, runStatus, steer, syncRunWeights, waitRun, watchRun } from './operate';
-import { startRun, type RunOptions } from './run';
+import { startRun, type RunOptions } from '../launch/run';
 import { runSmoke } from './smoke';
 
 const out = (line: string): void => {

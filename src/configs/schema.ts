@@ -5,7 +5,7 @@
  * from these fields live in derive.ts and nowhere else.
  */
 import { z } from 'zod';
-import { ENV_LOSS_POLICIES } from '../envs/env';
+import { ENV_LOSS_POLICIES } from '../core';
 import { loraOf, ModelArgs, sameLora, setsLora } from './model-args';
 
 const count = (min: number) => z.number().int().min(min);

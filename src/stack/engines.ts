@@ -3,7 +3,7 @@ import path from 'node:path';
 import { warmupSteps, type RunConfig } from '../configs';
 import { loraOf } from '../configs/model-args';
 import { engineHealth, type EngineRole } from '../gpu-bridge';
-import { logsDir, pidsDir, pythonBin, ROOT, stateDir } from '../paths';
+import { logsDir, pidsDir, pythonBin, pythonEnginesEnv, stateDir } from '../paths';
 import { ensureStarted, livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
 
 export interface LaunchedEngine {
@@ -113,9 +113,6 @@ export function launchedEngines(config: RunConfig): LaunchedEngine[] {
       };
     });
 }
-
-/** The environment python-engines runs in: its package on the path. */
-export const pythonEnginesEnv = (): NodeJS.ProcessEnv => ({ ...process.env, PYTHONPATH: path.join(ROOT, 'python-engines') });
 
 export async function startEngine(e: LaunchedEngine): Promise<string> {
   const { hostname, port } = new URL(e.url);

@@ -20,8 +20,8 @@ import { buildPlan } from '../client/plan';
 import { tlsRequestedBy } from '../client/tls';
 import { ConfigError, type ConfigProblem, type LoadedConfig } from '../configs';
 import { EnvConfigError, parseTsEnvConfig, TS_ENV_TYPES } from '../envs';
-import { pythonBin } from '../paths';
-import { launchedEngines, pythonEnginesEnv } from './engines';
+import { pythonBin, pythonEnginesEnv } from '../paths';
+import { launchedEngines } from './engines';
 
 /** Throws ConfigError listing every problem; returns notes on what could not be checked here. `run`: check it can start a run, too. */
 export function checkConfig(loaded: LoadedConfig, { run }: { run: boolean }): { notes: string[] } {

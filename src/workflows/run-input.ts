@@ -1,9 +1,9 @@
 /** What a `run` execution starts from, what its status query returns, and how the one becomes its RunState. */
 import { ApplicationFailure, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities, CheckpointManifest } from '../activities';
-import type { DatasetIndex } from '../envs/dataset-rows';
+import type { DatasetIndex, DomainRows } from '../envs/dataset-rows';
 import { ENV } from './activity-options';
-import { DomainOrder, type DomainRows } from './domain-order';
+import { DomainOrder } from './domain-order';
 import type { RunRow } from './metadata';
 import type { RunPlan } from './run-plan';
 import { RunState, type RunSnapshot, type RunTotals } from './run-state';

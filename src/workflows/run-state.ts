@@ -8,8 +8,10 @@
  * stated there, once.
  */
 import type { EnvInfoSums } from './env-info';
-import { groupUid } from './ids';
+import { groupUid, type GroupRef } from '../core';
 import { IntervalSet, type Range } from './interval-set';
+
+export type { GroupRef };
 
 export type StalePolicy = 'accept' | 'drop' | 'restart';
 
@@ -23,12 +25,6 @@ export interface AdmissionLimits {
   /** ⌈α⌉: the dispatch staleness a sample may have at consumption before the stale policy applies. */
   maxStaleness: number;
   stalePolicy: StalePolicy;
-}
-
-/** Where a group's prompt sits: its position in the epoch's seeded order. */
-export interface GroupRef {
-  epoch: number;
-  position: number;
 }
 
 /** The one signal a group workflow sends when its samples are done (small: references and numbers). */

@@ -37,7 +37,7 @@ import { TRAIN } from './activity-options';
 import { GroupDispatch } from './dispatch';
 import { EngineLock } from './engine-lock';
 import { group } from './group';
-import { checkpointDir, groupUid, groupWorkflowId, lockstepWorkflowId, trainStepWorkflowId, validateWorkflowId } from './ids';
+import { checkpointDir, groupUid, groupWorkflowId, lockstepWorkflowId, METRIC, trainStepWorkflowId, validateWorkflowId } from '../core';
 import { lockstepRollout } from './lockstep';
 import { groupSummary, PROGRESS_ROWS, runDetails, trainStepSummary, validateSummary, type RunRow } from './metadata';
 import { carriedFacts, domainOrder, indexDataset, initialState, type RunInput, type RunStatus } from './run-input';
@@ -45,7 +45,7 @@ import { runMemo, type RunMemo } from './run-memo';
 import { trainerBinding } from './run-plan';
 import type { GroupRef, GroupResult } from './run-state';
 import { KIND, POLICY_VERSION, RUN_ID, STEP } from './search-attributes';
-import { METRIC, RolloutIdleClock, runCounts, stepRecord, validationRecord } from './step-metrics';
+import { RolloutIdleClock, runCounts, stepRecord, validationRecord } from './step-metrics';
 import { trainStep } from './train-step';
 import { validate } from './validate';
 
