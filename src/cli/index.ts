@@ -5,8 +5,9 @@
  */
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { checkConfig } from '../client/preflight';
 import { ConfigError } from '../configs';
-import { checkConfig, down, status, up } from '../stack';
+import { down, status, up } from '../stack';
 import { runCodecServer } from '../codec/run';
 import { runWorker } from '../worker';
 import { benchCommand } from './bench';
