@@ -4,7 +4,7 @@
  * be shown to fail on hand-made records.
  */
 import { sampleUid } from '../core';
-import type { StalePolicy } from '../workflows/run-state';
+import type { StalePolicy } from '../workflows/run-admission';
 
 /** One execution of a group workflow of the run, as Temporal recorded it. */
 export interface GroupExecution {

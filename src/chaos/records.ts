@@ -12,7 +12,7 @@ import type { LoadedConfig } from '../configs';
 import { causeMessage } from '../workflows/failure';
 import { batchDir, METRIC, parseBatchStep, runDataDir } from '../core';
 import type { RunStatus } from '../workflows/run';
-import type { GroupResult } from '../workflows/run-state';
+import type { GroupResult } from '../workflows/run-buffer';
 import type { GroupExecution, RunRecords } from './invariants';
 
 const jsonLines = (file: string): Record<string, unknown>[] =>

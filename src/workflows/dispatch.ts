@@ -6,9 +6,8 @@
  */
 import type { GroupInput } from './group';
 import type { DomainOrder } from './domain-order';
-import { epochOrder, groupSamplingSeed, groupUid } from '../core';
+import { epochOrder, type GroupRef, groupSamplingSeed, groupUid } from '../core';
 import type { PlanEnv, RunPlan } from './run-plan';
-import type { GroupRef } from './run-state';
 
 /**
  * The env of the group at `position`: positions cycle through the envs in

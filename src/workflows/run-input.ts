@@ -6,7 +6,8 @@ import { ENV } from './activity-options';
 import { DomainOrder } from './domain-order';
 import type { RunRow } from './metadata';
 import type { RunPlan } from './run-plan';
-import { RunState, type RunSnapshot, type RunTotals } from './run-state';
+import { RunState, type RunSnapshot } from './run-state';
+import { type RunTotals } from './run-totals';
 
 export interface RunInput {
   plan: RunPlan;

@@ -2,7 +2,7 @@
 import type { Sampling, TrainerBinding, TrainOptions } from '../activities';
 import { type TrackingSpec, trainerStateDir } from '../core';
 import type { GroupFilter } from './group';
-import type { AdmissionLimits } from './run-state';
+import type { AdmissionLimits } from './run-admission';
 import type { EnvSpec } from './trajectory';
 import type { ValidationEnv } from './validate';
 

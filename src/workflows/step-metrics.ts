@@ -5,7 +5,8 @@
  * the times and passes them in.
  */
 import { envInfoMetrics, sumEnvInfo } from './env-info';
-import { summarizeBatch, type Batch, type RunTotals } from './run-state';
+import { type RunTotals } from './run-totals';
+import { summarizeBatch, type Batch } from './run-buffer';
 import type { ValidationResult } from './validate';
 import { METRIC, RUN_COUNT, TRAINER_PREFIX, VAL_METRIC, type MetricKey } from '../core';
 

@@ -10,7 +10,7 @@ import { groupSummary } from './metadata';
 import type { Sampling } from '../activities';
 import { group, type GroupInput } from './group';
 import { childWorkflowId, validationGroupUid, validationSeeds } from '../core';
-import type { GroupResult } from './run-state';
+import type { GroupResult } from './run-buffer';
 import { KIND, RUN_ID } from './search-attributes';
 import type { EnvSpec } from './trajectory';
 
