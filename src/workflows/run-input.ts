@@ -56,6 +56,18 @@ export type RunStatus = ReturnType<RunState['view']> & {
   cancelled?: { atStep: number; groupsInFlight: number };
 };
 
+/** The status query's answer: the plan's facts, the state's view, and what the run holds beside its state. */
+export function runStatus(plan: RunPlan, state: RunState, held: Pick<RunStatus, 'suspended' | 'enginesPaused' | 'lastValidation' | 'datasetSize' | 'dataset'>): RunStatus {
+  const { suspended, enginesPaused, lastValidation, datasetSize, dataset } = held;
+  return { runId: plan.runId, maxSteps: plan.maxSteps, ...state.view(), suspended, enginesPaused, ...(lastValidation ? { lastValidation } : {}), datasetSize, ...(dataset ? { dataset } : {}) };
+}
+
+/** What a checkpoint records beside the trainer's weights: enough for RunState.resumeFrom to go on in the same order. */
+export function checkpointManifest(plan: RunPlan, state: RunState, datasetSize: number, dataset: DatasetIndex | undefined): CheckpointManifest {
+  const { consumed } = state.snapshot();
+  return { run_id: plan.runId, step: state.step, version: state.version, consumed, seed: plan.seed, dataset_size: datasetSize, ...(dataset?.domains ? { dataset_domains: dataset.domains } : {}), config_hash: plan.configHash };
+}
+
 const { datasetIndex } = proxyActivities<Activities>(ENV);
 
 /** The first file-backed env's index (envs that draw episodes from the seed have none). */
