@@ -1,4 +1,5 @@
-// The folders of src/ are layers (docs/architecture.md, "Layers"): a folder
+// The folders of src/ are layers (docs/architecture.md, "The code: the layers
+// of src/"): a folder
 // imports only folders on lower rows, so no import runs back up and no two
 // folders import each other, even through a third. `import type` counts too:
 // a type import still ties one folder's vocabulary to the other's (the one
@@ -13,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 
 const SRC = path.join(__dirname, '../../src');
 
-/** src/'s folders (a file at the top counts as its own) from the floor up; each imports only rows below its own. */
+/** src/'s folders (a file at the top counts as its own) from the floor up, as docs/architecture.md tables them; each imports only rows below its own. */
 const LAYERS: string[][] = [
   ['core'],
   ['configs', 'gpu-bridge', 'logging.ts', 'paths.ts', 'store'],
