@@ -1,10 +1,9 @@
-// The folders of src/ are layers (docs/architecture.md, "The code: the layers
-// of src/"): a folder
-// imports only folders on lower rows, so no import runs back up and no two
-// folders import each other, even through a third. `import type` counts too:
-// a type import still ties one folder's vocabulary to the other's (the one
-// allowed upward-looking idiom, workflows' `import type` of activities, runs
-// downward here: activities sit below workflows). The checker is a pure
+// The folders of src/ are layers (docs/architecture.md, "The code: the
+// layers of src/"): a folder imports only folders on lower rows, so no import
+// runs back up and no two folders import each other, even through a third.
+// `import type` counts too: a type import still ties one folder's vocabulary
+// to the other's (workflows' `import type` of activities, the Temporal idiom,
+// runs downward: activities sit below workflows). The checker is a pure
 // function over a map of files, so the very functions that check src/ are
 // shown below to catch made-up cycles and upward imports.
 import { readdirSync, readFileSync } from 'node:fs';
