@@ -5,9 +5,21 @@
  */
 import type { z } from 'zod';
 import { loraOf, sameLora, setsLora } from './model-args';
-import type { RunConfigFields } from './sections/run';
+import type { ActorInferSchema, ActorTrainSchema } from './sections/actors';
+import type { EnginesSchema } from './sections/engines';
+import type { CustomEnvSchema, EnvManagerSchema, RewardSchema } from './sections/envs';
 
-type RawRunConfig = z.output<typeof RunConfigFields>;
+/** What the checks read of a parsed run config: its sections (schema.ts's RunConfig has them all). */
+interface RawRunConfig {
+  actor_train: z.output<typeof ActorTrainSchema>;
+  actor_infer: z.output<typeof ActorInferSchema>;
+  train_env_manager?: z.output<typeof EnvManagerSchema>;
+  val_env_manager?: z.output<typeof EnvManagerSchema>;
+  custom_envs: Record<string, z.output<typeof CustomEnvSchema>>;
+  rewards: Record<string, z.output<typeof RewardSchema>>;
+  domain_interleave_probs?: Record<string, number>;
+  engines: z.output<typeof EnginesSchema>;
+}
 
 /** Checks between fields: env tags exist, partitions add up, domain shares sum to 1. */
 export function checkCrossReferences(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): void {

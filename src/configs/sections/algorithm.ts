@@ -1,11 +1,8 @@
-/** The RL algorithm: the names python-engines registers (losses/advantages), and the settings passed to every train step. */
+/** The RL algorithm's settings passed to every train step, and the loss aggregation modes they name. */
 import { z } from 'zod';
 
-// ---- algorithms: the names python-engines registers (see python-engines losses/advantages)
-export const PG_VARIANTS = ['vanilla', 'ppo', 'decoupled_ppo', 'tis', 'cispo', 'topr', 'gspo', 'clip_cov', 'kl_cov'] as const;
-export const ADV_ESTIMATORS = ['grpo', 'reinforce', 'gae', 'rloo', 'reinforce_plus_plus_baseline'] as const;
+/** How the trainer reduces token losses to one (loss_agg_mode). */
 export const LOSS_AGG_MODES = ['token_mean', 'seq_mean_token_mean', 'seq_mean_token_sum', 'seq_mean_token_sum_norm'] as const;
-export const REWARD_NORMS = ['none', 'group', 'batch', 'group_mean_batch_std'] as const;
 
 // ---- algorithm settings passed to every train step (python-engines algorithms/); unset means the trainer's default
 const unit = z.number().min(0).max(1);
