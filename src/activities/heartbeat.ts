@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { HEARTBEAT_EVERY_MS } from '../workflows/heartbeat-timing';
+import { HEARTBEAT_EVERY_MS } from '../core';
 
 /**
  * Runs `fn` while heartbeating every HEARTBEAT_EVERY_MS, so a dead worker is noticed

@@ -7,7 +7,7 @@
  * at the default 1 MiB an observation is some 250k tokens, beyond the context
  * the servers would generate from, so failing names the real problem.
  */
-import { PayloadTooLargeError } from './errors';
+import { PayloadTooLargeError } from '../core';
 
 const bytesOf = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? '');
 

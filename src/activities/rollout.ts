@@ -5,10 +5,10 @@
  */
 import { Context } from '@temporalio/activity';
 import { TokenizationDriftError, type ChatMessage, type Generation, type VersionSpan } from '../gpu-bridge';
-import { choiceSeed, turnSeed } from '../workflows/seeds';
+import { choiceSeed, type EnvLossPolicy, turnSeed } from '../core';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
 import { resolveEnv } from '../envs';
-import type { EnvLossPolicy, EnvStep, EpisodeGeneration } from '../envs/env';
+import type { EnvStep, EpisodeGeneration } from '../envs/env';
 import { EnvSessionLostError } from '../envs/errors';
 import type { ActivityDeps } from './deps';
 import { completeChoice, newProgress, onAnyServer, simLengthFor, streamChat, type GenerationProgress, type GenerationRequest, type Sampling } from './generation';

@@ -12,7 +12,7 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { EngineRejectedError, TrainerHeldError, TrainerRecoveryError } from '../gpu-bridge';
-import { batchKey } from '../workflows/ids';
+import { batchKey } from '../core';
 import type { ActivityDeps } from './deps';
 import type { TrainOptions } from './training';
 

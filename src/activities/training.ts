@@ -6,12 +6,11 @@
 import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { observeRecord } from '../monitoring/run-metrics';
-import type { TrackingSpec } from '../trackers';
+import { REPLAYED_STEPS, type TrackingSpec } from '../core';
 import { isServerLost, type InferenceClient } from '../gpu-bridge';
 import type { Sample, TrainStepRequest } from '../gpu-bridge/contracts/trainer';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
-import { REPLAYED_STEPS } from '../workflows/step-metrics';
 import { refuseIfHeld, saveTrainerState, withTrainerAt, type TrainerBinding } from './trainer-recovery';
 
 export type TrainOptions = Omit<TrainStepRequest, 'step' | 'batch' | 'batch_ref'>;

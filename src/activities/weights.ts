@@ -8,7 +8,7 @@
  */
 import type { WeightsTarget } from '../gpu-bridge';
 import { SampleNotFoundError, type SampleStore } from '../store';
-import { weightsKey } from '../workflows/ids';
+import { weightsKey } from '../core';
 
 export class LatestWeights {
   private runId: string | undefined;

@@ -3,8 +3,8 @@
  * the run's own records (src/chaos/records.ts reads them): pure, so each can
  * be shown to fail on hand-made records.
  */
-import { sampleUid } from '../workflows/ids';
-import type { StalePolicy } from '../workflows/run-state';
+import { sampleUid } from '../core';
+import type { StalePolicy } from '../workflows/run-admission';
 
 /** One execution of a group workflow of the run, as Temporal recorded it. */
 export interface GroupExecution {

@@ -10,10 +10,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import type { LoadedConfig } from '../configs';
 import { causeMessage } from '../workflows/failure';
-import { batchDir, parseBatchStep, runDataDir } from '../workflows/ids';
+import { batchDir, METRIC, parseBatchStep, runDataDir } from '../core';
 import type { RunStatus } from '../workflows/run';
-import type { GroupResult } from '../workflows/run-state';
-import { METRIC } from '../workflows/step-metrics';
+import type { GroupResult } from '../workflows/run-buffer';
 import type { GroupExecution, RunRecords } from './invariants';
 
 const jsonLines = (file: string): Record<string, unknown>[] =>

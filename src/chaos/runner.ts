@@ -6,7 +6,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WorkflowHandle } from '@temporalio/client';
-import { startRun } from '../cli/run';
+import { startRun } from '../launch/run';
 import { connectClient } from '../client/connect';
 import { terminateRun } from '../client/terminate';
 import type { LoadedConfig } from '../configs';

@@ -4,7 +4,7 @@
  * kinds (from a seeded first kind) or drawn at random (mixed). The same
  * options give the same schedule.
  */
-import { splitmix32 } from '../workflows/seeds';
+import { splitmix32 } from '../core';
 import type { FaultKind } from './faults';
 
 export type FaultOrder = 'rotate' | 'mixed';

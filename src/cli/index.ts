@@ -5,15 +5,16 @@
  */
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { checkConfig } from '../client/preflight';
 import { ConfigError } from '../configs';
-import { checkConfig, down, status, up } from '../stack';
+import { down, status, up } from '../stack';
 import { runCodecServer } from '../codec/run';
 import { runWorker } from '../worker';
 import { benchCommand } from './bench';
 import { chaosCommand } from './chaos';
 import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
 import { listRuns, runStatus, steer, syncRunWeights, waitRun, watchRun } from './operate';
-import { startRun, type RunOptions } from './run';
+import { startRun, type RunOptions } from '../launch/run';
 import { runSmoke } from './smoke';
 
 const out = (line: string): void => {

@@ -6,8 +6,8 @@ import type { RunConfig } from '../configs';
 import { RollflowClient } from '../client/rollflow-client';
 import { startWorkerHint } from '../client/run-handle';
 import type { RunStatus } from '../workflows/run';
-import { progressSink } from './progress';
-import { follow } from './run';
+import { progressSink } from '../launch/progress';
+import { follow } from '../launch/run';
 
 async function withClient<T>(config: RunConfig, fn: (rf: RollflowClient) => Promise<T>): Promise<T> {
   const rf = await RollflowClient.connectTo(config);

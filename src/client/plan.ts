@@ -1,8 +1,7 @@
 /** Turns a validated run config into the run workflow's plan: the one place the run reads the config. */
-import type { LoadedConfig } from '../configs';
-import { ConfigError } from '../configs';
+import { ConfigError, type LoadedConfig } from '../configs';
 import { AlgorithmSettings, type RunConfig } from '../configs/schema';
-import { runDataDir } from '../workflows/ids';
+import { runDataDir } from '../core';
 import type { RunPlan } from '../workflows/run';
 
 type EnvManager = NonNullable<LoadedConfig['config']['train_env_manager']>;

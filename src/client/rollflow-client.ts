@@ -17,7 +17,7 @@
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { loadConfig, loadConfigObject, type LoadedConfig, type RunConfig } from '../configs';
 import { ENCRYPTED_ENCODING, EncryptionKeyError } from '../codec/encryption';
-import { checkConfig } from '../stack/preflight';
+import { checkConfig } from './preflight';
 import { causeMessage } from '../workflows/failure';
 import { runStaticDetails, runSummary } from '../workflows/metadata';
 import { rewardsOfMemo } from '../workflows/run-memo';

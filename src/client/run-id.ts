@@ -9,7 +9,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, type LoadedConfig } from '../configs';
-import { runDataDir } from '../workflows/ids';
+import { runDataDir } from '../core';
 
 const RUN_ID = /^[A-Za-z0-9_.-]+$/;
 

@@ -6,7 +6,7 @@
  * (workflows/domain-order.ts). Pure, so it is tested without a file.
  */
 import { formatProblem } from '../configs/errors';
-import type { DomainRows } from '../workflows/domain-order';
+import type { DomainRows } from './dataset-rows';
 import type { DatasetRow } from './dataset-rows';
 import { EnvConfigError } from './errors';
 

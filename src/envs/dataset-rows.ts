@@ -10,13 +10,19 @@ import { rowOf, Skip, type DatasetRow, type RowKeys, type SkipReason } from './d
 
 export type { DatasetRow, RowKeys, SkipReason } from './dataset-record';
 
+/** A domain's training rows, as the dataset index reports them (in the env's row order). */
+export interface DomainRows {
+  name: string;
+  rows: number;
+}
+
 export interface DatasetIndex {
   /** Valid rows training visits: the dataset size (all valid rows, less any held out for validation). */
   size: number;
   /** Valid rows held out for validation (the dataset env's `holdout`), when set. */
   heldOut?: number;
   /** Training rows per domain, in the env's training order (only with domain_interleave_probs). */
-  domains?: { name: string; rows: number }[];
+  domains?: DomainRows[];
   /** Rows skipped, for any reason. */
   malformed: number;
   /** The skipped rows by reason (reasons with none left out). */

@@ -33,7 +33,7 @@ import { formatProblem } from '../configs/errors';
 import { parseEnvConfig } from './env-config';
 import { checkNamedDomains, groupByDomain } from './dataset-domains';
 import { EnvConfigError, RewardUnscoredError } from './errors';
-import { epochOrder, VAL_SEED_BASE } from '../workflows/seeds';
+import { epochOrder, VAL_SEED_BASE } from '../core';
 
 const Config = z.strictObject({
   path: z.string().min(1).describe('The dataset file, one row per prompt (absolute, or relative to the worker\'s working directory).'),

@@ -6,7 +6,7 @@
  * inference server (`sim_response_length`) the same lengths the DES schedules,
  * and rewards with the same verdicts.
  */
-import { splitmix32 } from '../workflows/seeds';
+import { splitmix32 } from '../core';
 
 // Salts keep the streams of different draws about the same sample independent.
 const PROMPT_LENGTH = 0x1f3d5b79;

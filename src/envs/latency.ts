@@ -5,7 +5,7 @@
  * probability p_stop). Pure and seeded: the live env and the discrete-event
  * simulator draw the same latency for the same (seed, turn).
  */
-import { splitmix32 } from '../workflows/seeds';
+import { splitmix32 } from '../core';
 
 export interface LatencyModel {
   mean_s: number;

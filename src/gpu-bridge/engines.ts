@@ -1,7 +1,8 @@
 /** Typed calls to the python-engines servers. Each role grows its own calls with its capability. */
+import type { EngineRole } from '../core';
 import { requestJson, type RequestOptions } from './http';
 
-export type EngineRole = 'inference' | 'trainer' | 'env';
+export type { EngineRole };
 
 export interface EngineTarget {
   role: EngineRole;

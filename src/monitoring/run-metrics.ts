@@ -7,7 +7,7 @@
  * that as a counter reset) and its gauges fill in at the next step.
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { METRIC, RUN_COUNT, TRAINER_PREFIX, VAL_METRIC } from '../workflows/step-metrics';
+import { METRIC, RUN_COUNT, TRAINER_PREFIX, VAL_METRIC } from '../core';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'rollflow_worker_' });

@@ -5,16 +5,15 @@
  */
 import type { Client } from '@temporalio/client';
 import { connectClient } from '../client/connect';
+import { checkConfig } from '../client/preflight';
 import type { LoadedConfig } from '../configs';
 import { engineStatus, launchedEngines, startEngine, stopEngine } from './engines';
 import { codecProcess, codecStatus, startCodecServer, stopCodecServer } from './codec';
-import { checkConfig } from './preflight';
 import { startTemporal, stopTemporal, temporalStatus } from './temporal';
 import { startWorker, stopWorker, workerStatus } from './worker';
 
 const embedded = ({ config, derived }: LoadedConfig) => config.temporal.embedded && derived.temporal.loopback;
 
-export { checkConfig } from './preflight';
 
 /**
  * Brings everything up; parts already running are left alone. The config is checked first, so a

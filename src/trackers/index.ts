@@ -15,11 +15,10 @@ import { createInterface } from 'node:readline';
 import { Counter } from 'prom-client';
 import type { Logger } from '../logging';
 import { registry } from '../monitoring/run-metrics';
-import { pythonBin, ROOT } from '../paths';
-import { pythonEnginesEnv } from '../stack/engines';
-import type { TrackingSpec } from './spec';
+import { pythonBin, pythonEnginesEnv, ROOT } from '../paths';
+import type { TrackingSpec } from '../core';
 
-export type { TrackingSpec } from './spec';
+export type { TrackingSpec } from '../core';
 
 
 /** How long a record may take in the trackers; past it the process is taken for hung, killed, and the run goes on. */

@@ -7,7 +7,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, type LogEntry, type L
 import { createActivities, createDeps, type ActivityDeps } from '../activities';
 import type { LoadedConfig } from '../configs';
 import { createLogger, type Logger } from '../logging';
-import { HEARTBEAT_EVERY_MS } from '../workflows/heartbeat-timing';
+import { HEARTBEAT_EVERY_MS } from '../core';
 import { connectClient } from '../client/connect';
 import { explainConnectFailure } from '../client/connect-failure';
 import { TemporalUnreachableError } from '../client/errors';

@@ -6,11 +6,10 @@
  * Failure types that retrying cannot fix are named here, not matched by text.
  */
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
-import { NON_RETRYABLE_ACTIVITY_ERRORS } from '../activities/errors';
+import { HEARTBEAT_TIMEOUT, NON_RETRYABLE_ACTIVITY_ERRORS } from '../core';
 import { NON_RETRYABLE_ENV_ERRORS } from '../envs/errors';
 import { NON_RETRYABLE_ENGINE_ERRORS } from '../gpu-bridge/errors';
 import { NON_RETRYABLE_STORE_ERRORS } from '../store/errors';
-import { HEARTBEAT_TIMEOUT } from './heartbeat-timing';
 
 /** Every boundary's errors that no retry can fix, by their class names (the failure types activities raise). */
 const NON_RETRYABLE = [...NON_RETRYABLE_ENGINE_ERRORS, ...NON_RETRYABLE_STORE_ERRORS, ...NON_RETRYABLE_ENV_ERRORS, ...NON_RETRYABLE_ACTIVITY_ERRORS];

@@ -6,10 +6,8 @@
  */
 import type { GroupInput } from './group';
 import type { DomainOrder } from './domain-order';
-import { groupUid } from './ids';
+import { epochOrder, type GroupRef, groupSamplingSeed, groupUid } from '../core';
 import type { PlanEnv, RunPlan } from './run-plan';
-import type { GroupRef } from './run-state';
-import { epochOrder, groupSamplingSeed } from './seeds';
 
 /**
  * The env of the group at `position`: positions cycle through the envs in

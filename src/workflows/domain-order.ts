@@ -16,14 +16,9 @@
  * continue-as-new and a resume from a checkpoint give every position the same
  * prompt, and each domain keeps its own epochs whatever its share.
  */
+import { epochOrder, splitmix32 } from '../core';
+import type { DomainRows } from '../envs/dataset-rows';
 import { BlockCounts, shareUnits } from './domain-slots';
-import { epochOrder, splitmix32 } from './seeds';
-
-/** A domain's training rows, as the dataset index reports them (in the env's row order). */
-export interface DomainRows {
-  name: string;
-  rows: number;
-}
 
 /** FNV-1a of a domain's name: its row order's seed does not move when other domains come or go. */
 function nameHash(name: string): number {

@@ -10,13 +10,12 @@ import type { Activities, Sampling } from '../activities';
 import { GENERATE } from './activity-options';
 import { sumEnvInfo, type EnvInfoSums } from './env-info';
 import { summarizeFailure, type FailureSummary } from './failure';
-import { childWorkflowId, contextKey, sampleUid } from './ids';
+import { childWorkflowId, contextKey, type GroupRef, memberSamplingSeed, sampleUid } from '../core';
 // The run's own message (a cycle with run.ts, used only inside functions: safe).
 import { groupDone } from './run';
-import type { GroupRef, GroupResult } from './run-state';
+import type { GroupResult } from './run-buffer';
 import { generateSummary, trajectoryWorkflowSummary } from './metadata';
 import { KIND, RUN_ID } from './search-attributes';
-import { memberSamplingSeed } from './seeds';
 import { episodeCalls, finishEpisode, playOut, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
 
 const { generateGroupTurn } = proxyActivities<Activities>(GENERATE);

@@ -13,7 +13,7 @@
 import { continueAsNew, workflowInfo } from '@temporalio/workflow';
 import { summarizeFailure, type FailureSummary } from './failure';
 import { failedGroup, reportToRun, summarize, trajectoryInputs, type GroupInput } from './group';
-import type { GroupResult } from './run-state';
+import type { GroupResult } from './run-buffer';
 import { episodeCalls, finishEpisode, generateFor, startEpisode, stepEnv, type Episode, type TrajectorySummary } from './trajectory';
 
 /** One trajectory's progress: its episode, or why it failed for good (its whole group then fails; `infra` absent in slots carried before it existed). */

@@ -1,12 +1,13 @@
 /** What a `run` execution starts from, what its status query returns, and how the one becomes its RunState. */
 import { ApplicationFailure, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities, CheckpointManifest } from '../activities';
-import type { DatasetIndex } from '../envs/dataset-rows';
+import type { DatasetIndex, DomainRows } from '../envs/dataset-rows';
 import { ENV } from './activity-options';
-import { DomainOrder, type DomainRows } from './domain-order';
+import { DomainOrder } from './domain-order';
 import type { RunRow } from './metadata';
 import type { RunPlan } from './run-plan';
-import { RunState, type RunSnapshot, type RunTotals } from './run-state';
+import { RunState, type RunSnapshot } from './run-state';
+import { type RunTotals } from './run-totals';
 
 export interface RunInput {
   plan: RunPlan;
@@ -54,6 +55,18 @@ export type RunStatus = ReturnType<RunState['view']> & {
   /** Set when the run ended on the operator's cancelRun: the steps trained, and the workflows still generating that were cancelled. */
   cancelled?: { atStep: number; groupsInFlight: number };
 };
+
+/** The status query's answer: the plan's facts, the state's view, and what the run holds beside its state. */
+export function runStatus(plan: RunPlan, state: RunState, held: Pick<RunStatus, 'suspended' | 'enginesPaused' | 'lastValidation' | 'datasetSize' | 'dataset'>): RunStatus {
+  const { suspended, enginesPaused, lastValidation, datasetSize, dataset } = held;
+  return { runId: plan.runId, maxSteps: plan.maxSteps, ...state.view(), suspended, enginesPaused, ...(lastValidation ? { lastValidation } : {}), datasetSize, ...(dataset ? { dataset } : {}) };
+}
+
+/** What a checkpoint records beside the trainer's weights: enough for RunState.resumeFrom to go on in the same order. */
+export function checkpointManifest(plan: RunPlan, state: RunState, datasetSize: number, dataset: DatasetIndex | undefined): CheckpointManifest {
+  const { consumed } = state.snapshot();
+  return { run_id: plan.runId, step: state.step, version: state.version, consumed, seed: plan.seed, dataset_size: datasetSize, ...(dataset?.domains ? { dataset_domains: dataset.domains } : {}), config_hash: plan.configHash };
+}
 
 const { datasetIndex } = proxyActivities<Activities>(ENV);
 

@@ -5,7 +5,7 @@
  * hence without a worker, and after the run has closed. The keys are the
  * metrics.jsonl and validation.jsonl names.
  */
-import { METRIC, VAL_METRIC } from './step-metrics';
+import { METRIC, VAL_METRIC } from '../core';
 
 // A type, not an interface: upsertMemo takes a Record, which an interface is not.
 export type RunMemo = {

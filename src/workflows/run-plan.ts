@@ -1,9 +1,8 @@
 /** The run's plan: everything the `run` workflow needs, computed from the run config on the client (workflows never read files). */
 import type { Sampling, TrainerBinding, TrainOptions } from '../activities';
-import type { TrackingSpec } from '../trackers/spec';
+import { type TrackingSpec, trainerStateDir } from '../core';
 import type { GroupFilter } from './group';
-import { trainerStateDir } from './ids';
-import type { AdmissionLimits } from './run-state';
+import type { AdmissionLimits } from './run-admission';
 import type { EnvSpec } from './trajectory';
 import type { ValidationEnv } from './validate';
 

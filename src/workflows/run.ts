@@ -20,34 +20,28 @@ import {
   defineQuery,
   defineSignal,
   defineUpdate,
-  executeChild,
-  getExternalWorkflowHandle,
-  ParentClosePolicy,
   patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
-  startChild,
   upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { checkpointDir, type GroupRef, groupUid, METRIC } from '../core';
 import { TRAIN } from './activity-options';
 import { GroupDispatch } from './dispatch';
 import { EngineLock } from './engine-lock';
-import { group } from './group';
-import { checkpointDir, groupUid, groupWorkflowId, lockstepWorkflowId, trainStepWorkflowId, validateWorkflowId } from './ids';
-import { lockstepRollout } from './lockstep';
-import { groupSummary, PROGRESS_ROWS, runDetails, trainStepSummary, validateSummary, type RunRow } from './metadata';
-import { carriedFacts, domainOrder, indexDataset, initialState, type RunInput, type RunStatus } from './run-input';
+import { Loop } from './loop';
+import { PROGRESS_ROWS, runDetails, type RunRow } from './metadata';
+import { carriedFacts, checkpointManifest, domainOrder, indexDataset, initialState, runStatus, type RunInput, type RunStatus } from './run-input';
 import { runMemo, type RunMemo } from './run-memo';
+import type { GroupResult } from './run-buffer';
+import { RunChildren } from './run-children';
 import { trainerBinding } from './run-plan';
-import type { GroupRef, GroupResult } from './run-state';
-import { KIND, POLICY_VERSION, RUN_ID, STEP } from './search-attributes';
-import { METRIC, RolloutIdleClock, runCounts, stepRecord, validationRecord } from './step-metrics';
-import { trainStep } from './train-step';
-import { validate } from './validate';
+import { POLICY_VERSION, STEP } from './search-attributes';
+import { RolloutIdleClock, runCounts, stepRecord, validationRecord } from './step-metrics';
 
 export type { RunInput, RunStatus } from './run-input';
 export type { RolloutMode, RunPlan } from './run-plan';
@@ -86,16 +80,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   const owners = new Map(Object.entries(input.owners ?? {}));
   const engines = new EngineLock();
   const idle = new RolloutIdleClock(Date.now());
-  const report = (): RunStatus => ({
-    runId: plan.runId,
-    maxSteps: plan.maxSteps,
-    ...state.view(),
-    suspended,
-    enginesPaused,
-    ...(lastValidation ? { lastValidation } : {}),
-    datasetSize,
-    ...(dataset ? { dataset } : {}),
-  });
+  const report = (): RunStatus => runStatus(plan, state, { suspended, enginesPaused, lastValidation, datasetSize, dataset });
   // The run's progress table in the UI (its current details): a row per step, and what runs now.
   const progress: RunRow[] = [...(input.progress ?? [])];
   const showProgress = () => setCurrentDetails(runDetails(progress, { inFlight: state.runningSamples, suspended }));
@@ -151,22 +136,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   }
 
   // ---- dispatcher: admission-controlled group starts
-  const groups = new GroupDispatch(plan, datasetSize, domains);
-  const startGroups = async (refs: GroupRef[]) => {
-    const attributes = (kind: string) => [{ key: RUN_ID, value: plan.runId }, { key: KIND, value: kind }];
-    if (plan.rolloutMode === 'env_async') {
-      await Promise.all(refs.map((ref) => {
-        const args = groups.groupInput(ref, state.version);
-        return startChild(group, { workflowId: groupWorkflowId(plan.runId, ref), args: [args], parentClosePolicy: ParentClosePolicy.ABANDON, typedSearchAttributes: attributes('group'), staticSummary: groupSummary(args.groupUid, args.env.type, state.version) });
-      }));
-      return;
-    }
-    const workflowId = lockstepWorkflowId(plan.runId, refs[0]!);
-    for (const ref of refs) owners.set(groupUid(ref), workflowId);
-    const args = { runId: plan.runId, groups: refs.map((ref) => groups.groupInput(ref, state.version)) };
-    await startChild(lockstepRollout, { workflowId, args: [args], parentClosePolicy: ParentClosePolicy.ABANDON, typedSearchAttributes: attributes('lockstep'), staticSummary: `lockstep batch · ${refs.length} groups · v${state.version}` });
-  };
-  let stopDispatch = false;
+  const children = new RunChildren(plan, new GroupDispatch(plan, datasetSize, domains), owners, trainer);
   // Admission allows it, and the remaining steps still need it (no groups started only to be cancelled at the end),
   // counting the spare groups: with a group filter or redundant env groups, the last step needs its spares too.
   // (patched: a run started under the earlier rule, which left the spares out, replays as it ran.)
@@ -175,45 +145,28 @@ export async function run(input: RunInput): Promise<RunStatus> {
   const wanted = () => state.canDispatch() && state.samplesInSystem < stillNeeded();
   // In waves, a burst starts only once every group of the last one has reported; the burst itself fills what admission allows.
   const burstMayStart = () => !plan.waves || state.runningSamples === 0;
-  const dispatcher = (async () => {
-    for (;;) {
-      await condition(() => stopDispatch || (!suspended && wanted() && burstMayStart()));
-      if (stopDispatch) return;
-      const refs: GroupRef[] = [];
-      while (wanted()) refs.push(state.dispatch());
-      idle.note(state.runningSamples, Date.now());
-      await startGroups(refs);
-    }
-  })();
+  const dispatcher = new Loop(() => !suspended && wanted() && burstMayStart(), async () => {
+    const refs: GroupRef[] = [];
+    while (wanted()) refs.push(state.dispatch());
+    idle.note(state.runningSamples, Date.now());
+    await children.startGroups(refs, state.version);
+  });
 
   // ---- engine control: while suspended the inference servers pause, generations in flight frozen (keep) until resume
-  let stopEngineControl = false;
-  const engineControl = (async () => {
-    for (;;) {
-      await condition(() => stopEngineControl || suspended !== enginesPaused);
-      if (stopEngineControl) return;
-      await engines.run(async () => {
-        const pause = suspended;
-        if (pause === enginesPaused) return;
-        if (pause) await pauseEngines({ mode: 'keep' }); else await resumeEngines();
-        enginesPaused = pause;
-      });
-    }
-  })();
+  const engineControl = new Loop(() => suspended !== enginesPaused, () => engines.run(async () => {
+    const pause = suspended;
+    if (pause === enginesPaused) return;
+    if (pause) await pauseEngines({ mode: 'keep' }); else await resumeEngines();
+    enginesPaused = pause;
+  }));
 
   // The trackers each record goes to (track_with); `final` marks the run's last record, after which they close.
   const tracking = (final: boolean) => (plan.tracking ? { tracking: plan.tracking, final } : {});
 
   // ---- validation: the served weights scored on val_env_manager's envs, one record per validation
   const runValidation = async () => {
-    const v = plan.validation!;
     const steps = state.step;
-    const result = await executeChild(validate, {
-      workflowId: validateWorkflowId(plan.runId, steps),
-      args: [{ runId: plan.runId, steps, version: state.version, envs: v.envs, groupSize: v.groupSize, sampling: plan.sampling, seed: plan.seed, replicate: plan.replicate }],
-      typedSearchAttributes: [{ key: RUN_ID, value: plan.runId }, { key: KIND, value: 'validate' }, { key: STEP, value: steps }],
-      staticSummary: validateSummary(steps, state.version),
-    });
+    const result = await children.validate(steps, state.version);
     lastValidation = { steps, rewardMean: result.rewardMean };
     await appendMetrics.executeWithOptions({ summary: `validation after step ${steps} · reward ${result.rewardMean.toFixed(3)}` }, [{ runDir: plan.runDir, file: 'validation.jsonl', record: validationRecord({ run_id: plan.runId, step: steps, version: result.version, wall_s: sinceRunStart() }, result), ...tracking(steps === plan.maxSteps) }]);
   };
@@ -222,13 +175,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
 
   // Every save_steps steps, and after the last.
   const checkpointDue = () => (plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps;
-  const checkpoint = async () => {
-    const { consumed } = state.snapshot();
-    await saveCheckpoint.executeWithOptions({ summary: `checkpoint after step ${state.step}` }, [{
-      dir: checkpointDir(plan.runDir, state.step),
-      manifest: { run_id: plan.runId, step: state.step, version: state.version, consumed, seed: plan.seed, dataset_size: datasetSize, ...(dataset?.domains ? { dataset_domains: dataset.domains } : {}), config_hash: plan.configHash },
-      ...trainer }]);
-  };
+  const checkpoint = () => saveCheckpoint.executeWithOptions({ summary: `checkpoint after step ${state.step}` }, [{ dir: checkpointDir(plan.runDir, state.step), manifest: checkpointManifest(plan, state, datasetSize, dataset), ...trainer }]);
 
   // ---- trainer loop
   const firstStep = state.step;
@@ -240,17 +187,12 @@ export async function run(input: RunInput): Promise<RunStatus> {
     await condition(() => (!suspended && state.batchReady()) || failingBadly() || cancelled());
     if (cancelled()) break;
     if (failingBadly()) {
-      stopDispatch = true;
+      void dispatcher.stop();
       throw ApplicationFailure.nonRetryable(`${state.failingSummary()}; last error: ${lastGroupError}`, 'RunFailingError');
     }
     const batch = state.takeBatch()!;
     const batchAt = Date.now();
-    const trained = await executeChild(trainStep, {
-      workflowId: trainStepWorkflowId(plan.runId, batch.step),
-      args: [{ runId: plan.runId, step: batch.step, sampleKeys: batch.groups.flatMap((g) => g.storeKeys), options: plan.train, ...trainer }],
-      typedSearchAttributes: [{ key: RUN_ID, value: plan.runId }, { key: KIND, value: 'trainStep' }, { key: STEP, value: batch.step }],
-      staticSummary: trainStepSummary(batch.step, batch.groups.reduce((n, g) => n + g.samples, 0), batch.version),
-    });
+    const trained = await children.trainStep(batch);
     const trainedAt = Date.now();
     const sync = await engines.run(async () => {
       const r = await syncWeights.executeWithOptions({ summary: `step ${batch.step} · v${trained.version} to the inference servers` }, [{ path: trained.weightsPath, version: trained.version, partialRollout: plan.partialRollout, runId: plan.runId }]);
@@ -277,9 +219,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   }
 
   // ---- continue-as-new, or done
-  stopDispatch = true;
-  stopEngineControl = true;
-  await Promise.all([dispatcher, engineControl]);
+  await Promise.all([dispatcher.stop(), engineControl.stop()]);
   if (state.step < plan.maxSteps && !cancelled()) {
     // Keep history small: carry the state into a fresh execution; in-flight groups keep reporting to this workflow id.
     await condition(allHandlersFinished);
@@ -288,8 +228,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
   // Cancelled by the operator: a checkpoint of what was trained (unless the last step just saved one), to resume from.
   if (cancelled() && state.step > 0 && !checkpointDue()) await checkpoint();
   // Done: groups still generating are no longer needed.
-  const running = new Set(state.inFlightGroups.map((ref) => owners.get(groupUid(ref)) ?? groupWorkflowId(plan.runId, ref)));
-  await Promise.all([...running].map((id) => getExternalWorkflowHandle(id).cancel().catch(() => undefined)));
+  const groupsInFlight = await children.cancelGroups(state.inFlightGroups);
   // Cancelled, the run leaves nothing open: inference servers a suspended run paused resume (their frozen generations
   // belonged to the groups just cancelled), and the trackers close, as after a last record.
   // (patched: runs cancelled before this left both open; they replay so.)
@@ -302,5 +241,5 @@ export async function run(input: RunInput): Promise<RunStatus> {
     }
     if (plan.tracking) await closeTracking({ runId: plan.runId });
   }
-  return { ...report(), ...(cancelled() ? { cancelled: { atStep: state.step, groupsInFlight: running.size } } : {}) };
+  return { ...report(), ...(cancelled() ? { cancelled: { atStep: state.step, groupsInFlight } } : {}) };
 }

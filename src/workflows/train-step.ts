@@ -6,8 +6,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities, TrainerBinding, TrainOptions } from '../activities';
 import { STORE, TRAIN } from './activity-options';
-import { batchKey } from './ids';
-import { REPLAYED_STEPS } from './step-metrics';
+import { batchKey, REPLAYED_STEPS } from '../core';
 
 const { writeBatch } = proxyActivities<Activities>(STORE);
 const { runTrainStep, exportWeights } = proxyActivities<Activities>(TRAIN);

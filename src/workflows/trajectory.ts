@@ -10,12 +10,12 @@
  */
 import { patched, proxyActivities, proxyLocalActivities, setCurrentDetails, type ActivityInterfaceFor } from '@temporalio/workflow';
 import type { Activities, Sampling, TurnSummary } from '../activities';
-import type { EnvLossPolicy, EpisodeGeneration } from '../envs/env';
+import type { EpisodeGeneration } from '../envs/env';
+import { contextKey, type EnvLossPolicy, sampleKey } from '../core';
 import type { ChatMessage } from '../gpu-bridge';
 import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE } from './activity-options';
 import { numericInfo } from './env-info';
 import { isEnvSessionLost } from './failure';
-import { contextKey, sampleKey } from './ids';
 import { envStepSummary, finishSummary, generateSummary, recordEnvStep, recordReset, recordReward, recordTurn, transcriptDetails } from './metadata';
 
 const { generateTurn } = proxyActivities<Activities>(GENERATE);

@@ -9,10 +9,9 @@ import { executeChild, workflowInfo } from '@temporalio/workflow';
 import { groupSummary } from './metadata';
 import type { Sampling } from '../activities';
 import { group, type GroupInput } from './group';
-import { childWorkflowId, validationGroupUid } from './ids';
-import type { GroupResult } from './run-state';
+import { childWorkflowId, validationGroupUid, validationSeeds } from '../core';
+import type { GroupResult } from './run-buffer';
 import { KIND, RUN_ID } from './search-attributes';
-import { validationSeeds } from './seeds';
 import type { EnvSpec } from './trajectory';
 
 export interface ValidationEnv {

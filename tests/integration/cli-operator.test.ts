@@ -12,10 +12,9 @@ import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskQueuePollers } from '../../src/client/run-handle';
 import { AesGcmCodec } from '../../src/codec/encryption';
-import { batchDir } from '../../src/workflows/ids';
+import { batchDir, METRIC } from '../../src/core';
 import type { RunStatus } from '../../src/workflows/run';
 import { KIND } from '../../src/workflows/search-attributes';
-import { METRIC } from '../../src/workflows/step-metrics';
 import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 
 let server: TestDevServer;

@@ -12,7 +12,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runDataDir } from '../../src/workflows/ids';
+import { runDataDir } from '../../src/core';
 import type { RunStatus } from '../../src/workflows/run';
 import { readJsonl, ROOT } from './helpers/dev-server';
 import { upSimStack, type SimStack } from './helpers/sim-stack';

@@ -7,10 +7,9 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchDir, groupUid, runDataDir, sampleUid } from '../../src/workflows/ids';
+import { batchDir, groupUid, METRIC, runDataDir, sampleUid } from '../../src/core';
 import { status as statusQuery, type RunStatus } from '../../src/workflows/run';
 import type { GroupResult } from '../../src/workflows/run-state';
-import { METRIC } from '../../src/workflows/step-metrics';
 import { freePort, readJsonl, ROOT, TestDevServer, until } from './helpers/dev-server';
 
 const G = 4;

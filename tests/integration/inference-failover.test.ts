@@ -10,7 +10,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { batchDir, runDataDir } from '../../src/workflows/ids';
+import { batchDir, runDataDir } from '../../src/core';
 import { status as statusQuery } from '../../src/workflows/run';
 import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 

@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, readJsonl, ROOT, TestDevServer } from './helpers/dev-server';
-import { runDataDir } from '../../src/workflows/ids';
+import { runDataDir } from '../../src/core';
 
 const RUN = 'lora';
 let server: TestDevServer;

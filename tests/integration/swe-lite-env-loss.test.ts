@@ -9,7 +9,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { batchDir, runDataDir } from '../../src/workflows/ids';
+import { batchDir, runDataDir } from '../../src/core';
 import { status as statusQuery } from '../../src/workflows/run';
 import { freePort, readJsonl, ROOT, TestDevServer, until } from './helpers/dev-server';
 import { scrape } from './helpers/prometheus';

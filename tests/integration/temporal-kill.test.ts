@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { isAlive } from '../../src/stack/processes';
-import { batchDir, runDataDir } from '../../src/workflows/ids';
+import { batchDir, runDataDir } from '../../src/core';
 import { status as statusQuery } from '../../src/workflows/run';
 import { readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 import { writeSimRunConfig } from './helpers/sim-run-config';

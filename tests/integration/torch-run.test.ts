@@ -6,7 +6,7 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, readJsonl, ROOT, TestDevServer } from './helpers/dev-server';
-import { runDataDir } from '../../src/workflows/ids';
+import { runDataDir } from '../../src/core';
 
 let server: TestDevServer;
 let config: string;

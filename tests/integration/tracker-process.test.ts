@@ -16,7 +16,7 @@ import { createLogger } from '../../src/logging';
 import { registry } from '../../src/monitoring/run-metrics';
 import { pythonBin, ROOT } from '../../src/paths';
 import { RunTrackers, type TrackingSpec } from '../../src/trackers';
-import { METRIC } from '../../src/workflows/step-metrics';
+import { METRIC } from '../../src/core';
 import { until } from './helpers/dev-server';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'rollflow-trackers-'));

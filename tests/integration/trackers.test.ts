@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pythonBin } from '../../src/paths';
-import { METRIC, VAL_METRIC } from '../../src/workflows/step-metrics';
+import { METRIC, VAL_METRIC } from '../../src/core';
 import { freePort, readJsonl, ROOT } from './helpers/dev-server';
 import { scrape } from './helpers/prometheus';
 import { upSimStack, type SimStack } from './helpers/sim-stack';

@@ -7,10 +7,9 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure, type Client, WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchDir, runDataDir, trainerStateDir } from '../../src/workflows/ids';
+import { batchDir, REPLAYED_STEPS, runDataDir, TRAINER_PREFIX, trainerStateDir } from '../../src/core';
 import { status as statusQuery } from '../../src/workflows/run';
 import { innermostCause } from '../../src/workflows/failure';
-import { REPLAYED_STEPS, TRAINER_PREFIX } from '../../src/workflows/step-metrics';
 import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 
 const B = 8; // 2 groups of 4

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { METRIC, RUN_COUNT, TRAINER_PREFIX, VAL_METRIC } from '../../src/workflows/step-metrics';
+import { METRIC, RUN_COUNT, TRAINER_PREFIX, VAL_METRIC } from '../../src/core';
 import { taskQueuePollers } from '../../src/client/run-handle';
 import { freePort, readJsonl, ROOT, until } from './helpers/dev-server';
 import { scrape } from './helpers/prometheus';

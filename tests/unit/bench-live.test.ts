@@ -35,7 +35,7 @@ import {
 } from '../../src/bench/live';
 import type { RunOutcome } from '../../src/bench/live/runner';
 import { emptyTotals } from '../../src/workflows/run-state';
-import { METRIC } from '../../src/workflows/step-metrics';
+import { METRIC } from '../../src/core';
 import { stepLatency } from '../../src/envs/latency';
 
 const step = (n: number, wait: number, train: number, sync: number, idleRollout: number, samples = 4) => ({

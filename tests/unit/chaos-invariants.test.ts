@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkRun, type RunRecords } from '../../src/chaos';
 import type { Expectations, GroupExecution } from '../../src/chaos/invariants';
-import { groupUid, sampleUid } from '../../src/workflows/ids';
+import { groupUid, sampleUid } from '../../src/core';
 
 const G = 2;
 const e: Expectations = { maxSteps: 3, samplesPerStep: 2 * G, groupSize: G, maxStaleness: 1, stalePolicy: 'drop' };

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCodecServer } from '../../src/codec/server';
 import { TRANSCRIPT_TEXT_CHARS } from '../../src/codec/transcripts';
 import { DirectorySampleStore } from '../../src/store';
-import { contextKey, sampleKey } from '../../src/workflows/ids';
+import { contextKey, sampleKey } from '../../src/core';
 
 /** Wraps each payload whole into the data of a `binary/wrapped` payload (and back). */
 const wrapping: PayloadCodec = {

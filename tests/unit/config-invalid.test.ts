@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { ConfigError, loadConfig, type ConfigProblem } from '../../src/configs';
-import { checkConfig } from '../../src/stack/preflight';
+import { checkConfig } from '../../src/client/preflight';
 import { BASE_CONFIG, configWith, FULL_CONFIG, invalidConfig, reports, twoBrokenKeys } from '../helpers/invalid-configs';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'rollflow-invalid-'));

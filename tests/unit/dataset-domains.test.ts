@@ -9,7 +9,7 @@ import { groupByDomain } from '../../src/envs/dataset-domains';
 import { describeIndex } from '../../src/envs/dataset-rows';
 import type { EnvClient } from '../../src/gpu-bridge';
 import { DomainOrder } from '../../src/workflows/domain-order';
-import { VAL_SEED_BASE } from '../../src/workflows/seeds';
+import { VAL_SEED_BASE } from '../../src/core';
 
 const row = (prompt: string, domain: string) => ({ prompt, answer: '1', domain });
 

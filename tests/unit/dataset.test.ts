@@ -8,7 +8,7 @@ import { dataset } from '../../src/envs/dataset';
 import { RewardUnscoredError } from '../../src/envs/errors';
 import { describeIndex, parseRows } from '../../src/envs/dataset-rows';
 import { EngineRejectedError, type EnvClient } from '../../src/gpu-bridge';
-import { VAL_SEED_BASE } from '../../src/workflows/seeds';
+import { VAL_SEED_BASE } from '../../src/core';
 
 const config = dataset({} as EnvClient).parseConfig({ path: '/data.jsonl' });
 const parse = (text: string | Buffer, keys = config) => parseRows(typeof text === 'string' ? Buffer.from(text) : text, keys);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { stepLatency, type LatencyModel } from '../../src/envs/latency';
-import { epochOrder } from '../../src/workflows/seeds';
+import { epochOrder } from '../../src/core';
 import { batchLatencyTable, constantTable, desW1, dispatchOrder, envAsyncMakespan, lockstepMakespan, lockstepTurnSeconds, trajectoryDurations } from '../../src/bench/des';
 
 const model = (over: Partial<LatencyModel> = {}): LatencyModel => ({ mean_s: 10, std_s: 10, p_slow: 0, slow_factor: 5, p_stop: 0, ...over });

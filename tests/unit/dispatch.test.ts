@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { envAt, GroupDispatch } from '../../src/workflows/dispatch';
 import { DomainOrder } from '../../src/workflows/domain-order';
 import type { PlanEnv, RunPlan } from '../../src/workflows/run-plan';
-import { epochOrder, groupSamplingSeed } from '../../src/workflows/seeds';
+import { epochOrder, groupSamplingSeed } from '../../src/core';
 
 const env = (tag: string, groupsPerStep: number, maxTokens: number): PlanEnv => ({ tag, groupsPerStep, spec: { type: 'latency_sim', config: { tag }, maxTurns: 1 }, maxTokens });
 const envs = [env('math', 2, 64), env('code', 1, 256)];

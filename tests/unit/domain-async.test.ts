@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { DomainOrder } from '../../src/workflows/domain-order';
 import { RunState, type GroupRef } from '../../src/workflows/run-state';
-import { splitmix32 } from '../../src/workflows/seeds';
+import { splitmix32 } from '../../src/core';
 
 const G = 4; // groups per step (rollout_batch_size)
 const STEPS = 500;

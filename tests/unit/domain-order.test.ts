@@ -2,7 +2,8 @@
 // every run position (DomainOrder), over 500 blocks.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DomainOrder, type DomainRows } from '../../src/workflows/domain-order';
+import type { DomainRows } from '../../src/envs/dataset-rows';
+import { DomainOrder } from '../../src/workflows/domain-order';
 import { BlockCounts, SHARE_UNITS, shareUnits } from '../../src/workflows/domain-slots';
 
 const BLOCKS = 500;

@@ -4,7 +4,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../../src/activities/deps';
 import { rolloutActivities } from '../../src/activities/rollout';
-import type { EnvLossPolicy } from '../../src/envs/env';
+import type { EnvLossPolicy } from '../../src/core';
 import { EnvSessionLostError } from '../../src/envs/errors';
 import { EngineRejectedError, EngineUnavailableError, type EnvClient } from '../../src/gpu-bridge';
 

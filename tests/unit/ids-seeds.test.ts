@@ -2,8 +2,7 @@
 // src/workflows/seeds.ts) and pinned here, since a change to either changes the
 // ids of running workflows' children or the prompts and samples of a resumed run.
 import { describe, expect, it } from 'vitest';
-import { batchKey, checkpointDir, childWorkflowId, contextKey, groupUid, groupWorkflowId, lockstepWorkflowId, parseSampleUid, sampleKey, sampleUid, trainStepWorkflowId, validateWorkflowId, validationGroupUid } from '../../src/workflows/ids';
-import { choiceSeed, groupSamplingSeed, memberSamplingSeed, turnSeed, VAL_SEED_BASE, validationSeeds } from '../../src/workflows/seeds';
+import { batchKey, checkpointDir, childWorkflowId, choiceSeed, contextKey, groupSamplingSeed, groupUid, groupWorkflowId, lockstepWorkflowId, memberSamplingSeed, parseSampleUid, sampleKey, sampleUid, trainStepWorkflowId, turnSeed, VAL_SEED_BASE, validateWorkflowId, validationGroupUid, validationSeeds } from '../../src/core';
 
 describe('ids', () => {
   it('builds every name in its recorded format', () => {

@@ -17,7 +17,7 @@ import { trainingActivities } from '../../src/activities/training';
 import { LatestWeights } from '../../src/activities/weights';
 import { EngineUnavailableError, EnvClient, HealthProber, InferenceClient, InferencePool, InferenceRouter, TrainerClient } from '../../src/gpu-bridge';
 import { DirectorySampleStore } from '../../src/store';
-import { weightsKey } from '../../src/workflows/ids';
+import { weightsKey } from '../../src/core';
 import { CHAT_PROMPT, CONTINUATION, FakeInference } from './helpers/fake-inference';
 import { createLogger } from '../../src/logging';
 import { RunTrackers } from '../../src/trackers';

@@ -12,7 +12,7 @@ import { createLogger } from '../../src/logging';
 import { startMetricsServer } from '../../src/monitoring/metrics-server';
 import { observeRecord } from '../../src/monitoring/run-metrics';
 import { installRuntime } from '../../src/worker';
-import { METRIC } from '../../src/workflows/step-metrics';
+import { METRIC } from '../../src/core';
 
 function capture() {
   const lines: { level: number; msg: string; attempt?: number }[] = [];

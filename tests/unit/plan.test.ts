@@ -14,7 +14,7 @@ import type { ActivityDeps } from '../../src/activities/deps';
 import { buildPlan } from '../../src/client/plan';
 import { ConfigError, parseConfig } from '../../src/configs';
 import { registry } from '../../src/monitoring/run-metrics';
-import { METRIC } from '../../src/workflows/step-metrics';
+import { METRIC } from '../../src/core';
 
 const envs = {
   a: { env_type: 'latency_sim', max_steps: 2, env_config: { turns: 2 } },

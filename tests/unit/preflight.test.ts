@@ -4,7 +4,7 @@
 // check` (offline: no server starts).
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError, parseConfig, type ConfigProblem } from '../../src/configs';
-import { checkConfig } from '../../src/stack/preflight';
+import { checkConfig } from '../../src/client/preflight';
 
 const arith = { env_type: 'arithmetic', env_config: { max_operand: 9 } };
 const torchEngines = { inference: [{ url: 'http://127.0.0.1:8301', backend: 'torch' }], trainer: { url: 'http://127.0.0.1:8401', backend: 'torch' } };

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { barLine, cancelledNote, progressSink, stepLine } from '../../src/cli/progress';
+import { barLine, cancelledNote, progressSink, stepLine } from '../../src/launch/progress';
 import type { RunStatus } from '../../src/workflows/run';
 
 const status = (step: number, extra: Partial<RunStatus> = {}): RunStatus =>
   ({ runId: 'r', step, maxSteps: 10, version: step, running: 6, samplesInSystem: 8, maxSamplesInSystem: 16, suspended: false, staleness: { mean: 0.5, max: 1 }, totals: { lastRewardMean: 0.25 }, ...extra }) as unknown as RunStatus;
 
-describe('run progress (cli/progress.ts)', () => {
+describe('run progress (launch/progress.ts)', () => {
   it('a pipe gets one plain line per step, never the same step twice', () => {
     const lines: string[] = [];
     const sink = progressSink((l) => lines.push(l), false);

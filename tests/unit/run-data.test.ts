@@ -9,7 +9,7 @@ import { readCheckpoint } from '../../src/client/checkpoint';
 import { buildPlan } from '../../src/client/plan';
 import { checkNewRunId } from '../../src/client/run-id';
 import { ConfigError, parseConfig } from '../../src/configs';
-import { checkpointDir, runDataDir } from '../../src/workflows/ids';
+import { checkpointDir, runDataDir } from '../../src/core';
 
 const custom_envs = { c: { env_type: 'arithmetic' } };
 const loadedIn = (runDir: string, extra: Record<string, unknown> = {}) => parseConfig({ custom_envs, run_dir: runDir, ...extra }, 'test', '/work');

@@ -4,7 +4,7 @@
 // stay apart by run_id, and a missing or non-numeric value changes nothing.
 import { describe, expect, it } from 'vitest';
 import { observeRecord, registry } from '../../src/monitoring/run-metrics';
-import { METRIC, RUN_COUNT, TRAINER_PREFIX, VAL_METRIC } from '../../src/workflows/step-metrics';
+import { METRIC, RUN_COUNT, TRAINER_PREFIX, VAL_METRIC } from '../../src/core';
 
 /** The value of `name` for `runId`, as a scrape would show it (undefined: no series). */
 async function value(name: string, runId: string): Promise<number | undefined> {

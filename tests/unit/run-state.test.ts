@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { groupUid } from '../../src/workflows/ids';
+import { groupUid, splitmix32 } from '../../src/core';
 import { RunState, type AdmissionLimits, type GroupRef, type GroupResult, type StalePolicy } from '../../src/workflows/run-state';
-import { splitmix32 } from '../../src/workflows/seeds';
 
 function limits(B: number, G: number, alpha: number, stalePolicy: StalePolicy = 'drop'): AdmissionLimits {
   return { samplesPerStep: B, groupSize: G, maxSamplesInSystem: Math.floor((1 + alpha) * B), maxStaleness: Math.ceil(alpha), stalePolicy };

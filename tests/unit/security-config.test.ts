@@ -5,7 +5,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { explainConnectFailure } from '../../src/client/connect-failure';
 import { connectionSecurity, tlsRequestedBy } from '../../src/client/tls';
-import { checkConfig } from '../../src/stack/preflight';
+import { checkConfig } from '../../src/client/preflight';
 import { AesGcmCodec, encryptionCodec, ENCRYPTED_ENCODING, EncryptionKeyError } from '../../src/codec/encryption';
 import { ConfigError, parseConfig } from '../../src/configs';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { IntervalSet } from '../../src/workflows/interval-set';
-import { epochOrder, splitmix32 } from '../../src/workflows/seeds';
+import { epochOrder, splitmix32 } from '../../src/core';
 
 describe('epochOrder', () => {
   it('is a permutation, the same for the same (seed, epoch), different otherwise', () => {

@@ -1,7 +1,8 @@
 // A step's record and the idle clocks behind its ratios, on hand-computed numbers.
 import { describe, expect, it } from 'vitest';
 import { summarizeBatch, type Batch, type GroupResult } from '../../src/workflows/run-state';
-import { METRIC, RolloutIdleClock, stepRecord, validationRecord } from '../../src/workflows/step-metrics';
+import { RolloutIdleClock, stepRecord, validationRecord } from '../../src/workflows/step-metrics';
+import { METRIC } from '../../src/core';
 
 const group = (position: number, rewardMean: number, partialSamples: number, maxSpan: number): GroupResult => ({
   epoch: 0, position, startVersion: 0, endVersion: 1, samples: 4, accepted: true, rewardMean, tokens: 40, partialSamples, maxSpan, storeKeys: [],

@@ -7,7 +7,7 @@
  * sampled latency, length and outcome by it: the same run seed gives the
  * same prompts, hence the same samples, in the DES and in the real run.
  */
-import { epochOrder } from '../../workflows/seeds';
+import { epochOrder } from '../../core';
 
 /** dataset index of the n-th dispatched group (n = 0, 1, …). */
 export function dispatchOrder(datasetSize: number, seed: number): (n: number) => number {

@@ -12,8 +12,7 @@
  *   sync_weights: from the first dispatch to the end of the last weight sync.
  */
 
-import { parseSampleUid } from '../../workflows/ids';
-import { METRIC, type MetricKey } from '../../workflows/step-metrics';
+import { METRIC, type MetricKey, parseSampleUid } from '../../core';
 
 export type Metrics = Record<string, number | string>;
 

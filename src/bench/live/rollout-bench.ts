@@ -10,7 +10,7 @@ import { w1Cells, w1DesOptions, w1RunConfig, w7DesOptions, w7RunConfig, type W1C
 import { workersFor, type W1LiveOptions, type W7LiveOptions } from './options';
 import { activitiesPerTrajectory, overhead, rolloutMakespan, versus } from './report';
 import type { BenchStack, RunOutcome } from './runner';
-import { allFailedGroups } from '../../workflows/run-state';
+import { allFailedGroups } from '../../workflows/run-totals';
 
 export interface BenchContext {
   stack: BenchStack;

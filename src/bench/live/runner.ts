@@ -12,7 +12,7 @@ import type { temporal } from '@temporalio/proto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import path from 'node:path';
-import { startRun } from '../../cli/run';
+import { startRun } from '../../launch/run';
 import { connectClient } from '../../client/connect';
 import { terminateRun } from '../../client/terminate';
 import { loadConfig, type LoadedConfig, type RunConfigInput } from '../../configs';
@@ -20,7 +20,7 @@ import { cliEntry, logsDir, pidsDir, ROOT, stateDir } from '../../paths';
 import { down, up } from '../../stack';
 import { ensureStarted, startDetached, stopProcess, waitUntil, type ManagedProcess } from '../../stack/processes';
 import { pollers } from '../../stack/worker';
-import { runDataDir } from '../../workflows/ids';
+import { runDataDir } from '../../core';
 import { status as statusQuery, type RunStatus } from '../../workflows/run';
 import type { Metrics } from './report';
 

@@ -18,7 +18,7 @@ import { w2DesOptions, workersFor, type W2LiveOptions, type W2Mode } from './opt
 import { modeMakespan, versus } from './report';
 import { runRecord, type BenchContext } from './rollout-bench';
 import type { RunOutcome } from './runner';
-import { allFailedGroups } from '../../workflows/run-state';
+import { allFailedGroups } from '../../workflows/run-totals';
 
 export async function benchW2(o: W2LiveOptions, ctx: BenchContext): Promise<object[]> {
   const runs: Partial<Record<W2Mode, RunOutcome>> = {};

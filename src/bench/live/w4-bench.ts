@@ -13,7 +13,7 @@
  */
 import path from 'node:path';
 import { promptReplicationSchedule, w4ServerModel } from '../des/w4-prompt-replication';
-import { epochOrder } from '../../workflows/seeds';
+import { epochOrder } from '../../core';
 import { w4RunConfig } from './configs';
 import { workersFor, type W4LiveOptions } from './options';
 import { dispatchRamp, overhead, dispatchIndex, rolloutMakespan, speedup, type DispatchRamp } from './report';

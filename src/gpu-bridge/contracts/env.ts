@@ -10,7 +10,7 @@
  * session, 409 step after done, 429 max_sessions open.
  */
 import { z } from 'zod';
-import { ENV_LOSS_POLICIES } from '../../envs/env';
+import { ENV_LOSS_POLICIES } from '../../core';
 
 /** Largest seed: TypeScript numbers carry integers exactly up to here. */
 const MAX_SEED = Number.MAX_SAFE_INTEGER;

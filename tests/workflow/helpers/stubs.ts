@@ -9,9 +9,8 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Activities } from '../../../src/activities';
-import type { EnvLossPolicy } from '../../../src/envs/env';
+import { type EnvLossPolicy, groupUid, parseSampleUid } from '../../../src/core';
 import { EnvConfigError, EnvSessionLostError } from '../../../src/envs/errors';
-import { groupUid, parseSampleUid } from '../../../src/workflows/ids';
 import { DATASET_ROWS } from './plan';
 
 type Stubbed = 'datasetIndex' | 'initTrainer' | 'resumeTrainer' | 'syncWeights' | 'pauseEngines' | 'resumeEngines' | 'appendMetrics' | 'closeTracking' | 'saveCheckpoint'

@@ -5,9 +5,9 @@
  * place stalls its calls (one restarted on its host reclaims them at once:
  * src/worker/reclaim.ts); the interval leaves room for two late beats on a
  * busy machine, and every beat is a write on the Temporal server, so it is
- * no shorter than that needs. Here, not beside heartbeat.ts, because
- * workflow code (activity-options.ts) reads the timeout and must not import
- * activity code.
+ * no shorter than that needs. Here, not beside activities/heartbeat.ts,
+ * because workflow code (activity-options.ts) reads the timeout and must not
+ * import activity code, and the worker reads the interval.
  */
 export const HEARTBEAT_EVERY_MS = 10_000;
 export const HEARTBEAT_TIMEOUT = '30 seconds';

@@ -16,12 +16,12 @@
  * Every problem names its run-config path.
  */
 import { spawnSync } from 'node:child_process';
-import { buildPlan } from '../client/plan';
-import { tlsRequestedBy } from '../client/tls';
 import { ConfigError, type ConfigProblem, type LoadedConfig } from '../configs';
+import { engineSpecs } from '../configs/engines';
 import { EnvConfigError, parseTsEnvConfig, TS_ENV_TYPES } from '../envs';
-import { pythonBin } from '../paths';
-import { launchedEngines, pythonEnginesEnv } from './engines';
+import { pythonBin, pythonEnginesEnv } from '../paths';
+import { buildPlan } from './plan';
+import { tlsRequestedBy } from './tls';
 
 /** Throws ConfigError listing every problem; returns notes on what could not be checked here. `run`: check it can start a run, too. */
 export function checkConfig(loaded: LoadedConfig, { run }: { run: boolean }): { notes: string[] } {
@@ -69,7 +69,7 @@ interface CheckRequest {
 
 function pythonRequest({ config }: LoadedConfig): { request: CheckRequest; notes: string[] } {
   const request: CheckRequest = {
-    engines: launchedEngines(config).map((e) => ({ path: e.configPath, role: e.role, backend: e.backend, options: e.options })),
+    engines: engineSpecs(config).map((e) => ({ path: e.configPath, role: e.role, backend: e.backend, options: e.options })),
     envs: [],
     verifiers: [],
     other_env_types: TS_ENV_TYPES,
@@ -107,7 +107,7 @@ function pythonProblems(request: CheckRequest): ConfigProblem[] {
  * torch trainer's learning_rate from actor_train.training_args): name that key.
  */
 function optionSource(problemPath: string, { config }: LoadedConfig): string {
-  for (const e of launchedEngines(config)) {
+  for (const e of engineSpecs(config)) {
     const prefix = `${e.configPath}.options.`;
     if (!problemPath.startsWith(prefix)) continue;
     const key = problemPath.slice(prefix.length).split(/[.[]/)[0]!;

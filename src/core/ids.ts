@@ -5,9 +5,13 @@
  * format is agreed by matching strings. Changing one changes the ids of
  * children a running workflow starts: that is a workflow change (patch it).
  */
-import type { GroupRef } from './run-state';
-
 const pad6 = (n: number) => String(n).padStart(6, '0');
+
+/** Where a group's prompt sits: its position in the epoch's seeded order. */
+export interface GroupRef {
+  epoch: number;
+  position: number;
+}
 
 // ---- uids: a group is named by where its prompt sits; a sample by its group and member.
 

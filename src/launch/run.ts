@@ -1,11 +1,12 @@
-/** `rollflow run`: start a training run and follow it. */
+/** Starts a training run as `rollflow run` does and follows it to its end; the CLI, the live bench and chaos all start runs through it. */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { checkConfig } from '../client/preflight';
 import { prepareRun, RollflowClient } from '../client/rollflow-client';
+import { batchDir } from '../core';
 import type { LoadedConfig, RunConfig } from '../configs';
 import { describeIndex } from '../envs/dataset-rows';
-import { checkConfig, up } from '../stack';
-import { batchDir } from '../workflows/ids';
+import { up } from '../stack';
 import { status, type RunStatus } from '../workflows/run';
 import { cancelledNote, progressSink, type ProgressSink } from './progress';
 

@@ -1,4 +1,10 @@
-/** Errors the activities raise themselves. The class name is the Temporal failure type retry policies match. */
+/**
+ * Errors the activities raise themselves, named here so the workflows' retry
+ * policies can match them without importing activity code. The class name is
+ * the Temporal failure type retry policies match. (The boundaries' own errors
+ * stay beside them: gpu-bridge/errors.ts, store/errors.ts, envs/errors.ts,
+ * configs/errors.ts.)
+ */
 
 /**
  * Thrown when an activity's result would be too large a Temporal payload

@@ -15,7 +15,7 @@
  *   choice i of an n-request, continuation k: group sampling + 104_729·i + 7919·(k + 1)
  *   validation group i  env seed VAL_SEED_BASE + i, sampling runSeed + 7919·i
  */
-import type { GroupRef } from './run-state';
+import type { GroupRef } from './ids';
 
 /** Validation episode seeds start here: training draws seeds 0..dataset_size-1. */
 export const VAL_SEED_BASE = 2 ** 30;
