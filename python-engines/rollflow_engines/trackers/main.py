@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from .sinks import Sink, TensorboardSink, WandbSink
 
 
-VAL_PREFIX = "val/"  # VAL_METRIC's prefix (src/workflows/step-metrics.ts)
+VAL_PREFIX = "val/"  # VAL_METRIC's prefix (src/core/metrics.ts)
 
 
 def numeric(record: dict[str, Any], file: str = "metrics.jsonl") -> dict[str, float]:
