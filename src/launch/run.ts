@@ -1,6 +1,7 @@
 /** Starts a training run as `rollflow run` does and follows it to its end; the CLI, the live bench and chaos all start runs through it. */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { workflowUrl } from '../client/connect';
 import { checkConfig } from '../client/preflight';
 import { prepareRun, RollflowClient } from '../client/rollflow-client';
 import { batchDir } from '../core';
@@ -31,6 +32,7 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
     if (!opts.wait && !opts.json) return;
     const final = await follow(rf, runId, opts.json ? undefined : progressSink(out, process.stdout.isTTY === true));
     if (opts.json) out(JSON.stringify(await summary(config, loaded.derived.sample_store_path, final, (Date.now() - started) / 1000)));
+    else for (const line of await closingLines(rf, config, prepared.plan.runDir, runId)) out(line);
   } finally {
     await rf.close();
   }
@@ -43,7 +45,6 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
 export async function follow(rf: RollflowClient, runId: string, sink: ProgressSink | undefined): Promise<RunStatus> {
   const handle = rf.temporal.workflow.getHandle(runId);
   let datasetReported = false;
-  let printedValSteps: number | undefined;
   const ended = rf.wait(runId).then(
     (s) => ({ s }),
     (e: unknown) => ({ e }),
@@ -56,10 +57,7 @@ export async function follow(rf: RollflowClient, runId: string, sink: ProgressSi
       datasetReported = true;
       sink?.note(`dataset: ${describeIndex(s.dataset)}`);
     }
-    if (s) {
-      sink?.update(s);
-      printedValSteps = s.lastValidation?.steps;
-    }
+    if (s) sink?.update(s);
     await Promise.race([ended, new Promise((r) => setTimeout(r, 1000))]);
   }
   if (finished.e !== undefined) {
@@ -69,10 +67,28 @@ export async function follow(rf: RollflowClient, runId: string, sink: ProgressSi
   const final = finished.s!;
   sink?.update(final); // on a terminal the bar's last frame, drawn over the previous one
   sink?.end();
-  // The end-of-run validation finishes after the last step's line: print its result too.
-  if (final.lastValidation && final.lastValidation.steps !== printedValSteps) sink?.note(`done: val reward ${final.lastValidation.rewardMean.toFixed(3)} after ${final.lastValidation.steps} steps`);
+  // The end-of-run validation finishes after the last step's line, so the line the run ends on says it, always.
+  if (final.lastValidation) sink?.note(`final validation reward ${final.lastValidation.rewardMean.toFixed(3)} (after step ${final.lastValidation.steps})`);
   if (final.cancelled) sink?.note(cancelledNote(final.cancelled));
   return final;
+}
+
+/** Where to look once a run is over: its directory (metrics.jsonl, validation.jsonl, checkpoints) and one of its
+ * trajectories in the Temporal UI (found through visibility; the run's own page when none is listed yet). */
+async function closingLines(rf: RollflowClient, config: RunConfig, runDir: string, runId: string): Promise<string[]> {
+  let trajectory: string | undefined;
+  try {
+    for await (const w of rf.temporal.workflow.list({ query: `RollflowRunId="${runId}" AND RollflowKind="trajectory"`, pageSize: 1 })) {
+      trajectory = w.workflowId;
+      break;
+    }
+  } catch {
+    // visibility is a convenience here: the run's own page below still leads to every trajectory
+  }
+  return [
+    `run directory: ${runDir}`,
+    trajectory ? `a trajectory in the Temporal UI: ${workflowUrl(config, trajectory)}` : `the run in the Temporal UI: ${workflowUrl(config, runId)}`,
+  ];
 }
 
 /** The one-line JSON summary; unique uids are counted from the batch files the trainer read, not from the run's own counters. */

@@ -68,6 +68,11 @@ describe('experiment trackers (track_with)', () => {
     const validations = readJsonl(path.join(runDir('trk'), 'validation.jsonl'));
     expect(steps).toHaveLength(3);
     expect(validations.map((v) => v.step)).toEqual([0, 2, 3]);
+    // The run ends on what a newcomer looks for: the last validation's reward, the run's files, one trajectory.
+    const closing = r.stdout.trim().split('\n').slice(-3);
+    expect(closing[0]).toBe(`final validation reward ${(validations[2]![VAL_METRIC.rewardMean] as number).toFixed(3)} (after step 3)`);
+    expect(closing[1]).toBe(`run directory: ${runDir('trk')}`);
+    expect(closing[2]).toMatch(/^a trajectory in the Temporal UI: http:\/\/.+\/workflows\/trk%2F.+/);
 
     const back = readBack('trk');
     const rewards = steps.map((s) => [s.step, s[METRIC.rewardMean]]);
