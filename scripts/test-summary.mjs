@@ -108,8 +108,9 @@ export function summarize(dir, { vitestStatus = 0, pytestStatus = 0, cwd = proce
     if (s.failures.length > NAMED_AT_MOST) lines.push(`  … and ${s.failures.length - NAMED_AT_MOST} more, named in ${rel(s.log)}`);
   }
   for (const s of suites) {
-    const time = s.seconds === undefined ? '' : ` in ${seconds(s.seconds)}`;
-    lines.push(`${s.name}: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped${time} (log: ${rel(s.log)})`);
+    // Not "N passed, N failed": that form is the closing line's alone, for whatever reads it from the log.
+    const time = s.seconds === undefined ? '' : ` | ${seconds(s.seconds)}`;
+    lines.push(`${s.name}: ${s.passed} passed | ${s.failed} failed | ${s.skipped} skipped${time} | log: ${rel(s.log)}`);
   }
   const total = (k) => suites.reduce((n, s) => n + s[k], 0);
   lines.push(`tests: ${total('passed')} passed, ${total('failed')} failed, ${total('skipped')} skipped`);

@@ -81,11 +81,13 @@ describe('the make test summary', () => {
     const r = summarize({ vitest: vitestJson({ 'tests/unit/a.test.ts': passing(3) }, { numPendingTests: 1 }), pytest: pytestXml(passing(4), 2) });
     expect(r.status).toBe(0);
     expect(r.lines.slice(-3)).toEqual([
-      `vitest: 3 passed, 0 failed, 1 skipped in 12.5 s (log: ${r.dir}/vitest.log)`,
-      `pytest: 4 passed, 0 failed, 2 skipped in 3.2 s (log: ${r.dir}/pytest.log)`,
+      `vitest: 3 passed | 0 failed | 1 skipped | 12.5 s | log: ${r.dir}/vitest.log`,
+      `pytest: 4 passed | 0 failed | 2 skipped | 3.2 s | log: ${r.dir}/pytest.log`,
       'tests: 7 passed, 0 failed, 3 skipped',
     ]);
     expect(r.lines.join('\n')).not.toContain('FAILED');
+    // The closing line is the only one of its form, so a reader that greps for it finds that one.
+    expect(r.lines.filter((l) => /\d+ passed, \d+ failed/.test(l))).toEqual(['tests: 7 passed, 0 failed, 3 skipped']);
   });
 
   it('one failure in each suite: the last 40 lines name both and the log to read', () => {
