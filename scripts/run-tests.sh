@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
 # Runs every test suite (vitest: unit + integration against real Temporal dev
-# servers; pytest: python-engines), even when one fails, then prints one
-# closing line with the totals of both.
+# servers; pytest: python-engines), even when one fails, then prints the
+# summary (scripts/test-summary.mjs): the failing tests by name and the log to
+# read, one line per suite, and the closing line with the totals of both.
+# Each suite's log and report stay in .state/test-reports/: vitest.log,
+# vitest.json, temporal-sdk.log (the Temporal SDK's warnings, tests/setup.ts),
+# pytest.log, pytest.xml.
+#
+#   scripts/run-tests.sh                                   every suite
+#   scripts/run-tests.sh tests/unit -- tests/test_config.py   a subset: vitest's filters, then pytest's
 set -uo pipefail
 cd "$(dirname "$0")/.."
-reports=.state/test-reports
+reports=$(realpath -m "${ROLLFLOW_TEST_REPORTS:-.state/test-reports}")
+export ROLLFLOW_TEST_REPORTS=$reports
 rm -rf "$reports"; mkdir -p "$reports"
 
-status=0
-node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile.json="$reports/vitest.json" 2>&1 | tee "$reports/vitest.log"
+vitest_args=(); pytest_args=()
+while [ $# -gt 0 ]; do
+  if [ "$1" = -- ]; then shift; pytest_args=("$@"); break; fi
+  vitest_args+=("$1"); shift
+done
+
+# --silent=passed-only: what a test prints shows only when it fails.
+node_modules/.bin/vitest run --silent=passed-only --reporter=default --reporter=json --outputFile.json="$reports/vitest.json" "${vitest_args[@]}" 2>&1 | tee "$reports/vitest.log"
 vitest_status=${PIPESTATUS[0]}
-[ "$vitest_status" -eq 0 ] || status=1
-(cd python-engines && ../.venv/bin/python -m pytest --junitxml="../$reports/pytest.xml") || status=1
-VITEST_STATUS=$vitest_status node scripts/test-summary.mjs "$reports" || status=1
-exit $status
+# -q: a line of dots per file instead of a header per file; failures keep their tracebacks (in pytest.log too).
+(cd python-engines && ../.venv/bin/python -m pytest -q --junitxml="$reports/pytest.xml" "${pytest_args[@]}") 2>&1 | tee "$reports/pytest.log"
+pytest_status=${PIPESTATUS[0]}
+echo
+VITEST_STATUS=$vitest_status PYTEST_STATUS=$pytest_status node scripts/test-summary.mjs "$reports"

@@ -1,64 +1,129 @@
-// Adds up vitest's JSON report and pytest's JUnit XML into one closing line:
-// "tests: N passed, N failed, N skipped". A missing report counts as a failure.
-// Each failure's name and the head of its message are printed just above that
-// line: CI shows only the end of the log, and vitest prints its errors early.
+// Reads the reports scripts/run-tests.sh leaves in a directory (vitest.json, pytest.xml, the logs beside them)
+// and prints the end of `make test`: first each failure's message head, then, on the last screen, the failing
+// tests by name under their suite's log, one line per suite, and the closing line CI reads:
+// "tests: N passed, N failed, N skipped". A missing report counts as a failure, and so does a suite that exited
+// non-zero with no failed test (an error outside any test).
+//   node scripts/test-summary.mjs <dir>     (VITEST_STATUS / PYTEST_STATUS: the suites' exit codes)
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 
-const dir = process.argv[2];
-const totals = { passed: 0, failed: 0, skipped: 0 };
-const failures = [];
+const NAMED_AT_MOST = 20; // failing tests named on the last screen; the rest are counted
+const DETAILED_AT_MOST = 10; // failures whose message head is printed above it
+const DETAIL_LINES = 12;
+
 const plain = (text) => String(text ?? '').replace(/\x1b\[[0-9;]*m/g, '');
-const head = (text, lines = 20) =>
+const head = (text, lines = DETAIL_LINES) =>
   plain(text)
     .split('\n')
     .filter((l) => !/^\s+at .*node_modules/.test(l))
     .slice(0, lines)
     .join('\n');
+const firstLine = (text) => plain(text).split('\n').find((l) => l.trim() !== '')?.trim().slice(0, 160) ?? '';
+const seconds = (s) => (s >= 90 ? `${(s / 60).toFixed(1)} min` : `${s.toFixed(1)} s`);
+const xmlText = (s) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&#10;/g, '\n').replace(/&amp;/g, '&');
 
-const vitestFile = path.join(dir, 'vitest.json');
-if (existsSync(vitestFile)) {
-  const v = JSON.parse(readFileSync(vitestFile, 'utf8'));
-  totals.passed += v.numPassedTests;
-  totals.failed += v.numFailedTests;
-  totals.skipped += v.numPendingTests + v.numTodoTests;
-  for (const file of v.testResults ?? []) {
-    const name = path.relative(process.cwd(), file.name);
-    const failedTests = (file.assertionResults ?? []).filter((t) => t.status === 'failed');
-    for (const t of failedTests) failures.push(`${name} > ${t.fullName}: ${head(t.failureMessages?.join('\n'))}`);
+/** One suite's outcome: counts, its failures ({ name, message }), its log, and why it has no report if it has none. */
+function vitestSuite(dir, status, cwd) {
+  const suite = { name: 'vitest', log: path.join(dir, 'vitest.log'), passed: 0, failed: 0, skipped: 0, failures: [] };
+  const file = path.join(dir, 'vitest.json');
+  if (!existsSync(file)) {
+    suite.failed = 1;
+    suite.failures.push({ name: 'vitest', message: `no report (${path.relative(cwd, file)}): vitest did not finish` });
+    return suite;
+  }
+  const v = JSON.parse(readFileSync(file, 'utf8'));
+  suite.passed = v.numPassedTests;
+  suite.failed = v.numFailedTests;
+  suite.skipped = v.numPendingTests + v.numTodoTests;
+  const ends = (v.testResults ?? []).map((f) => f.endTime).filter(Number.isFinite);
+  if (Number.isFinite(v.startTime) && ends.length > 0) suite.seconds = (Math.max(...ends) - v.startTime) / 1000;
+  for (const f of v.testResults ?? []) {
+    const name = path.relative(cwd, f.name);
+    const failedTests = (f.assertionResults ?? []).filter((t) => t.status === 'failed');
+    for (const t of failedTests) suite.failures.push({ name: `${name} > ${t.fullName}`, message: (t.failureMessages ?? []).join('\n') });
     // A file fails with no failed test when a hook fails it (its tests then show as skipped).
-    if (file.status === 'failed' && failedTests.length === 0) {
-      totals.failed += 1;
-      failures.push(`${name}: ${head(file.message || 'failed outside its tests')}`);
+    if (f.status === 'failed' && failedTests.length === 0) {
+      suite.failed += 1;
+      suite.failures.push({ name, message: f.message || 'failed outside its tests' });
     }
   }
-  // An error thrown outside any test (an unhandled rejection) fails vitest's exit code but not
-  // its JSON report; its text is in vitest's own output, kept in vitest.log.
-  if (Number(process.env.VITEST_STATUS ?? 0) !== 0 && failures.length === 0) {
-    totals.failed += 1;
-    const log = path.join(dir, 'vitest.log');
-    const text = existsSync(log) ? plain(readFileSync(log, 'utf8')) : '';
+  // An error thrown outside any test (an unhandled rejection) fails vitest's exit code but not its JSON report;
+  // its text is in vitest's own output, kept in vitest.log.
+  if (status !== 0 && suite.failures.length === 0) {
+    suite.failed += 1;
+    const text = existsSync(suite.log) ? plain(readFileSync(suite.log, 'utf8')) : '';
     const at = text.search(/Unhandled (Error|Rejection)/);
-    failures.push(`vitest exited ${process.env.VITEST_STATUS} with no failed test: ${at >= 0 ? head(text.slice(at), 30) : 'see its output above'}`);
+    suite.failures.push({ name: `vitest exited ${status} with no failed test`, message: at >= 0 ? text.slice(at) : 'see its log' });
   }
-} else totals.failed += 1;
+  return suite;
+}
 
-const pytestFile = path.join(dir, 'pytest.xml');
-if (existsSync(pytestFile)) {
-  const xml = readFileSync(pytestFile, 'utf8');
-  const suite = /<testsuite\b[^>]*>/.exec(xml)?.[0] ?? '';
-  const attr = (name) => Number(new RegExp(`\\b${name}="(\\d+)"`).exec(suite)?.[1] ?? 0);
+function pytestSuite(dir, status, cwd) {
+  const suite = { name: 'pytest', log: path.join(dir, 'pytest.log'), passed: 0, failed: 0, skipped: 0, failures: [] };
+  const file = path.join(dir, 'pytest.xml');
+  if (!existsSync(file)) {
+    suite.failed = 1;
+    suite.failures.push({ name: 'pytest', message: `no report (${path.relative(cwd, file)}): pytest did not finish` });
+    return suite;
+  }
+  const xml = readFileSync(file, 'utf8');
+  const tag = /<testsuite\b[^>]*>/.exec(xml)?.[0] ?? '';
+  const attr = (name) => Number(new RegExp(`\\b${name}="([\\d.]+)"`).exec(tag)?.[1] ?? 0);
   const failed = attr('failures') + attr('errors');
-  totals.failed += failed;
-  totals.skipped += attr('skipped');
-  totals.passed += attr('tests') - failed - attr('skipped');
-  for (const [, tc] of xml.matchAll(/<testcase\b([^>]*)>\s*<(?:failure|error)\b/g)) {
-    const a = (name) => new RegExp(`\\b${name}="([^"]*)"`).exec(tc)?.[1] ?? '';
-    failures.push(`python-engines ${a('classname')}::${a('name')}`);
+  suite.failed = failed;
+  suite.skipped = attr('skipped');
+  suite.passed = attr('tests') - failed - attr('skipped');
+  if (/\btime="/.test(tag)) suite.seconds = attr('time');
+  for (const [, tc, kind] of xml.matchAll(/<testcase\b([^>]*)>\s*<(failure|error)\b/g)) {
+    const a = (name) => xmlText(new RegExp(`\\b${name}="([^"]*)"`).exec(tc)?.[1] ?? '');
+    const rest = xml.slice(xml.indexOf(tc));
+    const message = xmlText(new RegExp(`<${kind}\\b[^>]*\\bmessage="([^"]*)"`).exec(rest)?.[1] ?? kind);
+    suite.failures.push({ name: `python-engines ${a('classname')}::${a('name')}`, message });
   }
-} else totals.failed += 1;
+  if (status !== 0 && suite.failures.length === 0) {
+    suite.failed += 1;
+    suite.failures.push({ name: `pytest exited ${status} with no failed test`, message: 'see its log' });
+  }
+  return suite;
+}
 
-for (const f of failures) console.log(`FAILED ${f}\n`);
+/** The lines to print, and whether every suite passed. */
+export function summarize(dir, { vitestStatus = 0, pytestStatus = 0, cwd = process.cwd() } = {}) {
+  const suites = [vitestSuite(dir, vitestStatus, cwd), pytestSuite(dir, pytestStatus, cwd)];
+  const rel = (p) => path.relative(cwd, p);
+  const lines = [];
+  const failures = suites.flatMap((s) => s.failures.map((f) => ({ ...f, suite: s })));
 
-console.log(`tests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
-process.exit(totals.failed === 0 && totals.passed > 0 ? 0 : 1);
+  // Above the last screen: the head of each failure's message (vitest printed its errors long before).
+  for (const f of failures.slice(0, DETAILED_AT_MOST)) lines.push(`FAILED ${f.name}`, head(f.message), '');
+  if (failures.length > DETAILED_AT_MOST) lines.push(`(${failures.length - DETAILED_AT_MOST} more failures: their messages are in the logs)`, '');
+
+  // The last screen.
+  lines.push('─'.repeat(72));
+  const sdkLog = path.join(dir, 'temporal-sdk.log');
+  for (const s of suites.filter((x) => x.failures.length > 0)) {
+    lines.push(`${s.name} failures, details in ${rel(s.log)}${s.name === 'vitest' && existsSync(sdkLog) ? ` (Temporal SDK warnings: ${rel(sdkLog)})` : ''}:`);
+    for (const f of s.failures.slice(0, NAMED_AT_MOST)) lines.push(`  FAILED ${f.name}: ${firstLine(f.message)}`);
+    if (s.failures.length > NAMED_AT_MOST) lines.push(`  … and ${s.failures.length - NAMED_AT_MOST} more, named in ${rel(s.log)}`);
+  }
+  for (const s of suites) {
+    // Not "N passed, N failed": that form is the closing line's alone, for whatever reads it from the log.
+    const time = s.seconds === undefined ? '' : ` | ${seconds(s.seconds)}`;
+    lines.push(`${s.name}: ${s.passed} passed | ${s.failed} failed | ${s.skipped} skipped${time} | log: ${rel(s.log)}`);
+  }
+  const total = (k) => suites.reduce((n, s) => n + s[k], 0);
+  lines.push(`tests: ${total('passed')} passed, ${total('failed')} failed, ${total('skipped')} skipped`);
+  return { lines, ok: total('failed') === 0 && total('passed') > 0 };
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  const dir = process.argv[2];
+  if (!dir) {
+    console.error('usage: node scripts/test-summary.mjs <reports dir>');
+    process.exit(2);
+  }
+  const { lines, ok } = summarize(dir, { vitestStatus: Number(process.env.VITEST_STATUS ?? 0), pytestStatus: Number(process.env.PYTEST_STATUS ?? 0) });
+  console.log(lines.join('\n'));
+  process.exit(ok ? 0 : 1);
+}

@@ -1,6 +1,6 @@
 // The envStep activity under each on_env_loss, over a python env whose server (an in-memory fake of the env role's
 // session semantics: 404 for a session it does not hold) loses every session, as a restarted server does.
-import { MockActivityEnvironment } from '@temporalio/testing';
+import { MockActivityEnvironment } from '../helpers/mock-activity';
 import { describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../../src/activities/deps';
 import { rolloutActivities } from '../../src/activities/rollout';

@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { MockActivityEnvironment } from '@temporalio/testing';
+import { MockActivityEnvironment } from '../helpers/mock-activity';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../../src/activities/deps';
 import type { GenerationProgress } from '../../src/activities/generation';

@@ -4,7 +4,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { MockActivityEnvironment } from '@temporalio/testing';
+import { MockActivityEnvironment } from '../helpers/mock-activity';
 import { describe, expect, it } from 'vitest';
 import { type ActivityDeps, createDeps } from '../../src/activities';
 import { PayloadTooLargeError } from '../../src/core';

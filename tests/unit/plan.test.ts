@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { MockActivityEnvironment } from '@temporalio/testing';
+import { MockActivityEnvironment } from '../helpers/mock-activity';
 import { describe, expect, it } from 'vitest';
 import { trainingActivities } from '../../src/activities/training';
 import { createLogger } from '../../src/logging';
