@@ -8,8 +8,6 @@ In-process (TestClient) for speed, plus a few examples through a served process.
 llm_judge's judge is a small HTTP server in the test that always grades 7 of 10."""
 import json
 import math
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -19,6 +17,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from rollflow_engines.app import create_app
 from rollflow_engines.config import ServeConfig
 from rollflow_engines.rewards import known_verifiers
+
+from .judge_server import ScriptedJudge
 
 FEW = settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 STDIO = json.dumps({"style": "stdio", "tests": [{"input": "2 3\n", "output": "5\n"}, {"input": "\x00\n", "output": ""}]})
@@ -50,34 +50,11 @@ references = st.one_of(
 )
 
 
-class FixedJudge:
-    """An OpenAI-compatible chat server that answers every request with "7"."""
-
-    def __init__(self):
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers["Content-Length"]))
-                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": "7"}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture(scope="module")
 def judge():
-    j = FixedJudge()
+    j = ScriptedJudge(["7"])  # every request answered with the grade 7
     yield j
-    j.server.shutdown()
-    j.server.server_close()
+    j.close()
 
 
 @pytest.fixture(scope="module")
