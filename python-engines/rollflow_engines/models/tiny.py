@@ -41,7 +41,7 @@ TINY_PRESETS: dict[str, TinyPreset] = {
     "default": TinyPreset(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
     # ~1M parameters: for learning runs.
     "small": TinyPreset(hidden_size=128, intermediate_size=384, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2),
-    # Qwen2 architecture, ~0.6M parameters: the GPU check's CPU run (bench/gpu/check.py).
+    # Qwen2 architecture, ~0.3M parameters: the GPU check's CPU run (bench/gpu/check.py).
     "qwen2-small": TinyPreset(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
                               num_key_value_heads=2, architecture="qwen2"),
     # Qwen2.5-0.5B's shapes (hidden 896, 24 layers, 14 heads, 2 KV heads, intermediate 4864, vocabulary 151936,
