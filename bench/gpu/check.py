@@ -77,18 +77,14 @@ class Server:
         text = self.log.read_text(errors="replace").strip().splitlines() if self.log.exists() else []
         return " | ".join(text[-lines:])
 
-    def wait_ready(self, deadline: float) -> None:
-        while True:
-            if self.proc.poll() is not None:
-                raise PartFailed(f"{self.name} server exited with status {self.proc.returncode} before serving: {self.tail()}")
-            try:
-                if self.client.get("/health", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise PartFailed(f"{self.name} server at {self.base} never answered /health: {self.tail()}")
-            time.sleep(0.2)
+    def ready(self) -> bool:
+        """True once /health answers; PartFailed if the process has exited."""
+        if self.proc.poll() is not None:
+            raise PartFailed(f"{self.name} server exited with status {self.proc.returncode} before serving: {self.tail()}")
+        try:
+            return self.client.get("/health", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
 
     def post(self, path: str, body: dict) -> dict:
         try:
@@ -223,6 +219,7 @@ class Check:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ENGINES), os.environ.get("PYTHONPATH")) if p)}
         model = {"model": a.model, "model_seed": a.model_seed, "dtype": a.dtype, "device": a.device}
         biggest = max(a.gen_batches + [a.train_batch])
+        self.max_n = biggest
         inference = {**model, "max_batch": biggest, "max_n": biggest}
         trainer = {**model, "micro_batch_size": a.micro_batch, "learning_rate": a.learning_rate}
         if a.torch_threads:
@@ -234,9 +231,12 @@ class Check:
         started = time.perf_counter()
         for name, (role, options) in plan.items():
             self.servers[name] = Server(name, role, options, self.logs, env)
-        deadline = time.monotonic() + a.start_timeout
-        for server in self.servers.values():
-            server.wait_ready(deadline)
+        deadline, waiting = time.monotonic() + a.start_timeout, list(self.servers.values())
+        while waiting:  # all at once: a server that exits fails the part at once, whichever it is
+            waiting = [s for s in waiting if not s.ready()]
+            if waiting and time.monotonic() > deadline:
+                raise PartFailed(f"{waiting[0].name} server at {waiting[0].base} never answered /health in {a.start_timeout} s: {waiting[0].tail()}")
+            time.sleep(0.2)
         self.results["figures"]["start_servers_s"] = round(time.perf_counter() - started, 3)
 
     def generate(self, server: Server, n: int, max_tokens: int, seed: int) -> tuple[list[dict], float]:
@@ -293,7 +293,7 @@ class Check:
 
     def match(self, inference: Server, trainer: Server, version: int) -> dict:
         """The inference server's logprobs of its own samples against the trainer's for the same tokens."""
-        choices, _ = self.generate(inference, 8, self.args.gen_tokens, 7)
+        choices, _ = self.generate(inference, min(8, self.max_n), self.args.gen_tokens, 7)
         spans = {s["version"] for c in choices for s in c["version_spans"]}
         if spans != {version}:
             raise PartFailed(f"generated under weight versions {sorted(spans)}, expected {version} after the sync")
