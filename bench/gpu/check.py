@@ -360,7 +360,8 @@ def markdown(r: dict) -> str:
                      f"(tolerance {p['tolerance']})")
     if "lora" in f:
         lo = f["lora"]
-        lines.append(f"- LoRA r={lo['rank']} step, batch {lo['batch']}: {lo['step_s']} s ({lo['samples_per_s']} samples/s); adapter sync "
+        lines.append(f"- LoRA r={lo['rank']} step, batch {lo['batch']}: {lo['step_s']} s ({lo['samples_per_s']} samples/s; its server's first step, "
+                     f"warm-up included); adapter sync "
                      f"{lo['adapter_sync']['total_s']} s ({lo['adapter_sync']['safetensors_bytes'] / 2**20:.2f} MiB); "
                      f"logprobs max |Δ| {lo['logprob_match']['max_abs_diff']:.3g}")
     if "peak_cuda_memory" in f:
