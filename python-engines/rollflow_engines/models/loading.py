@@ -38,6 +38,7 @@ def resolve_model_path(name_or_path: str, seed: int = 0, cache_dir: str | os.Pat
     return path
 
 
-def load_model(name_or_path: str, seed: int = 0, cache_dir: str | os.PathLike | None = None, dtype: str = "fp32"):
-    """(model, tokenizer) on CPU with parameters in ``dtype`` (policy_options.DTYPE_NAMES), from local files only."""
-    return load_pretrained(resolve_model_path(name_or_path, seed, cache_dir), dtype)
+def load_model(name_or_path: str, seed: int = 0, cache_dir: str | os.PathLike | None = None, dtype: str = "fp32",
+               device: str = "cpu"):
+    """(model, tokenizer) on ``device`` with parameters in ``dtype`` (policy_options.DTYPE_NAMES), from local files only."""
+    return load_pretrained(resolve_model_path(name_or_path, seed, cache_dir), dtype, device)

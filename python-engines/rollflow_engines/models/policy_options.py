@@ -1,11 +1,12 @@
 """How the policy model is loaded, shared by the trainer's and the inference server's torch backends:
-its dtype and its LoRA adapter (``model_args`` of the run config, with ROLL's names).
+its dtype, the device it lives on and its LoRA adapter (``model_args`` of the run config, with ROLL's names).
 
 The two servers must agree on the LoRA settings, or the inference server could not apply the
 trainer's adapters; rollflow derives both from ``actor_train.model_args``.
 """
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
@@ -35,11 +36,31 @@ class PolicyModelOptions(BaseModel):
 
     dtype: DtypeName = Field(default="fp32", description="Parameter dtype the model is loaded in: fp32, bf16 or fp16 "
                                                          "(also float32, bfloat16, float16).")
+    device: str = Field(default="cpu", description="torch device the model, its tensors and (trainer) its optimizer state live on: "
+                                                    "cpu, cuda or cuda:<index>; cuda needs a CUDA build of torch and a visible GPU. "
+                                                    "Sampling draws stay on the CPU, so a seed draws the same tokens for the same logits.")
     lora_rank: int = Field(default=0, ge=0, description="LoRA rank r; 0 fine-tunes every weight.")
     lora_alpha: float | None = Field(default=None, gt=0, description="LoRA scale α (the update is scaled by α/r); default 2·lora_rank, as ROLL.")
     lora_target: str | list[str] | None = Field(
         default=None, description="Modules LoRA adapts: names separated by commas or a list (matched as name suffixes), a regex "
                                   "(if it holds any of * $ | ( ), or all / all-linear (every linear layer but the output layer; the default).")
+
+    @field_validator("device")
+    @classmethod
+    def _device_exists(cls, value: str) -> str:
+        # Checked with the config, so a GPU asked for on a machine without one is a clean exit 2, not a traceback at load.
+        if not re.fullmatch(r"cpu|cuda(:[0-9]+)?", value):
+            raise ValueError(f"device {value!r}: expected cpu, cuda or cuda:<index>")
+        if value != "cpu":
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ValueError(f"device {value!r}: torch sees no CUDA device on this machine "
+                                 f"(torch {torch.__version__}, CUDA build {torch.version.cuda or 'none'}); use device cpu")
+            index = int(value.partition(":")[2] or 0)
+            if index >= torch.cuda.device_count():
+                raise ValueError(f"device {value!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+        return value
 
     @field_validator("lora_alpha", "lora_target")
     @classmethod

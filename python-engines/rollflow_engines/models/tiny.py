@@ -1,7 +1,7 @@
 """Tiny causal LMs built from code: no download, deterministic by seed.
 
-``tiny:<preset>`` names a small Llama-architecture model with a character-level
-tokenizer (digits, letters, punctuation, space, newline); ``tiny:<preset>+warm:<name>``
+``tiny:<preset>`` names a small Llama-architecture model (the ``qwen2-*`` presets: Qwen2
+architecture) with a character-level tokenizer (digits, letters, punctuation, space, newline); ``tiny:<preset>+warm:<name>``
 the same after a short supervised warm-start (models/warmstart.py). It is built once into
 a cache directory with ``save_pretrained`` and from then on loads exactly like
 any Hugging Face model directory, so the torch backends have one loading path
@@ -30,6 +30,10 @@ class TinyPreset:
     num_attention_heads: int
     num_key_value_heads: int
     max_position_embeddings: int = 512
+    architecture: str = "llama"  # llama or qwen2 (q/k/v projections with biases, as Qwen2 has)
+    # Rows of the embedding and output layers; None: the tokenizer's size. Larger pads the vocabulary as
+    # real checkpoints do (Qwen2.5's config has 151936 rows for 151665 tokens): ids past the tokenizer decode to nothing.
+    vocab_size: int | None = None
 
 
 TINY_PRESETS: dict[str, TinyPreset] = {
@@ -37,6 +41,13 @@ TINY_PRESETS: dict[str, TinyPreset] = {
     "default": TinyPreset(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
     # ~1M parameters: for learning runs.
     "small": TinyPreset(hidden_size=128, intermediate_size=384, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2),
+    # Qwen2 architecture, ~0.3M parameters: the GPU check's CPU run (bench/gpu/check.py).
+    "qwen2-small": TinyPreset(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                              num_key_value_heads=2, architecture="qwen2"),
+    # Qwen2.5-0.5B's shapes (hidden 896, 24 layers, 14 heads, 2 KV heads, intermediate 4864, vocabulary 151936,
+    # tied embeddings): ~494M parameters with random weights, for the GPU check. Its fp32 build is ~2 GB.
+    "qwen2-0.5b": TinyPreset(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+                             num_key_value_heads=2, max_position_embeddings=2048, architecture="qwen2", vocab_size=151936),
 }
 
 
@@ -58,14 +69,15 @@ def build_tokenizer():
 def build_tiny_model(preset: str, seed: int, out_dir: str | os.PathLike) -> Path:
     """Builds preset ``preset`` with weights drawn from ``seed`` and saves model + tokenizer to ``out_dir``."""
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
     if preset not in TINY_PRESETS:
         raise ValueError(f"unknown tiny preset {preset!r}; expected one of {', '.join(TINY_PRESETS)}")
     p = TINY_PRESETS[preset]
     tokenizer = build_tokenizer()
-    config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=p.hidden_size, intermediate_size=p.intermediate_size,
+    config_class, model_class = (Qwen2Config, Qwen2ForCausalLM) if p.architecture == "qwen2" else (LlamaConfig, LlamaForCausalLM)
+    config = config_class(
+        vocab_size=p.vocab_size or len(tokenizer), hidden_size=p.hidden_size, intermediate_size=p.intermediate_size,
         num_hidden_layers=p.num_hidden_layers, num_attention_heads=p.num_attention_heads,
         num_key_value_heads=p.num_key_value_heads, max_position_embeddings=p.max_position_embeddings,
         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
@@ -74,7 +86,7 @@ def build_tiny_model(preset: str, seed: int, out_dir: str | os.PathLike) -> Path
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     try:
-        model = LlamaForCausalLM(config)
+        model = model_class(config)
     finally:
         torch.random.set_rng_state(generator_state)
     out = Path(out_dir)
@@ -102,13 +114,15 @@ def tiny_model_dir(preset: str, seed: int = 0, cache_dir: str | os.PathLike | No
     return target
 
 
-def load_pretrained(path: str | os.PathLike, dtype: str = "fp32"):
-    """(model, tokenizer) of a Hugging Face model directory, on CPU with parameters in ``dtype`` (policy_options.DTYPE_NAMES), from local files only."""
+def load_pretrained(path: str | os.PathLike, dtype: str = "fp32", device: str = "cpu"):
+    """(model, tokenizer) of a Hugging Face model directory, on ``device`` (cpu, cuda, cuda:<i>) with parameters in
+    ``dtype`` (policy_options.DTYPE_NAMES), from local files only."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from .policy_options import torch_dtype
 
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch_dtype(dtype))
+    model.to(device)
     model.eval()
     return model, tokenizer

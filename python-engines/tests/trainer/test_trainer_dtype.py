@@ -43,7 +43,7 @@ def options_error(**options) -> str:
 
 
 def test_fp16_training_on_cpu_is_refused():
-    assert "dtype 'fp16': the torch trainer does not train in float16 on CPU" in options_error(dtype="fp16")
+    assert "dtype 'fp16': the torch trainer does not train in float16 on CPU or GPU" in options_error(dtype="fp16")
 
 
 def test_a_wrong_dtype_names_the_key_the_value_and_the_choices():

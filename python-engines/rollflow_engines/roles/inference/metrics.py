@@ -10,6 +10,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
+from ...devices import cuda_peak_bytes
+
 PREFIX = "rollflow_inference_"
 
 
@@ -27,6 +29,9 @@ class InferenceMetrics:
                                 ["finish_reason"], registry=r)
         self.replacement_chars = Counter(PREFIX + "decode_replacement_chars", "U+FFFD characters in decoded completion "
                                          "texts: token bytes that are not UTF-8 (e.g. a character cut by max_tokens).", registry=r)
+        self.cuda_peak = Gauge(PREFIX + "cuda_peak_memory_bytes", "torch.cuda.max_memory_allocated of this process "
+                               "(0 on CPU).", registry=r)
+        self.cuda_peak.set_function(cuda_peak_bytes)
         for reason in ("stop", "length", "abort"):
             self.requests.labels(finish_reason=reason)  # present at 0 from the start
 

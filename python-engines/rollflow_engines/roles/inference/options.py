@@ -96,6 +96,9 @@ class Options(PolicyModelOptions):
             if "dtype" in self.model_fields_set:
                 where = "set vllm.dtype" if self.backend == "vllm" else "the sim backend loads no model"
                 raise option_error(Options, "dtype", self.dtype, f"only the torch backend takes dtype ({where})")
+            if "device" in self.model_fields_set:
+                where = "vllm places the model itself" if self.backend == "vllm" else "the sim backend loads no model"
+                raise option_error(Options, "device", self.device, f"only the torch backend takes device ({where})")
         return self
 
     @field_validator("model")

@@ -1,4 +1,4 @@
-"""The torch backend: a Hugging Face causal LM on CPU behind the step-wise scheduler.
+"""The torch backend: a Hugging Face causal LM on CPU or a GPU (option device) behind the step-wise scheduler.
 
 Each decode step recomputes the full forward pass of every running sequence
 (prompt + tokens so far), left-padded with an attention mask and explicit
@@ -13,7 +13,8 @@ during a step.
 Sampling per sequence: temperature 0 is greedy; otherwise softmax(logits/T)
 truncated to the top_k most likely tokens, then to the top_p nucleus, drawn with the sequence's own
 torch.Generator (seeded from the request seed and sample index, or from the
-server seed when the request has none). The reported logprob follows the
+server seed when the request has none). The last-position logits come back to the CPU in float32
+and every draw happens there, whatever the device. The reported logprob follows the
 convention in contracts.py: softmax(logits/T) before top-k and top-p, T=1 when greedy.
 
 With lora_rank > 0 the model carries a LoRA adapter (models/lora.py) that starts
@@ -69,7 +70,8 @@ class TorchEngine(SteppedEngine):
         super().__init__(options.max_batch, metrics)
         if options.torch_threads:
             torch.set_num_threads(options.torch_threads)
-        self.model, self.tokenizer = load_model(options.model, options.model_seed, dtype=options.dtype)
+        self.device = torch.device(options.device)
+        self.model, self.tokenizer = load_model(options.model, options.model_seed, dtype=options.dtype, device=options.device)
         self.model_name = options.served_model_name or options.model
         config = self.model.config
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
@@ -142,7 +144,7 @@ class TorchEngine(SteppedEngine):
         return outputs
 
     def _last_logits(self, inputs: list[list[int]]) -> torch.Tensor:
-        """[rows, vocab] float32 logits at each sequence's last position, the rows left-padded to the longest."""
+        """[rows, vocab] float32 logits on the CPU at each sequence's last position, the rows left-padded to the longest."""
         width = max(len(ids) for ids in inputs)
         input_ids = torch.full((len(inputs), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(inputs), width), dtype=torch.long)
@@ -150,9 +152,10 @@ class TorchEngine(SteppedEngine):
             input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
             mask[row, width - len(ids):] = 1
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+        on = lambda t: t.to(self.device, non_blocking=True)  # noqa: E731
+        out = self.model(input_ids=on(input_ids), attention_mask=on(mask), position_ids=on(positions),
                          use_cache=False, logits_to_keep=1)
-        return out.logits[:, -1, :].float()
+        return out.logits[:, -1, :].float().cpu()
 
     async def _load_weights(self, path: Path) -> None:
         await asyncio.to_thread(self._load_weights_sync, path)

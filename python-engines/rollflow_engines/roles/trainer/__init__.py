@@ -94,10 +94,13 @@ class Options(PolicyModelOptions):
                                f"not {self.backend} (set lora_rank 0, or backend torch)")
         if self.backend == "megatron" and "dtype" in self.model_fields_set:
             raise option_error(Options, "dtype", self.dtype, "the megatron backend sets its precision with megatron.bf16, not dtype")
+        if self.backend != "torch" and "device" in self.model_fields_set:
+            where = "it places the model by its parallel settings" if self.backend == "megatron" else "the sim backend loads no model"
+            raise option_error(Options, "device", self.device, f"only the torch backend takes device ({where})")
         if self.backend == "torch" and DTYPE_NAMES[self.dtype] == "float16":
-            # No loss scaling and fp16 AdamW states on CPU: gradients underflow and updates round to zero.
+            # No loss scaling and fp16 AdamW states: gradients underflow and updates round to zero (on CPU or GPU).
             raise option_error(Options, "dtype", self.dtype, f"dtype {self.dtype!r}: the torch trainer does not train in float16 "
-                               "on CPU (no loss scaling); use bf16 or fp32")
+                               "on CPU or GPU (no loss scaling); use bf16 or fp32")
         return self
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from ...devices import cuda_peak_bytes
 from .backend import TrainerBackend
 from .batch import PreparedBatch
 from .contracts import TrainStepResponse
@@ -24,6 +25,9 @@ class TrainerMetrics:
         self.version = Gauge(PREFIX + "version", "Policy version of the weights (train steps applied).", registry=r)
         self.step_seconds = Histogram(PREFIX + "step_seconds", "Wall time of a train step's compute.", registry=r,
                                       buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800))
+        self.cuda_peak = Gauge(PREFIX + "cuda_peak_memory_bytes", "torch.cuda.max_memory_allocated of this process "
+                               "(0 on CPU).", registry=r)
+        self.cuda_peak.set_function(cuda_peak_bytes)
         self.attach(backend)
 
     def attach(self, backend: TrainerBackend) -> None:

@@ -1,5 +1,4 @@
-"""The torch trainer: a Hugging Face causal LM on CPU (or whatever device torch
-defaults to), AdamW, micro-batches with gradient accumulation, grad clipping, a learning-rate
+"""The torch trainer: a Hugging Face causal LM on the device of option ``device`` (cpu, cuda), AdamW, micro-batches with gradient accumulation, grad clipping, a learning-rate
 schedule over train steps (schedule.py).
 
 One train step:
@@ -31,6 +30,11 @@ optimizer holds only the adapter (and the value head); the KL reference is the
 same model with its adapter disabled, so no second copy is loaded. A weight
 sync exports the adapter alone; a checkpoint's HF export is a merged copy.
 
+Devices: the model, value head, reference and optimizer state live on ``device``; the batch's own
+tensors (masks, rewards, advantages, step-start logprobs) stay on the CPU, where the advantage code
+runs; a micro-batch's tokens go to the device for each forward pass and the objective's inputs follow
+the logprobs there (MicroInputs.loss_inputs).
+
 Dropout stays off (the model is kept in eval mode): the logprobs a train step
 computes equal /logprobs' and the inference server's for the same weights.
 """
@@ -39,7 +43,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
@@ -73,7 +77,8 @@ class TorchTrainer(TrainerBackend):
         super().__init__(options)
         if options.torch_threads:
             torch.set_num_threads(options.torch_threads)
-        self.model, self.tokenizer = load_model(options.model, options.model_seed, options.model_cache_dir, options.dtype)
+        self.device = torch.device(options.device)
+        self.model, self.tokenizer = load_model(options.model, options.model_seed, options.model_cache_dir, options.dtype, options.device)
         self.lora = LoraSpec.from_options(options, resolve_model_path(options.model, options.model_seed, options.model_cache_dir))
         if self.lora:
             self.model = wrap(self.model, self.lora, options.seed)
@@ -94,7 +99,7 @@ class TorchTrainer(TrainerBackend):
         with torch.no_grad():
             head.weight.zero_()
             head.bias.zero_()
-        return head
+        return head.to(self.device)
 
     def _trainable(self) -> list[torch.nn.Parameter]:
         """What the policy optimizer updates: every weight, or with LoRA the adapter's only."""
@@ -107,12 +112,13 @@ class TorchTrainer(TrainerBackend):
 
     def describe(self) -> dict:
         return {**super().describe(), "model": self.options.model, "model_seed": self.options.model_seed,
-                "dtype": self.options.dtype, "lora": self.lora.describe() if self.lora else None}
+                "dtype": self.options.dtype, "device": self.options.device, "lora": self.lora.describe() if self.lora else None}
 
     # ---- forward
 
     def _forward(self, mb: MicroBatch, temperature: float, *, values: bool = False, entropy: bool = True,
                  entropy_grad: bool = False, model: torch.nn.Module | None = None) -> Forward:
+        mb = MicroBatch(**{f.name: getattr(mb, f.name).to(self.device, non_blocking=True) for f in fields(mb)})
         out = (model or self.model)(input_ids=mb.input_ids, attention_mask=mb.attention_mask, position_ids=mb.position_ids,
                                     use_cache=False, output_hidden_states=values)
         logprobs, h = response_logprobs_and_entropy(out.logits, mb, temperature, entropy=entropy)
@@ -133,22 +139,24 @@ class TorchTrainer(TrainerBackend):
             return
         if self.reference is None:
             o = self.options
-            self.reference, _ = load_model(o.model, o.model_seed, o.model_cache_dir, o.dtype)
+            self.reference, _ = load_model(o.model, o.model_seed, o.model_cache_dir, o.dtype, o.device)
             self.reference.eval().requires_grad_(False)
         yield self.reference
 
     @torch.no_grad()
     def _step_start_pass(self, micro: list[MicroInputs], temperature: float, needs: StepNeeds) -> None:
         """The proximal pass: before the step's first optimizer update, log π_prox and V_old under
-        the weights as they are now, and log π_ref under the initial weights; only what ``needs`` asks."""
+        the weights as they are now, and log π_ref under the initial weights; only what ``needs`` asks.
+        The results join the batch's other tensors on the CPU."""
+        cpu = lambda t: t.cpu() if t is not None else None  # noqa: E731
         for m in micro:
             if needs.prox_logprobs or needs.values:
                 f = self._forward(m.tokens, temperature, values=needs.values, entropy=False)
-                m.prox_logprobs = f.logprobs if needs.prox_logprobs else None
-                m.old_values = f.values
+                m.prox_logprobs = cpu(f.logprobs) if needs.prox_logprobs else None
+                m.old_values = cpu(f.values)
             if needs.ref_logprobs:
                 with self._reference_model() as reference:
-                    m.ref_logprobs = self._forward(m.tokens, temperature, entropy=False, model=reference).logprobs
+                    m.ref_logprobs = cpu(self._forward(m.tokens, temperature, entropy=False, model=reference).logprobs)
 
     # ---- train step
 
