@@ -13,5 +13,5 @@ export type Activities = ReturnType<typeof createActivities>;
 export { checkEngineHealth };
 export { createDeps, type ActivityDeps } from './deps';
 export type { GenerateTurnInput, Sampling, TrajectoryContext, TurnSummary } from './rollout';
-export type { CheckpointManifest, TrainOptions } from './training';
-export type { TrainerBinding } from './trainer-recovery';
+export type { CheckpointManifest } from './training';
+export type { TrainerBinding, TrainOptions } from './trainer-recovery';

@@ -14,7 +14,10 @@ import { Context } from '@temporalio/activity';
 import { EngineRejectedError, TrainerHeldError, TrainerRecoveryError } from '../gpu-bridge';
 import { batchKey } from '../core';
 import type { ActivityDeps } from './deps';
-import type { TrainOptions } from './training';
+import type { TrainStepRequest } from '../gpu-bridge/contracts/trainer';
+
+/** A run's options of every train step (the request less its step and batch). */
+export type TrainOptions = Omit<TrainStepRequest, 'step' | 'batch' | 'batch_ref'>;
 
 /** What ties a trainer to a run, and what rebuilds it. */
 export interface TrainerBinding {

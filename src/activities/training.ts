@@ -8,12 +8,10 @@ import path from 'node:path';
 import { observeRecord } from '../monitoring/run-metrics';
 import { REPLAYED_STEPS, type TrackingSpec } from '../core';
 import { isServerLost, type InferenceClient } from '../gpu-bridge';
-import type { Sample, TrainStepRequest } from '../gpu-bridge/contracts/trainer';
+import type { Sample } from '../gpu-bridge/contracts/trainer';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
-import { refuseIfHeld, saveTrainerState, withTrainerAt, type TrainerBinding } from './trainer-recovery';
-
-export type TrainOptions = Omit<TrainStepRequest, 'step' | 'batch' | 'batch_ref'>;
+import { refuseIfHeld, saveTrainerState, withTrainerAt, type TrainerBinding, type TrainOptions } from './trainer-recovery';
 
 /** What a checkpoint records (SkyRL's consumed-UID checkpoint): enough to resume exactly. */
 export interface CheckpointManifest {

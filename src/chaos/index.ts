@@ -5,34 +5,17 @@
  */
 import { ConfigError, type LoadedConfig } from '../configs';
 import { FAULTS, type FaultKind } from './faults';
-import { checkRun, type Check, type Expectations, type GroupAccounting } from './invariants';
+import { checkRun, type Expectations } from './invariants';
 import { effectiveTime, normalStepS, recoveryS } from './recovery';
-import { runUnderFaults, type KillRecord, type RunUnderFaults } from './runner';
+import { runUnderFaults, type RunUnderFaults } from './runner';
+import type { ChaosResult, CheckedRun } from './result';
 import type { ScheduleOptions } from './schedule';
 
 export { FAULT_KINDS, isFaultKind, type FaultKind } from './faults';
 export { checkRun, type Check, type RunRecords } from './invariants';
 export { chaosMarkdown } from './report';
+export type { ChaosResult, CheckedRun } from './result';
 export type { FaultOrder, ScheduleOptions } from './schedule';
-
-export interface CheckedRun extends RunUnderFaults {
-  ok: boolean;
-  checks: Check[];
-  accounting: GroupAccounting;
-  /** The last step's wall_s. */
-  makespanS?: number;
-}
-
-export interface ChaosResult {
-  schedule: ScheduleOptions;
-  faultFree?: CheckedRun;
-  underFaults: CheckedRun;
-  /** Median step interval of the fault-free run: the normal rate recovery is measured against. */
-  normalStepS?: number;
-  effectiveTime?: number;
-  recoveries: (KillRecord & { recoveryS?: number })[];
-  ok: boolean;
-}
 
 function expectations({ config, derived }: LoadedConfig): Expectations {
   return { maxSteps: config.max_steps, samplesPerStep: derived.samples_per_step, groupSize: derived.group_size, maxStaleness: derived.max_staleness, stalePolicy: config.stale_policy };

@@ -1,5 +1,5 @@
 /** bench/results/chaos.md: the schedule, every kill, the invariants of both runs and the figures. */
-import type { ChaosResult, CheckedRun } from './index';
+import type { ChaosResult, CheckedRun } from './result';
 
 const s = (x: number | undefined, digits = 1) => (x === undefined ? 'n/a' : x.toFixed(digits));
 

@@ -12,15 +12,14 @@ import { sumEnvInfo, type EnvInfoSums } from './env-info';
 import { summarizeFailure, type FailureSummary } from './failure';
 import { childWorkflowId, contextKey, type GroupRef, memberSamplingSeed, sampleUid } from '../core';
 // The run's own message (a cycle with run.ts, used only inside functions: safe).
-import { groupDone } from './run';
+import { groupDone } from './run-messages';
 import type { GroupResult } from './run-buffer';
 import { generateSummary, trajectoryWorkflowSummary } from './metadata';
 import { KIND, RUN_ID } from './search-attributes';
-import { episodeCalls, finishEpisode, playOut, startEpisode, stepEnv, trajectory, type EnvSpec, type TrajectoryInput, type TrajectorySummary } from './trajectory';
+import type { EnvSpec, GroupFilter } from './env-spec';
+import { episodeCalls, finishEpisode, playOut, startEpisode, stepEnv, trajectory, type TrajectoryInput, type TrajectorySummary } from './trajectory';
 
 const { generateGroupTurn } = proxyActivities<Activities>(GENERATE);
-
-export type GroupFilter = 'none' | 'std';
 
 export interface GroupInput {
   runId: string;

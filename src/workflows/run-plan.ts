@@ -1,10 +1,8 @@
 /** The run's plan: everything the `run` workflow needs, computed from the run config on the client (workflows never read files). */
 import type { Sampling, TrainerBinding, TrainOptions } from '../activities';
 import { type TrackingSpec, trainerStateDir } from '../core';
-import type { GroupFilter } from './group';
+import type { EnvSpec, GroupFilter, ValidationEnv } from './env-spec';
 import type { AdmissionLimits } from './run-admission';
-import type { EnvSpec } from './trajectory';
-import type { ValidationEnv } from './validate';
 
 export type RolloutMode = 'env_async' | 'lockstep';
 

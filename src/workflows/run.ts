@@ -17,9 +17,6 @@ import {
   ApplicationFailure,
   condition,
   makeContinueAsNewFunc,
-  defineQuery,
-  defineSignal,
-  defineUpdate,
   patched,
   proxyActivities,
   setCurrentDetails,
@@ -37,8 +34,8 @@ import { Loop } from './loop';
 import { PROGRESS_ROWS, runDetails, type RunRow } from './metadata';
 import { carriedFacts, checkpointManifest, domainOrder, indexDataset, initialState, runStatus, type RunInput, type RunStatus } from './run-input';
 import { runMemo, type RunMemo } from './run-memo';
-import type { GroupResult } from './run-buffer';
 import { RunChildren } from './run-children';
+import { cancelRun, groupDone, resume, status, suspend, syncWeightsUpdate } from './run-messages';
 import { trainerBinding } from './run-plan';
 import { POLICY_VERSION, STEP } from './search-attributes';
 import { RolloutIdleClock, runCounts, stepRecord, validationRecord } from './step-metrics';
@@ -46,17 +43,8 @@ import { RolloutIdleClock, runCounts, stepRecord, validationRecord } from './ste
 export type { RunInput, RunStatus } from './run-input';
 export type { RolloutMode, RunPlan } from './run-plan';
 
-// ---- messages
-/** Sent by each group to its run when its samples are done; idempotent by (epoch, position). */
-export const groupDone = defineSignal<[GroupResult]>('groupDone');
-export const suspend = defineSignal('suspend');
-export const resume = defineSignal('resume');
-/** Operator: end the run cleanly after the step in progress: no more dispatch, a checkpoint, groups in flight cancelled. */
-export const cancelRun = defineSignal('cancelRun');
-export const status = defineQuery<RunStatus>('status');
-/** Operator update: load external weights on every inference server between train steps (pause -> update -> resume,
- * like a step's sync). The trainer keeps its own weights, so the next train step's sync replaces these. */
-export const syncWeightsUpdate = defineUpdate<{ aborted: number; version: number }, [{ path: string }]>('syncWeights');
+// ---- messages (run-messages.ts: groups send groupDone without importing this file)
+export { cancelRun, groupDone, resume, status, suspend, syncWeightsUpdate } from './run-messages';
 
 const { initTrainer, resumeTrainer, saveCheckpoint, syncWeights, appendMetrics, closeTracking, pauseEngines, resumeEngines } = proxyActivities<Activities>(TRAIN);
 

@@ -12,6 +12,7 @@ import { patched, proxyActivities, proxyLocalActivities, setCurrentDetails, type
 import type { Activities, Sampling, TurnSummary } from '../activities';
 import type { EpisodeGeneration } from '../envs/env';
 import { contextKey, type EnvLossPolicy, sampleKey } from '../core';
+import type { EnvSpec } from './env-spec';
 import type { ChatMessage } from '../gpu-bridge';
 import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE } from './activity-options';
 import { numericInfo } from './env-info';
@@ -29,21 +30,6 @@ export const ACTIVITY_CALLS: EpisodeCalls = { envReset: env.envReset, envStep: e
 const localEnv = proxyLocalActivities<Activities>(LOCAL_ENV);
 const localStore = proxyLocalActivities<Activities>(LOCAL_STORE);
 export const LOCAL_CALLS: EpisodeCalls = { envReset: localEnv.envReset, envStep: localEnv.envStep, finishTrajectory: localStore.finishTrajectory };
-
-export interface EnvSpec {
-  type: string;
-  config: Record<string, unknown>;
-  maxTurns: number;
-  /** custom_envs.<tag>.env_calls; absent = auto. */
-  calls?: 'auto' | 'activity' | 'local';
-  /** custom_envs.<tag>.on_env_loss; absent = what the env declares at reset (EnvReset.onLoss). */
-  onLoss?: EnvLossPolicy;
-  /**
-   * custom_envs.<tag>.max_tokens_per_episode: tokens the episode may generate over all its turns. Absent in every
-   * run from before it, which keep their commands unchanged: only a run with a budget caps turns or ends early.
-   */
-  maxEpisodeTokens?: number;
-}
 
 export interface TrajectoryInput {
   runId: string;

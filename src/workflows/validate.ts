@@ -12,14 +12,7 @@ import { group, type GroupInput } from './group';
 import { childWorkflowId, validationGroupUid, validationSeeds } from '../core';
 import type { GroupResult } from './run-buffer';
 import { KIND, RUN_ID } from './search-attributes';
-import type { EnvSpec } from './trajectory';
-
-export interface ValidationEnv {
-  tag: string;
-  groupsPerStep: number;
-  spec: EnvSpec;
-  maxTokens: number;
-}
+import type { ValidationEnv } from './env-spec';
 
 export interface ValidateInput {
   runId: string;

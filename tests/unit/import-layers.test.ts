@@ -72,7 +72,21 @@ export function folderImports(files: Files): Map<string, Map<string, string>> {
   return edges;
 }
 
-/** Folders that import each other, directly or through others: the strongly connected components (Tarjan) of more than one folder. */
+/** Imports between files, one folder or two: from → to → the specifier that ties them. */
+export function fileImports(files: Files): Map<string, Map<string, string>> {
+  const edges = new Map<string, Map<string, string>>();
+  for (const [file, text] of files) {
+    const to = new Map<string, string>();
+    for (const spec of specifiers(file, text)) {
+      const target = resolve(files, file, spec);
+      if (target && target !== file && !to.has(target)) to.set(target, spec);
+    }
+    edges.set(file, to);
+  }
+  return edges;
+}
+
+/** Folders (or files) that import each other, directly or through others: the strongly connected components (Tarjan) of more than one. */
 export function folderCycles(edges: Map<string, Map<string, string>>): string[][] {
   const index = new Map<string, number>();
   const low = new Map<string, number>();
@@ -137,6 +151,10 @@ describe('the layers of src/', () => {
     expect(explain, 'folders of src/ that import each other').toEqual([]);
   });
 
+  it('has no import cycle between its files either, inside a folder included', () => {
+    expect(folderCycles(fileImports(src)), 'files of src/ that import each other').toEqual([]);
+  });
+
   it('imports only downward, row by row, and every folder has its row', () => {
     expect(layerBreaks(edges, LAYERS)).toEqual([]);
     const folders = new Set([...src.keys()].map(folderOf));
@@ -172,6 +190,11 @@ describe('the layer checks fire', () => {
     const edges = tree({ 'a/x.ts': "import { y } from './y';\nimport { z } from 'zod';", 'a/y.ts': "import { x } from './x';", 'b/z.ts': "import { x } from '../a/x';" });
     expect(folderCycles(edges)).toEqual([]);
     expect([...edges.keys()]).toEqual(['b']);
+  });
+
+  it('finds files of one folder that import each other, through a third and by a type import', () => {
+    const files = new Map(Object.entries({ 'a/x.ts': "import { y } from './y';", 'a/y.ts': "import type { Z } from './z';", 'a/z.ts': "import { x } from './x';\nexport type Z = 1;", 'a/w.ts': "import { x } from './x';" }));
+    expect(folderCycles(fileImports(files))).toEqual([['a/x.ts', 'a/y.ts', 'a/z.ts']]);
   });
 
   it('reports an import up the rows, between folders of one row, and a folder on no row', () => {
