@@ -89,3 +89,19 @@ def test_an_env_server_that_cannot_sandbox_refuses_to_start_naming_what_is_missi
                            "--option", f"sandbox_root={tmp_path / 'sb'}"], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 3, done.stderr
     assert "the sandbox cannot run on this machine: 'bwrap' was not found on PATH: install the Debian package bubblewrap" in done.stderr
+
+
+def test_the_workspace_caps_are_env_options_that_reach_every_workspace(root):
+    with TestClient(env_app(root, sandbox_disk_mb=8, sandbox_max_inodes=64)):
+        assert (current().disk_mb, current().max_inodes) == (8, 64)
+        with current().open() as ws:
+            r = ws.run("i=0; while [ $i -lt 200 ]; do touch f$i 2>/dev/null || break; i=$((i+1)); done; echo made $i; rm -f f*; head -c 20000000 /dev/zero > big")
+            made = int(r.stdout.split()[1])
+            assert 0 < made < 64, r  # the inode cap, less what the workspace itself holds
+            assert (ws.path / "big").stat().st_size <= 8 << 20 and "No space left on device" in r.stderr, r
+
+
+@pytest.mark.parametrize("option, value", [("sandbox_disk_mb", 0), ("sandbox_max_inodes", 8)])
+def test_workspace_caps_out_of_range_are_named(root, option, value):
+    with pytest.raises(Exception, match=option):
+        env_app(root, **{option: value})

@@ -53,7 +53,8 @@ class EnvRole:
         self.runner = IsolatedRunner(workers=options.reward_workers, memory_mb=options.reward_memory_mb, preload=preload)
         # Sandboxed verifiers wait on their sandboxes in server threads, each stopped at reward_timeout_s (rewards/deadline.py).
         self.deadlines = DeadlineRunner(threads=default_threads())
-        self.sandbox = SandboxSettings(root=options.sandbox_root, mode=options.sandbox, max_age_s=options.sandbox_max_age_s)
+        self.sandbox = SandboxSettings(root=options.sandbox_root, mode=options.sandbox, max_age_s=options.sandbox_max_age_s,
+                                       disk_mb=options.sandbox_disk_mb, max_inodes=options.sandbox_max_inodes)
         configure(self.sandbox)  # envs and verifiers of this process open their workspaces with these
         snapshots.configure(options.snapshot_dir)
         if options.sandbox == "none":

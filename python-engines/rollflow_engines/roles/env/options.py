@@ -10,6 +10,7 @@ from ...edge import MiB, max_request_bytes_field
 from ...envs import snapshots
 from ...rewards import get_verifier, known_verifiers
 from ...sandbox.settings import DEFAULT_MAX_AGE_S, DEFAULT_ROOT
+from ...sandbox.workspace import DEFAULT_DISK_MB, DEFAULT_MAX_INODES
 
 DEFAULT_DOMAINS = {"math": "math_verify", "exact": "exact_match", "code": "code_exec"}
 
@@ -31,6 +32,10 @@ class Options(BaseModel):
                                               "or none: UNSANDBOXED, for trusted code only, logged as a warning for every workspace.")
     sandbox_root: Path = Field(default=DEFAULT_ROOT, description="Directory of sandbox workspaces (<root>/<owner>/<id>); the janitor reaps orphans "
                                                                  "there when the server starts, periodically, and when it stops.")
+    sandbox_disk_mb: int = Field(default=DEFAULT_DISK_MB, ge=1, le=1 << 20, description="Bytes (MiB) each workspace's /workspace and /tmp may "
+                                 "hold together: its own tmpfs, in memory; past it writes fail with ENOSPC inside the sandbox.")
+    sandbox_max_inodes: int = Field(default=DEFAULT_MAX_INODES, ge=16, le=1 << 30, description="Files and directories each workspace may "
+                                    "hold; past it creating one fails with ENOSPC inside the sandbox.")
     sandbox_max_age_s: float = Field(default=DEFAULT_MAX_AGE_S, gt=0, description="The janitor removes a workspace older than this even if "
                                                                                   "a live server holds it (its processes are killed first).")
     snapshot_dir: Path = Field(default=snapshots.DEFAULT_DIR, description="Where envs that resume episodes (swe_lite) save their "
