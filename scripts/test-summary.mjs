@@ -23,69 +23,69 @@ const firstLine = (text) => plain(text).split('\n').find((l) => l.trim() !== '')
 const seconds = (s) => (s >= 90 ? `${(s / 60).toFixed(1)} min` : `${s.toFixed(1)} s`);
 const xmlText = (s) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&#10;/g, '\n').replace(/&amp;/g, '&');
 
-/** One suite's outcome: counts, its failures ({ name, message }), its log, and why it has no report if it has none. */
-function vitestSuite(dir, status, cwd) {
-  const suite = { name: 'vitest', log: path.join(dir, 'vitest.log'), passed: 0, failed: 0, skipped: 0, failures: [] };
-  const file = path.join(dir, 'vitest.json');
+/**
+ * One suite's outcome: counts, its failures ({ name, message }) and its log. `fill` reads the suite's report into it;
+ * a missing report, or a non-zero exit with no failed test, is a failure of its own (`exitMessage` says where to look).
+ */
+function suiteFrom(name, dir, report, status, cwd, fill, exitMessage = () => 'see its log') {
+  const suite = { name, log: path.join(dir, `${name}.log`), passed: 0, failed: 0, skipped: 0, failures: [] };
+  const file = path.join(dir, report);
   if (!existsSync(file)) {
     suite.failed = 1;
-    suite.failures.push({ name: 'vitest', message: `no report (${path.relative(cwd, file)}): vitest did not finish` });
+    suite.failures.push({ name, message: `no report (${path.relative(cwd, file)}): ${name} did not finish` });
     return suite;
   }
-  const v = JSON.parse(readFileSync(file, 'utf8'));
-  suite.passed = v.numPassedTests;
-  suite.failed = v.numFailedTests;
-  suite.skipped = v.numPendingTests + v.numTodoTests;
-  const ends = (v.testResults ?? []).map((f) => f.endTime).filter(Number.isFinite);
-  if (Number.isFinite(v.startTime) && ends.length > 0) suite.seconds = (Math.max(...ends) - v.startTime) / 1000;
-  for (const f of v.testResults ?? []) {
-    const name = path.relative(cwd, f.name);
-    const failedTests = (f.assertionResults ?? []).filter((t) => t.status === 'failed');
-    for (const t of failedTests) suite.failures.push({ name: `${name} > ${t.fullName}`, message: (t.failureMessages ?? []).join('\n') });
-    // A file fails with no failed test when a hook fails it (its tests then show as skipped).
-    if (f.status === 'failed' && failedTests.length === 0) {
-      suite.failed += 1;
-      suite.failures.push({ name, message: f.message || 'failed outside its tests' });
-    }
-  }
-  // An error thrown outside any test (an unhandled rejection) fails vitest's exit code but not its JSON report;
-  // its text is in vitest's own output, kept in vitest.log.
+  fill(suite, readFileSync(file, 'utf8'));
   if (status !== 0 && suite.failures.length === 0) {
     suite.failed += 1;
-    const text = existsSync(suite.log) ? plain(readFileSync(suite.log, 'utf8')) : '';
-    const at = text.search(/Unhandled (Error|Rejection)/);
-    suite.failures.push({ name: `vitest exited ${status} with no failed test`, message: at >= 0 ? text.slice(at) : 'see its log' });
+    suite.failures.push({ name: `${name} exited ${status} with no failed test`, message: exitMessage(suite) });
   }
   return suite;
 }
 
+function vitestSuite(dir, status, cwd) {
+  return suiteFrom('vitest', dir, 'vitest.json', status, cwd, (suite, json) => {
+    const v = JSON.parse(json);
+    suite.passed = v.numPassedTests;
+    suite.failed = v.numFailedTests;
+    suite.skipped = v.numPendingTests + v.numTodoTests;
+    const ends = (v.testResults ?? []).map((f) => f.endTime).filter(Number.isFinite);
+    if (Number.isFinite(v.startTime) && ends.length > 0) suite.seconds = (Math.max(...ends) - v.startTime) / 1000;
+    for (const f of v.testResults ?? []) {
+      const name = path.relative(cwd, f.name);
+      const failedTests = (f.assertionResults ?? []).filter((t) => t.status === 'failed');
+      for (const t of failedTests) suite.failures.push({ name: `${name} > ${t.fullName}`, message: (t.failureMessages ?? []).join('\n') });
+      // A file fails with no failed test when a hook fails it (its tests then show as skipped).
+      if (f.status === 'failed' && failedTests.length === 0) {
+        suite.failed += 1;
+        suite.failures.push({ name, message: f.message || 'failed outside its tests' });
+      }
+    }
+  }, (suite) => {
+    // An error thrown outside any test (an unhandled rejection) fails vitest's exit code but not its JSON report;
+    // its text is in vitest's own output, kept in vitest.log.
+    const text = existsSync(suite.log) ? plain(readFileSync(suite.log, 'utf8')) : '';
+    const at = text.search(/Unhandled (Error|Rejection)/);
+    return at >= 0 ? text.slice(at) : 'see its log';
+  });
+}
+
 function pytestSuite(dir, status, cwd) {
-  const suite = { name: 'pytest', log: path.join(dir, 'pytest.log'), passed: 0, failed: 0, skipped: 0, failures: [] };
-  const file = path.join(dir, 'pytest.xml');
-  if (!existsSync(file)) {
-    suite.failed = 1;
-    suite.failures.push({ name: 'pytest', message: `no report (${path.relative(cwd, file)}): pytest did not finish` });
-    return suite;
-  }
-  const xml = readFileSync(file, 'utf8');
-  const tag = /<testsuite\b[^>]*>/.exec(xml)?.[0] ?? '';
-  const attr = (name) => Number(new RegExp(`\\b${name}="([\\d.]+)"`).exec(tag)?.[1] ?? 0);
-  const failed = attr('failures') + attr('errors');
-  suite.failed = failed;
-  suite.skipped = attr('skipped');
-  suite.passed = attr('tests') - failed - attr('skipped');
-  if (/\btime="/.test(tag)) suite.seconds = attr('time');
-  for (const [, tc, kind] of xml.matchAll(/<testcase\b([^>]*)>\s*<(failure|error)\b/g)) {
-    const a = (name) => xmlText(new RegExp(`\\b${name}="([^"]*)"`).exec(tc)?.[1] ?? '');
-    const rest = xml.slice(xml.indexOf(tc));
-    const message = xmlText(new RegExp(`<${kind}\\b[^>]*\\bmessage="([^"]*)"`).exec(rest)?.[1] ?? kind);
-    suite.failures.push({ name: `python-engines ${a('classname')}::${a('name')}`, message });
-  }
-  if (status !== 0 && suite.failures.length === 0) {
-    suite.failed += 1;
-    suite.failures.push({ name: `pytest exited ${status} with no failed test`, message: 'see its log' });
-  }
-  return suite;
+  return suiteFrom('pytest', dir, 'pytest.xml', status, cwd, (suite, xml) => {
+    const tag = /<testsuite\b[^>]*>/.exec(xml)?.[0] ?? '';
+    const attr = (name) => Number(new RegExp(`\\b${name}="([\\d.]+)"`).exec(tag)?.[1] ?? 0);
+    const failed = attr('failures') + attr('errors');
+    suite.failed = failed;
+    suite.skipped = attr('skipped');
+    suite.passed = attr('tests') - failed - attr('skipped');
+    if (/\btime="/.test(tag)) suite.seconds = attr('time');
+    for (const [, tc, kind] of xml.matchAll(/<testcase\b([^>]*)>\s*<(failure|error)\b/g)) {
+      const a = (name) => xmlText(new RegExp(`\\b${name}="([^"]*)"`).exec(tc)?.[1] ?? '');
+      const rest = xml.slice(xml.indexOf(tc));
+      const message = xmlText(new RegExp(`<${kind}\\b[^>]*\\bmessage="([^"]*)"`).exec(rest)?.[1] ?? kind);
+      suite.failures.push({ name: `python-engines ${a('classname')}::${a('name')}`, message });
+    }
+  });
 }
 
 /** The lines to print, and whether every suite passed. */
