@@ -125,3 +125,16 @@ def test_concurrent_runs_in_threads(root):
     for t in threads:
         t.join()
     assert results == {i: str(i) for i in range(6)}
+
+
+def test_read_only_binds_are_read_only_inside(workspace, tmp_path):
+    """What a grading must read and must not change (its hidden tests) is bound read-only."""
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "test_x.py").write_text("def test_x(): assert False\n")
+    os.chmod(hidden, 0o777)  # even a directory anyone may write on the host
+    r = workspace.run("cat /grading/test_x.py && echo 'def test_x(): pass' > /grading/test_x.py; touch /grading/new; echo done",
+                      ro_binds={"/grading": hidden})
+    assert r.stdout.startswith("def test_x(): assert False\n") and r.stdout.endswith("done\n"), r
+    assert r.stderr.count("Read-only file system") == 2, r
+    assert sorted(p.name for p in hidden.iterdir()) == ["test_x.py"] and "assert False" in (hidden / "test_x.py").read_text()

@@ -92,7 +92,7 @@ class SweLiteEnv(BaseEnv):
                            else task_for_seed(seed, tuple(config.tiers)))
         self.turn = self.invalid = self.chars = self.sandbox_errors = 0
         self.grade_result: Grade | None = None
-        self.submitted = self.over = self.over_limit = False
+        self.submitted = self.over_limit = False
         self.snapshot: str | None = None
         try:
             self.ws: Workspace | None = current().open(files=self.task.files)
@@ -103,6 +103,11 @@ class SweLiteEnv(BaseEnv):
         listing = "\n".join(f"  {path}" for path in sorted(self.task.files))
         return (f"Task {self.task.id}. Issue: {self.task.issue}\n\nThe repository (your working directory):\n{listing}\n\n"
                 f"Fix the issue in the code; hidden tests will check it when you submit.\n{FORMAT}")
+
+    @property
+    def over(self) -> bool:
+        """Graded, or ended by the workspace caps: nothing more happens in this episode."""
+        return self.grade_result is not None or self.over_limit
 
     def info(self) -> dict[str, Any]:
         g = self.grade_result
@@ -135,7 +140,6 @@ class SweLiteEnv(BaseEnv):
             except WorkspaceOverLimit as e:  # the model filled its workspace past what the server will read: its outcome
                 self.over_limit = True
                 observation = f"Episode ended: {e}. Nothing was graded."
-        self.over = result is not None or self.over_limit
         info = {**self.info(), "invalid_action": isinstance(parsed, Invalid), **({"snapshot": self.snapshot} if self.snapshot else {})}
         reward = 1.0 if result is not None and result.resolved else 0.0
         return StepResult(truncate(observation, self.config.observation_chars), reward, self.over, info)

@@ -23,7 +23,6 @@ failure, never a 0.
 from __future__ import annotations
 
 import ast
-import os
 import re
 import secrets
 import xml.etree.ElementTree as ET
@@ -51,8 +50,7 @@ class Grade:
     f2p_total: int
     p2p_passed: int
     p2p_total: int
-    tampered: bool = False     # a canary passed: the test run was subverted from inside (all counts are 0 then)
-    problem: str | None = None  # why nothing could be counted: "no_results", "results_unreadable"
+    tampered: bool = False  # a canary passed: the test run was subverted from inside (all counts are 0 then)
 
     @property
     def resolved(self) -> bool:
@@ -126,8 +124,8 @@ def grade(task: Task, final: Workspace, limits: Limits) -> Grade:
     with current().open(files=task_files(task, final)) as ws:
         outcomes = _run(ws, modules, limits)
     f2p, p2p = modules
-    if outcomes is None or isinstance(outcomes, str):
-        return Grade(0, len(f2p.tests), 0, len(p2p.tests), problem=outcomes or "no_results")
+    if outcomes is None:  # no report, or one that is not a JUnit file of this run: nothing passed
+        return Grade(0, len(f2p.tests), 0, len(p2p.tests))
     if any(outcomes.get((m.file, name)) == "passed" for m in modules for name in m.canaries):
         return Grade(0, len(f2p.tests), 0, len(p2p.tests), tampered=True)
 
@@ -136,8 +134,8 @@ def grade(task: Task, final: Workspace, limits: Limits) -> Grade:
     return Grade(passed(f2p), len(f2p.tests), passed(p2p), len(p2p.tests))
 
 
-def _run(ws: Workspace, modules: list[HiddenModule], limits: Limits) -> dict[tuple[str, str], str] | str | None:
-    """Outcome by (file, test name) from the JUnit report; a str naming why there is none usable, None if pytest wrote none."""
+def _run(ws: Workspace, modules: list[HiddenModule], limits: Limits) -> dict[tuple[str, str], str] | None:
+    """Outcome by (file, test name) from the JUnit report; None if there is none usable."""
     hidden = ws.record / "hidden"  # beside the workspace, outside what the sandbox can write; bound read-only
     _write_readable(hidden, {"pytest.ini": "[pytest]\n", "runner.py": RUNNER, **{f"tests/{m.file}": m.source for m in modules}})
     nonce, results = secrets.token_hex(8), f"results-{secrets.token_hex(8)}.xml"
@@ -152,8 +150,8 @@ def _run(ws: Workspace, modules: list[HiddenModule], limits: Limits) -> dict[tup
         raise SandboxError(f"the grading interpreter did not start (exit {r.exit_code}, signal {r.signal}): {r.stderr.strip()[-1000:] or 'no message'}")
     try:
         report = read_bytes(ws.tmp, results, MAX_RESULTS_BYTES)
-    except WorkspaceFileError:  # absent: pytest never wrote it (killed, or the model's code ended the process)
-        return "results_unreadable" if os.path.lexists(ws.tmp / results) else None
+    except WorkspaceFileError:  # absent (pytest was killed, or the model's code ended it), a link, a FIFO, too large
+        return None
     return parse_junit(report, {m.file for m in modules})
 
 
@@ -168,15 +166,15 @@ def _write_readable(top: Path, files: dict[str, str]) -> None:
         d.chmod(0o755)
 
 
-def parse_junit(report: bytes, files: set[str]) -> dict[tuple[str, str], str] | str:
-    """(file, test name) -> "passed" | "failed" (a test reported twice counts as failed); "results_unreadable" for a
-    report that does not parse."""
+def parse_junit(report: bytes, files: set[str]) -> dict[tuple[str, str], str] | None:
+    """(file, test name) -> "passed" | "failed" (a test reported twice counts as failed); None for a report that does
+    not parse."""
     if b"<!DOCTYPE" in report or b"<!ENTITY" in report:  # pytest writes neither; entities are an expansion attack
-        return "results_unreadable"
+        return None
     try:
         root = ET.fromstring(report)
     except ET.ParseError:
-        return "results_unreadable"
+        return None
     seen: Counter[tuple[str, str]] = Counter()
     outcomes: dict[tuple[str, str], str] = {}
     for case in root.iter("testcase"):

@@ -125,8 +125,6 @@ class EnvRole:
             self.metrics.invalid_actions.labels(session.env_name).inc()
         if done:
             self._episode_ended(session.env_name, info)
-        # An env may echo the model's text (a path it named); a lone surrogate in it would fail the JSON encoding.
-        observation = observation.encode("utf-8", errors="replace").decode("utf-8")
         return StepResponse(observation=observation, reward=reward, done=done, info=info)
 
     def _episode_ended(self, env_name: str, info: dict[str, Any]) -> None:

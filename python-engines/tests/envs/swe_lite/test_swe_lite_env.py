@@ -155,3 +155,26 @@ def test_tasks_split_the_seeds_and_brief_keeps_the_first_observation_short(env):
     env.close()
     with pytest.raises(ValueError, match="t9-000"):
         SweLiteConfig(tasks=["t9-000"])
+
+
+def test_a_grading_whose_runner_never_started_is_the_servers_503_not_a_0(env, monkeypatch):
+    """The runner prints its nonce before any code of the repository runs; output without it is the sandbox's failure."""
+    from rollflow_engines.envs.swe_lite import grading
+
+    start(env)
+    monkeypatch.setattr(grading, "RUNNER", "import sys\nsys.exit(0)\n")  # an interpreter that runs nothing
+    with pytest.raises(UnavailableError, match="the grading interpreter did not start"):
+        env.step("<submit/>")
+    assert env.info()["turn"] == 0 and env.grade_result is None  # the episode is as it was: the retry grades it
+
+
+def test_the_report_counts_each_test_once_and_refuses_entities():
+    from rollflow_engines.envs.swe_lite.grading import parse_junit
+
+    files = {"test_fail_to_pass.py"}
+    case = '<testcase classname="tests.test_fail_to_pass" name="{}"/>'
+    report = f"<testsuites><testsuite>{case.format('test_a')}{case.format('test_b')}{case.format('test_b')}" \
+             '<testcase classname="tests.decoys" name="test_a"/></testsuite></testsuites>'
+    assert parse_junit(report.encode(), files) == {("test_fail_to_pass.py", "test_a"): "passed", ("test_fail_to_pass.py", "test_b"): "failed"}
+    assert parse_junit(b'<!DOCTYPE x [<!ENTITY a "b">]><testsuites>&a;</testsuites>', files) is None
+    assert parse_junit(b"<testsuites", files) is None
