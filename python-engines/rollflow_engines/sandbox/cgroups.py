@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .mountinfo import mounts
+
 log = logging.getLogger(__name__)
 
 BASE_NAME = "rollflow-sandbox"
@@ -67,25 +69,10 @@ def memory_mode() -> MemoryMode:
 
 
 def _mounts() -> tuple[Path | None, Path | None]:
-    """(the cgroup2 mount, the cgroup1 memory mount) from /proc/self/mountinfo."""
-    v2 = v1 = None
-    with open("/proc/self/mountinfo", encoding="utf-8") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            fstype, _source, options = (right.split() + ["", "", ""])[:3]
-            point = Path(_unescape(left.split()[4]))
-            if fstype == "cgroup2" and v2 is None:
-                v2 = point
-            elif fstype == "cgroup" and "memory" in options.split(",") and v1 is None:
-                v1 = point
+    """(the cgroup2 mount, the cgroup1 memory mount)."""
+    v2 = next((m.point for m in mounts() if m.fstype == "cgroup2"), None)
+    v1 = next((m.point for m in mounts() if m.fstype == "cgroup" and "memory" in m.options), None)
     return v2, v1
-
-
-def _unescape(field: str) -> str:
-    """mountinfo writes space, tab, newline and backslash as octal escapes."""
-    for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
-        field = field.replace(code, char)
-    return field
 
 
 def _own_cgroups() -> tuple[str | None, str | None]:

@@ -23,6 +23,8 @@ import ctypes.util
 import os
 from pathlib import Path
 
+from .mountinfo import mounts
+
 MS_NOSUID, MS_NODEV = 0x2, 0x4
 MNT_DETACH = 2
 
@@ -41,21 +43,9 @@ def mount_tmpfs(path: Path, size_mb: int, inodes: int) -> None:
 
 def mounts_under(path: Path) -> list[Path]:
     """Mount points at or below ``path`` in this mount namespace, deepest first."""
-    prefix = os.fsencode(os.path.abspath(path))
-    found = []
-    with open("/proc/self/mountinfo", "rb") as f:
-        for line in f:
-            point = _unescape(line.split()[4])
-            if point == prefix or point.startswith(prefix + b"/"):
-                found.append(Path(os.fsdecode(point)))
-    return sorted(set(found), key=lambda p: len(p.parts), reverse=True)
-
-
-def _unescape(field: bytes) -> bytes:
-    """mountinfo writes space, tab, newline and backslash as octal escapes."""
-    for code, char in ((b"\\040", b" "), (b"\\011", b"\t"), (b"\\012", b"\n"), (b"\\134", b"\\")):
-        field = field.replace(code, char)
-    return field
+    top = Path(os.path.abspath(path))
+    found = {m.point for m in mounts() if m.point == top or m.point.is_relative_to(top)}
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
 
 
 def unmount_all(path: Path) -> None:
