@@ -149,7 +149,7 @@ async def test_a_waiting_stream_sends_keep_alives_and_a_client_gone_mid_wait_sto
             stopped.set()
 
     sent: list[bytes] = []
-    stream = api._sse(chunks())
+    stream = api._sse(chunks(), lambda: False)
     async for piece in stream:
         sent.append(piece)
         if sent.count(api.KEEPALIVE) == 2:

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...edge import MiB, max_request_bytes_field
+from ...liveness import stall_after_field
 from ...envs import snapshots
 from ...rewards import get_verifier, known_verifiers
 from ...sandbox.settings import DEFAULT_MAX_AGE_S, DEFAULT_ROOT
@@ -26,6 +27,8 @@ class Options(BaseModel):
     reward_memory_mb: int | None = Field(default=4096, ge=256, description="Address-space cap of each verifier worker; null for none.")
     # A request carries one action or one response to score: text a model wrote.
     max_request_bytes: int = max_request_bytes_field(8 * MiB)
+    # Only a finished request is progress, and one swe_lite step may grade for grading_timeout_s (120 s by default).
+    stall_after_s: float = stall_after_field(180.0)
     domains: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_DOMAINS),
                                     description="Sample domain -> verifier name; merged over the defaults math -> math_verify, exact -> exact_match, code -> code_exec.")
     sandbox: Literal["bwrap", "none"] = Field(default="bwrap", description="How model-written code runs (code_exec, sandboxed envs): bwrap, "

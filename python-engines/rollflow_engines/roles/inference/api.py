@@ -83,7 +83,9 @@ SSE_KEEPALIVE_S = 5.0
 KEEPALIVE = b": keep-alive\n\n"
 
 
-async def _sse(chunks: AsyncIterator[BaseModel]) -> AsyncIterator[bytes]:
+async def _sse(chunks: AsyncIterator[BaseModel], stalled: Callable[[], bool]) -> AsyncIterator[bytes]:
+    """The chunks as server-sent events, with keep-alives while waiting, but none while the server is stalled
+    (liveness.py): a deadlocked backend then goes quiet, and the client's idle cut fails the call over."""
     events = aiter(chunks)
     pending: asyncio.Future[BaseModel] | None = None
     try:
@@ -91,7 +93,8 @@ async def _sse(chunks: AsyncIterator[BaseModel]) -> AsyncIterator[bytes]:
             # The next chunk is awaited in its own task, so waiting for it can time out without cancelling it.
             pending = asyncio.ensure_future(anext(events))
             while not (await asyncio.wait({pending}, timeout=SSE_KEEPALIVE_S))[0]:
-                yield KEEPALIVE
+                if not stalled():
+                    yield KEEPALIVE
             try:
                 chunk = pending.result()
             except StopAsyncIteration:
@@ -144,7 +147,7 @@ def register_routes(app: FastAPI, engine: InferenceEngine, options: Options) -> 
             async for deltas in engine.generate_stream(prompt, params, req.n):
                 yield chunk_of(deltas, texts)
 
-        return StreamingResponse(_sse(chunks()), media_type="text/event-stream")
+        return StreamingResponse(_sse(chunks(), app.state.liveness.stalled), media_type="text/event-stream")
 
     @app.post("/v1/completions", response_model=None)
     async def completions(req: CompletionRequest) -> CompletionResponse | StreamingResponse:

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from ...edge import MiB, max_request_bytes_field
+from ...liveness import stall_after_field
 from ...models.policy_options import PolicyModelOptions, option_error
 from .swe_escape import SweEscapeOptions
 from .swe_oracle import SweOracleOptions
@@ -71,6 +72,8 @@ class Options(PolicyModelOptions):
     max_n: int = Field(default=64, ge=1, description="Largest n (samples per request).")
     # A prompt of a million token ids is about 8 MB of JSON.
     max_request_bytes: int = max_request_bytes_field(16 * MiB)
+    # Each generated token is progress; a paused server's held requests are not stalled.
+    stall_after_s: float = stall_after_field(30.0)
     model: str = Field(default="tiny:default", description="torch/vllm: tiny:<preset> or a local Hugging Face model dir.")
     model_seed: int = Field(default=0, description="Seed of a tiny:<preset> model's weights.")
     served_model_name: str | None = Field(default=None, description="Name echoed in responses; defaults to model (sim: 'sim').")

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...edge import MiB, max_request_bytes_field
+from ...liveness import stall_after_field
 from ...models.policy_options import DTYPE_NAMES, PolicyModelOptions, option_error
 from .schedule import LR_SCHEDULER_TYPES
 
@@ -67,6 +68,8 @@ class Options(PolicyModelOptions):
     export_dir: str = Field(default="trainer_exports", description="Where /export_weights writes v<version>/ directories.")
     # Inline batches (a run sends batch_ref, a file path) and /logprobs sequences are large.
     max_request_bytes: int = max_request_bytes_field(256 * MiB)
+    # A micro-batch is progress; a save or export of a large model completes within it too.
+    stall_after_s: float = stall_after_field(90.0)
     sim_seconds_per_sample: float = Field(default=0.0, ge=0, description="sim: train time per sample (μ_train), in seconds.")
     megatron: MegatronOptions = Field(default_factory=MegatronOptions, description="megatron backend only.")
 
@@ -123,4 +126,6 @@ def make_backend(backend: str, options: Options):
 def register(app: FastAPI, backend: str, options: Options) -> None:
     from .api import TrainerServer, register_endpoints
 
-    register_endpoints(app, TrainerServer(lambda: make_backend(backend, options), options.export_dir))
+    server = TrainerServer(lambda: make_backend(backend, options), options.export_dir)
+    app.state.liveness.watch_counter(lambda: server.backend.micro_batches)  # server.backend: /reset replaces it
+    register_endpoints(app, server)

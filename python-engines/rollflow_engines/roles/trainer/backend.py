@@ -47,6 +47,7 @@ class TrainerBackend(ABC):
         self.version = 0
         self.last_step: RecordedStep | None = None
         self.vocab_size: int | None = None  # None: token ids are not checked against a vocabulary
+        self.micro_batches = 0  # forward/backward passes done: the progress liveness.py watches mid-step
         self.on_commit: list[Callable[[TrainStepResponse, PreparedBatch], None]] = []
         self._commit_lock = threading.Lock()
 

@@ -194,6 +194,7 @@ class TorchTrainer(TrainerBackend):
                     loss, loss_metrics = objective(batch.policy_loss, m.loss_inputs(f.logprobs, f.entropy, f.values), batch.loss_params)
                     (loss * (w / total)).backward()
                     averaged.add(loss_metrics, w)
+                    self.micro_batches += 1
                 norm = torch.nn.utils.clip_grad_norm_(params, o.max_grad_norm)
                 grad_norms.append(float(norm))
                 if torch.isfinite(norm):

@@ -1,0 +1,156 @@
+"""Liveness from progress, not from a timer: what /health reports and what a supervisor acts on.
+
+A server is *live* when its event loop answers and its work moves. Three
+signals, all cheap:
+
+- ``inflight``: requests being served (every path but /health and /metrics),
+  counted by an ASGI middleware;
+- ``progress``: requests completed plus the counters the role watches
+  (tokens generated, micro-batches trained);
+- ``loop_lag_ms``: how late a 0.5 s timer on the event loop fires.
+
+The server is *stalled* when work is in flight and ``progress`` has not moved
+for ``stall_after_s`` (unless the role excuses it: a paused inference server
+holds requests by design). /health then answers 503, the inference stream
+stops its keep-alives (so the client's idle cut fires), and under systemd the
+watchdog is no longer fed. A SIGSTOPped server or a blocked event loop
+answers nothing at all, which a probe with a timeout sees the same way.
+
+A timer alone would not do: a deadlocked backend thread leaves the event loop
+free to answer health checks and send keep-alives forever.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import Field
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+UNWATCHED_PATHS = frozenset({"/health", "/metrics"})
+LAG_TICK_S = 0.5
+WATCHDOG_EVERY_S = 5.0
+
+
+def stall_after_field(default: float) -> Any:
+    """The ``stall_after_s`` option, with the role's own default."""
+    return Field(default=default, gt=0, le=86_400, description="Work in flight with no progress for this long makes the server stalled: "
+                                                               "/health answers 503 and a supervisor replaces the process.")
+
+
+class Liveness:
+    def __init__(self, stall_after_s: float, clock: Callable[[], float] = time.monotonic):
+        self.stall_after_s = stall_after_s
+        self._clock = clock
+        self.inflight = 0
+        self.completed = 0
+        self.loop_lag_ms = 0.0
+        self.loop_ticks = 0
+        self._moved_at = clock()
+        self._excuses: list[Callable[[], bool]] = []
+        self._counters: list[Callable[[], float]] = []
+        self._counted = 0.0
+
+    def watch_counter(self, read: Callable[[], float]) -> None:
+        """``read()`` only grows, and grows as work advances (read when asked, so the hot path pays nothing)."""
+        self._counters.append(read)
+
+    def _moved(self) -> None:
+        self._moved_at = self._clock()
+
+    def _read_counters(self) -> None:
+        counted = sum(read() for read in self._counters)
+        if counted != self._counted:
+            self._counted = counted
+            self._moved()
+
+    @property
+    def progress(self) -> float:
+        return self.completed + self._counted
+
+    def excuse_while(self, waiting_by_design: Callable[[], bool]) -> None:
+        """While ``waiting_by_design()`` is true, work in flight without progress is not a stall."""
+        self._excuses.append(waiting_by_design)
+
+    def started(self) -> None:
+        if self.inflight == 0:
+            self._moved()  # idle time before this request is not a stall of it
+        self.inflight += 1
+
+    def finished(self) -> None:
+        self.inflight -= 1
+        self.completed += 1
+        self._moved()
+
+    def idle_s(self) -> float:
+        self._read_counters()
+        return self._clock() - self._moved_at
+
+    def stalled(self) -> bool:
+        if self.inflight == 0 or self.idle_s() < self.stall_after_s:
+            return False
+        if any(excused() for excused in self._excuses):
+            self._moved()  # the wait by design restarts the stall clock
+            return False
+        return True
+
+    def report(self) -> dict:
+        return {"inflight": self.inflight, "completed": self.completed, "progress": self.progress,
+                "idle_s": round(self.idle_s(), 3), "loop_lag_ms": round(self.loop_lag_ms, 1), "loop_ticks": self.loop_ticks, "stall_after_s": self.stall_after_s}
+
+    async def watch_loop(self) -> None:
+        """Measures event-loop lag, and feeds the systemd watchdog while the server is not stalled."""
+        notify = SystemdNotifier.from_env()
+        last_feed = 0.0
+        while True:
+            before = time.monotonic()
+            await asyncio.sleep(LAG_TICK_S)
+            self.loop_lag_ms = max(0.0, (time.monotonic() - before - LAG_TICK_S) * 1000)
+            self.loop_ticks += 1
+            if last_feed == 0.0:
+                notify.send("READY=1")  # a tick after the app's start-up, so the port is serving
+            if time.monotonic() - last_feed >= WATCHDOG_EVERY_S and not self.stalled():
+                notify.send("WATCHDOG=1")
+                last_feed = time.monotonic()
+
+
+class LivenessMiddleware:
+    """ASGI middleware counting the requests in flight; a completed request is progress."""
+
+    def __init__(self, app: ASGIApp, liveness: Liveness):
+        self.app = app
+        self.liveness = liveness
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") in UNWATCHED_PATHS:
+            await self.app(scope, receive, send)
+            return
+        self.liveness.started()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.liveness.finished()
+
+
+class SystemdNotifier:
+    """sd_notify(3) over $NOTIFY_SOCKET (a unix datagram socket); does nothing outside systemd."""
+
+    def __init__(self, address: str | None):
+        self.address = "\0" + address[1:] if address and address.startswith("@") else address
+
+    @classmethod
+    def from_env(cls) -> "SystemdNotifier":
+        return cls(os.environ.get("NOTIFY_SOCKET"))
+
+    def send(self, message: str) -> None:
+        if not self.address:
+            return
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            try:
+                s.sendto(message.encode(), self.address)
+            except OSError:
+                pass  # systemd gone or restarting: the next beat tries again

@@ -1,0 +1,163 @@
+"""Liveness from progress (liveness.py): /health turns 503 when work in flight stops moving, whatever the event loop does."""
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from rollflow_engines.app import create_app
+from rollflow_engines.config import ServeConfig, load_config
+from rollflow_engines.liveness import Liveness, SystemdNotifier
+from rollflow_engines.roles.inference import api
+
+from inference.helpers import LONG, Gate, tokens_of, wait_until
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # what the servers use
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_work_in_flight_without_progress_is_a_stall_and_progress_clears_it():
+    clock = FakeClock()
+    live = Liveness(stall_after_s=30, clock=clock)
+    counter = [0.0]
+    live.watch_counter(lambda: counter[0])
+    clock.now += 100
+    assert not live.stalled(), "idle with nothing in flight is not a stall"
+    live.started()
+    clock.now += 29
+    assert not live.stalled()
+    clock.now += 2
+    assert live.stalled()
+    counter[0] += 1  # a token
+    assert not live.stalled()
+    clock.now += 31
+    assert live.stalled()
+    live.finished()
+    assert not live.stalled() and live.report()["completed"] == 1 and live.report()["progress"] == 2
+
+
+def test_an_excused_wait_is_not_a_stall():
+    clock = FakeClock()
+    live = Liveness(stall_after_s=30, clock=clock)
+    paused = [True]
+    live.excuse_while(lambda: paused[0])
+    live.started()
+    clock.now += 60
+    assert not live.stalled()
+    paused[0] = False
+    clock.now += 29
+    assert not live.stalled(), "the stall clock restarted when the excused wait was last seen"
+    clock.now += 2
+    assert live.stalled()
+
+
+def test_health_of_a_trainer_mid_step_follows_its_micro_batches():
+    app = create_app(load_config(None, {"role": "trainer", "options": {"stall_after_s": 90}}))
+    live, server = app.state.liveness, app.state.trainer
+    clock = live._clock = FakeClock()
+    client = TestClient(app)
+    live.started()  # a train step in flight
+    clock.now += 91
+    stalled = client.get("/health")
+    assert stalled.status_code == 503 and stalled.json()["status"] == "stalled"
+    assert stalled.json()["liveness"]["inflight"] == 1
+    server.backend.micro_batches += 1
+    assert client.get("/health").status_code == 200
+
+
+@pytest.mark.anyio
+async def test_a_held_generation_stalls_the_server_until_its_tokens_move_and_a_pause_excuses_it():
+    app = create_app(ServeConfig(role="inference", backend="sim", options={"stall_after_s": 30}))
+    live = app.state.liveness
+    clock = live._clock = FakeClock()
+    async with app.router.lifespan_context(app):
+        engine = app.state.inference_engine
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://inference", timeout=60) as client:
+            gate = Gate(engine, lambda batch: tokens_of(batch, 5))  # the backend deadlocks at its 5th token
+            request = asyncio.create_task(client.post("/v1/completions", json={"prompt": [1, 2, 3], "max_tokens": 20, **LONG["sim"]}))
+            await gate.wait_reached()
+            assert (await client.get("/health")).status_code == 200
+            clock.now += 31
+            health = await client.get("/health")
+            assert health.status_code == 503 and health.json()["liveness"]["idle_s"] >= 30
+            assert (await client.post("/pause", json={"mode": "keep"})).status_code == 200
+            clock.now += 100
+            assert (await client.get("/health")).status_code == 200, "a paused server holds its requests by design"
+            await client.post("/resume")
+            clock.now += 31
+            assert (await client.get("/health")).status_code == 503
+            gate.open()
+            await wait_until(lambda: live.progress > 0 and not live.stalled(), "tokens to move again")
+            assert (await request).status_code == 200
+            assert (await client.get("/health")).status_code == 200
+
+
+@pytest.mark.anyio
+async def test_a_stalled_stream_sends_no_keep_alive(monkeypatch):
+    monkeypatch.setattr(api, "SSE_KEEPALIVE_S", 0.001)
+    waits, release = [0], asyncio.Event()
+
+    def stalled() -> bool:  # asked once per keep-alive interval; the third time lets the chunk come
+        waits[0] += 1
+        if waits[0] == 3:
+            release.set()
+        return True
+
+    class Chunk(api.BaseModel):
+        n: int
+
+    async def chunks():
+        await release.wait()
+        yield Chunk(n=1)
+
+    sent = [piece async for piece in api._sse(chunks(), stalled)]
+    assert waits[0] >= 3 and api.KEEPALIVE not in sent
+    assert sent[-1] == b"data: [DONE]\n\n"
+
+
+@pytest.mark.anyio
+async def test_the_watchdog_is_fed_under_systemd_and_not_while_stalled(tmp_path, monkeypatch):
+    path = str(tmp_path / "notify")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.bind(path)
+        sock.setblocking(False)
+        monkeypatch.setenv("NOTIFY_SOCKET", path)
+        monkeypatch.setattr("rollflow_engines.liveness.WATCHDOG_EVERY_S", 0.0)
+        monkeypatch.setattr("rollflow_engines.liveness.LAG_TICK_S", 0.001)
+        live = Liveness(stall_after_s=30, clock=FakeClock())
+        loop = asyncio.get_running_loop()
+        watcher = asyncio.create_task(live.watch_loop())
+        try:
+            got = [(await asyncio.wait_for(loop.sock_recv(sock, 64), 30)).decode() for _ in range(3)]
+            assert got == ["READY=1", "WATCHDOG=1", "WATCHDOG=1"]
+            live.started()
+            live._clock.now += 31
+            assert live.stalled()
+            while True:  # drain what was sent before the stall, then nothing more may come
+                try:
+                    sock.recv(64)
+                except BlockingIOError:
+                    break
+            ticks = live.loop_ticks
+            await wait_until(lambda: live.loop_ticks >= ticks + 5, "the watch loop to tick five more times")
+            with pytest.raises(BlockingIOError):
+                sock.recv(64)
+        finally:
+            watcher.cancel()
+
+
+def test_no_notify_socket_means_no_notification():
+    SystemdNotifier(None).send("READY=1")  # nothing to send to: no error
