@@ -1,7 +1,8 @@
 /**
- * `rollflow chaos`: the same run twice, fault-free and under a seeded SIGKILL
- * schedule, each checked against the invariants on its own records, with the
- * effective time and a recovery time per kill.
+ * `rollflow chaos`: the same run twice, fault-free and under a seeded fault
+ * schedule (SIGKILL, SIGSTOP) that the stack's supervisor recovers from with
+ * nobody's help, each run checked against the invariants on its own records,
+ * with the effective time and a recovery time per fault.
  */
 import { ConfigError, type LoadedConfig } from '../configs';
 import { FAULTS, type FaultKind } from './faults';
@@ -11,7 +12,7 @@ import { runUnderFaults, type RunUnderFaults } from './runner';
 import type { ChaosResult, CheckedRun } from './result';
 import type { ScheduleOptions } from './schedule';
 
-export { FAULT_KINDS, isFaultKind, type FaultKind } from './faults';
+export { FAULT_KINDS, FAULT_SIGNALS, isFaultKind, isFaultSignal, type FaultKind, type FaultSignal } from './faults';
 export { checkRun, type Check, type RunRecords } from './invariants';
 export { chaosMarkdown } from './report';
 export type { ChaosResult, CheckedRun } from './result';
@@ -26,8 +27,8 @@ export function checkChaosConfig(loaded: LoadedConfig, kinds: readonly FaultKind
   if (loaded.config.rollout_mode !== 'env_async') {
     throw new ConfigError(loaded.source, [{ path: 'rollout_mode', given: loaded.config.rollout_mode, expected: 'env_async (the chaos checks account for group workflows)' }]);
   }
-  const missing = kinds.filter((k) => FAULTS[k].processes(loaded).length === 0);
-  const where = (k: FaultKind) => (k === 'inference' ? 'engines.inference[i].launch' : `engines.${k}.launch`);
+  const missing = kinds.filter((k) => FAULTS[k](loaded).length === 0);
+  const where = (k: FaultKind) => (k === 'temporal' ? 'temporal.embedded: a Temporal cluster is not supervised by rollflow' : k === 'inference' ? 'engines.inference[i].launch' : `engines.${k}.launch`);
   if (missing.length) throw new ConfigError('chaos options', missing.map((k) => ({ path: '--faults', given: k, expected: `a kind the stack launches; the config launches no ${k} server (${where(k)})` })));
 }
 
@@ -39,7 +40,7 @@ function checked(run: RunUnderFaults, e: Expectations): CheckedRun {
 /** Recovery time of each kill, against the normal step interval of the fault-free run. */
 function recoveries(underFaults: CheckedRun, normalS: number | undefined): ChaosResult['recoveries'] {
   const walls = [...underFaults.records.metrics].sort((a, b) => a.step - b.step).map((m) => m.wall_s);
-  return underFaults.kills.map((k) => {
+  return underFaults.faults.map((k) => {
     const r = normalS === undefined || k.skipped ? undefined : recoveryS(walls, k.atS, normalS);
     return r === undefined ? k : { ...k, recoveryS: r };
   });
@@ -50,8 +51,8 @@ export interface ChaosOptions {
   /** Run ids are <prefix>-fault-free and <prefix>-faults. */
   runIdPrefix: string;
   timeoutS: number;
-  /** Kills after which the run goes on undisturbed (a killed worker's activities wait out their heartbeat timeout, so kills closer than that stall a run for good). */
-  maxKills: number;
+  /** Faults after which the run goes on undisturbed (Infinity: until it ends). */
+  maxFaults: number;
   /** Compare against a fault-free run of the same config first (the effective time and recovery need it). */
   faultFree: boolean;
   say: (line: string) => void;

@@ -1,4 +1,4 @@
-/** bench/results/chaos.md: the schedule, every kill, the invariants of both runs and the figures. */
+/** bench/results/chaos.md: the schedule, every fault, the invariants of both runs and the figures. */
 import type { ChaosResult, CheckedRun } from './result';
 
 const s = (x: number | undefined, digits = 1) => (x === undefined ? 'n/a' : x.toFixed(digits));
@@ -19,33 +19,49 @@ function runSection(title: string, run: CheckedRun): string[] {
   ];
 }
 
+/** Each kind and signal with its faults' recovery times and the time until the supervisor had the part running again. */
+function byKindTable(r: ChaosResult): string[] {
+  const rows = new Map<string, { hit: number; recovered: number[]; back: number[] }>();
+  for (const f of r.recoveries) {
+    if (f.skipped) continue;
+    const key = `${f.kind} | ${f.signal}`;
+    const row = rows.get(key) ?? { hit: 0, recovered: [], back: [] };
+    row.hit++;
+    if (f.recoveryS !== undefined) row.recovered.push(f.recoveryS);
+    if (f.backS !== undefined) row.back.push(f.backS);
+    rows.set(key, row);
+  }
+  const mean = (xs: number[]) => (xs.length ? s(xs.reduce((a, b) => a + b, 0) / xs.length) : 'n/a');
+  const max = (xs: number[]) => (xs.length ? s(Math.max(...xs)) : 'n/a');
+  return [
+    '| kind | signal | faults | back (supervisor) | max back s | recovered | mean recovery s | max recovery s |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...[...rows].map(([key, row]) => `| ${key} | ${row.hit} | ${row.back.length} | ${max(row.back)} | ${row.recovered.length} | ${mean(row.recovered)} | ${max(row.recovered)} |`),
+  ];
+}
+
 export function chaosMarkdown(r: ChaosResult, header: { command: string; date: string; machine: string; config: string }): string {
   const { schedule: o } = r;
-  const byKind = new Map<string, number[]>();
-  for (const k of r.recoveries) if (k.recoveryS !== undefined) byKind.set(k.kind, [...(byKind.get(k.kind) ?? []), k.recoveryS]);
+  const signals = o.signals ?? ['kill'];
   return [
-    '# Chaos: processes killed with SIGKILL mid-run',
+    `# Chaos: processes hit with ${signals.map((x) => (x === 'kill' ? 'SIGKILL' : 'SIGSTOP')).join(' and ')} mid-run, recovered by the supervisor alone`,
     '',
     `\`${header.command}\` — ${header.date}, ${header.machine}; config ${header.config}.`,
     '',
-    `Schedule: a kill about every ${o.everyS} s (±25 %, seed ${o.seed}, counted from the end of the first step), ${o.order === 'rotate' ? 'rotating over' : 'drawn at random from'} ${o.kinds.join(', ')}; each killed process restarted by the \`rollflow dev up\` logic right away.`,
+    `Schedule: a fault about every ${o.everyS} s (±25 %, seed ${o.seed}, counted from the end of the first step), ${o.order === 'rotate' ? 'rotating over' : 'drawn at random from'} ${o.kinds.join(', ')}, signal drawn from ${signals.join(', ')} (a stop lasts 30–120 s, then SIGCONT unless the process was replaced). Nothing is restarted by the harness: the stack's supervisor (\`rollflow supervise\`) replaces each dead or hung process.`,
     `Result: **${r.ok ? 'every invariant held' : 'invariants violated'}**; effective time ${s(r.effectiveTime, 3)} (fault-free makespan / makespan under faults); normal step interval ${s(r.normalStepS, 2)} s (median of the fault-free run, its first step left out).`,
     '',
-    '## Kills',
+    '## Faults',
     '',
-    'Recovery: from the kill until three steps in a row ran at most 1.5× the normal step interval again (its figure ends where the first of them started; src/chaos/recovery.ts).',
+    'Back: from the fault until the supervisor reported the part running again (a new process, or the stopped one resumed). Recovery: from the fault until three steps in a row ran at most 1.5× the normal step interval again (its figure ends where the first of them started; src/chaos/recovery.ts).',
     '',
-    '| # | at s | kind | process (pid) | restart s | recovery s | note |',
-    '| --- | --- | --- | --- | --- | --- | --- |',
-    ...r.recoveries.map((k) => `| ${k.index} | ${s(k.atS)} | ${k.kind} | ${k.process ? `${k.process} (${k.pid})` : '-'} | ${s(k.restartS)} | ${s(k.recoveryS)} | ${k.skipped ?? k.restartError ?? (k.recoveryS === undefined ? 'not back to the normal rate before the run ended' : '')} |`),
+    '| # | at s | kind | signal | process (pid) | back s | recovery s | note |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...r.recoveries.map((k) => `| ${k.index} | ${s(k.atS)} | ${k.kind} | ${k.signal}${k.stopS ? ` ${s(k.stopS, 0)} s` : ''} | ${k.process ? `${k.process} (${k.pid})` : '-'} | ${s(k.backS)}${k.back ? ` (${k.back})` : ''} | ${s(k.recoveryS)} | ${k.skipped ?? (k.backS === undefined ? 'not reported running again' : k.recoveryS === undefined ? 'not back to the normal rate before the run ended' : '')} |`),
     '',
-    '| kind | kills | recovered | mean recovery s | max recovery s |',
-    '| --- | --- | --- | --- | --- |',
-    ...o.kinds.map((kind) => {
-      const times = byKind.get(kind) ?? [];
-      const kills = r.recoveries.filter((k) => k.kind === kind && !k.skipped).length;
-      return `| ${kind} | ${kills} | ${times.length} | ${times.length ? s(times.reduce((a, b) => a + b, 0) / times.length) : 'n/a'} | ${times.length ? s(Math.max(...times)) : 'n/a'} |`;
-    }),
+    ...byKindTable(r),
+    '',
+    `Supervisor at the end: ${Object.entries(r.underFaults.supervisor).map(([name, p]) => `${name} ${p.state}, ${p.restarts} restarts, ${p.hangKills} hang kills`).join('; ') || 'no status'}.`,
     '',
     '## Invariants',
     '',

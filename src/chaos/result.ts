@@ -1,6 +1,6 @@
 /** What `rollflow chaos` reports: each run checked against the invariants, and the figures over both (index.ts makes it, report.ts writes it). */
 import type { Check, GroupAccounting } from './invariants';
-import type { KillRecord, RunUnderFaults } from './runner';
+import type { FaultRecord, RunUnderFaults } from './runner';
 import type { ScheduleOptions } from './schedule';
 
 export interface CheckedRun extends RunUnderFaults {
@@ -18,6 +18,6 @@ export interface ChaosResult {
   /** Median step interval of the fault-free run: the normal rate recovery is measured against. */
   normalStepS?: number;
   effectiveTime?: number;
-  recoveries: (KillRecord & { recoveryS?: number })[];
+  recoveries: (FaultRecord & { recoveryS?: number })[];
   ok: boolean;
 }

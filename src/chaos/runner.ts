@@ -1,8 +1,10 @@
 /**
- * One run under a fault schedule: the stack comes up (`rollflow dev up`), the
- * run starts (`rollflow run`), and at each scheduled time one process of the
- * scheduled kind gets SIGKILL and is restarted as an operator would, until
- * the run closes. Then its records are read back for the invariant checker.
+ * One run under a fault schedule: the stack comes up (`rollflow dev up`,
+ * which starts its supervisor), the run starts (`rollflow run`), and at each
+ * scheduled time one process of the scheduled kind gets SIGKILL or SIGSTOP
+ * (SIGCONT after its pause). Nothing here restarts anything: the supervisor
+ * replaces what dies or hangs, and the harness only records when the part
+ * was running again. Then the run's records are read back for the checker.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WorkflowHandle } from '@temporalio/client';
@@ -12,55 +14,79 @@ import { terminateRun } from '../client/terminate';
 import type { LoadedConfig } from '../configs';
 import { up } from '../stack';
 import { isAlive, livePid } from '../stack/processes';
-import { FAULTS, type FaultKind } from './faults';
+import { readSupervisorStatus, type PartStatus } from '../stack/supervisor';
+import { FAULTS, type FaultKind, type FaultSignal } from './faults';
 import type { RunRecords } from './invariants';
 import { readMetrics, readRunRecords } from './records';
-import { scheduledKill, type ScheduledKill, type ScheduleOptions } from './schedule';
+import { scheduledFault, type ScheduledFault, type ScheduleOptions } from './schedule';
 
-export interface KillRecord {
+export interface FaultRecord {
   index: number;
   kind: FaultKind;
-  /** Seconds after the run started that the process died (the metrics records' wall_s clock). */
+  signal: FaultSignal;
+  /** Seconds after the run started that the fault hit (the metrics records' wall_s clock). */
   atS: number;
   process?: string;
   pid?: number;
-  /** Seconds the restart (`dev up`) took. */
-  restartS?: number;
-  restartError?: string;
-  /** Why nothing was killed: no process of that kind was alive. */
+  /** A stop: the pause scheduled before SIGCONT. */
+  stopS?: number;
+  /** Seconds from the fault until the supervisor reported the part running again (a new process, or the stopped one resumed and answering). */
+  backS?: number;
+  /** How it came back: replaced (a new pid) or resumed (the stopped process, SIGCONT before the supervisor acted). */
+  back?: 'replaced' | 'resumed';
+  /** Why nothing was hit: no process of that kind was alive. */
   skipped?: string;
 }
 
 export interface RunUnderFaults {
   runId: string;
-  kills: KillRecord[];
+  faults: FaultRecord[];
+  /** The supervisor's account of each part at the end: restarts, kills for hangs. */
+  supervisor: Record<string, Pick<PartStatus, 'state' | 'restarts' | 'hangKills'>>;
   /** The run did not close within the timeout; it and its workflows were terminated. */
   timedOut: boolean;
   records: RunRecords;
 }
 
-async function killAndRestart(loaded: LoadedConfig, configArgs: string[], k: ScheduledKill, runStartMs: number, say: (line: string) => void): Promise<KillRecord> {
-  const fault = FAULTS[k.kind];
-  const live = fault.processes(loaded).flatMap((p) => {
+/** Resolves when the supervisor reports `name` running with a status newer than `sinceMs`, or after `timeoutMs` (undefined). */
+async function backRunning(loaded: LoadedConfig, name: string, sinceMs: number, timeoutMs: number): Promise<PartStatus | undefined> {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await sleep(250)) {
+    const part = readSupervisorStatus(loaded)?.parts[name];
+    if (part?.state === 'running' && part.since > sinceMs) return part;
+  }
+  return undefined;
+}
+
+/** Hits one process of the fault's kind; the returned promise settles once the part is back (or 10 minutes passed). */
+async function inject(loaded: LoadedConfig, f: ScheduledFault, runStartMs: number, say: (line: string) => void): Promise<FaultRecord> {
+  const live = FAULTS[f.kind](loaded).flatMap((p) => {
     const pid = livePid(p);
     return pid === undefined ? [] : [{ p, pid }];
   });
   const atS = () => (Date.now() - runStartMs) / 1000;
-  if (live.length === 0) return { index: k.index, kind: k.kind, atS: atS(), skipped: 'no live process of this kind' };
-  const { p, pid } = live[k.pick % live.length]!;
-  process.kill(pid, 'SIGKILL');
-  for (const deadline = Date.now() + 30_000; isAlive(pid) && Date.now() < deadline; ) await sleep(20);
-  const killedAt = Date.now();
-  const kill: KillRecord = { index: k.index, kind: k.kind, atS: atS(), process: p.name, pid };
-  say(`rollflow chaos: kill ${k.index} at ${kill.atS.toFixed(1)} s: SIGKILL ${p.name} (pid ${pid}); restarting`);
-  try {
-    await fault.restart(loaded, configArgs, say);
-  } catch (err) {
-    kill.restartError = (err as Error).message;
-    say(`rollflow chaos: restart after kill ${k.index} failed: ${kill.restartError}`);
+  if (live.length === 0) return { index: f.index, kind: f.kind, signal: f.signal, atS: atS(), skipped: 'no live process of this kind' };
+  const { p, pid } = live[f.pick % live.length]!;
+  const hitAt = Date.now();
+  const record: FaultRecord = { index: f.index, kind: f.kind, signal: f.signal, atS: atS(), process: p.name, pid };
+  if (f.signal === 'kill') {
+    process.kill(pid, 'SIGKILL');
+    for (const deadline = Date.now() + 30_000; isAlive(pid) && Date.now() < deadline; ) await sleep(20);
+    say(`rollflow chaos: fault ${f.index} at ${record.atS.toFixed(1)} s: SIGKILL ${p.name} (pid ${pid})`);
+  } else {
+    process.kill(pid, 'SIGSTOP');
+    record.stopS = f.stopS;
+    say(`rollflow chaos: fault ${f.index} at ${record.atS.toFixed(1)} s: SIGSTOP ${p.name} (pid ${pid}) for ${f.stopS.toFixed(0)} s`);
+    // SIGCONT goes to the same process only: a replaced one's pid may be reused by then.
+    setTimeout(() => {
+      if (livePid(p) === pid) process.kill(pid, 'SIGCONT');
+    }, f.stopS * 1000).unref();
   }
-  kill.restartS = (Date.now() - killedAt) / 1000;
-  return kill;
+  const back = await backRunning(loaded, p.name, hitAt, 600_000);
+  if (back) {
+    record.backS = (back.since - hitAt) / 1000;
+    record.back = back.pid === pid ? 'resumed' : 'replaced';
+  }
+  return record;
 }
 
 /** True once the run (its newest execution) has closed; false at `untilMs`. Temporal being down counts as not closed. */
@@ -86,8 +112,8 @@ async function firstStepWallS(loaded: LoadedConfig, runId: string, handle: Workf
   }
 }
 
-/** Runs `runId` with the config, killing on `schedule` (none: the fault-free run), at most `maxKills` times. */
-export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[], runId: string, schedule: ScheduleOptions | undefined, limits: { timeoutS: number; maxKills: number }, say: (line: string) => void): Promise<RunUnderFaults> {
+/** Runs `runId` with the config, with faults on `schedule` (none: the fault-free run), at most `maxFaults` of them. */
+export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[], runId: string, schedule: ScheduleOptions | undefined, limits: { timeoutS: number; maxFaults: number }, say: (line: string) => void): Promise<RunUnderFaults> {
   const { timeoutS } = limits;
   await up(loaded, configArgs, say); // `rollflow run` brings up only an embedded stack; engines and worker beside a cluster too
   await startRun(loaded, configArgs, { runId }, say, say); // refuses a run id that has records already (client/run-id.ts)
@@ -96,13 +122,13 @@ export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[],
     const handle = client.workflow.getHandle(runId);
     const runStartMs = (await handle.describe()).startTime.getTime();
     const deadline = runStartMs + timeoutS * 1000;
-    const kills: KillRecord[] = [];
+    const faults: Promise<FaultRecord>[] = [];
     let timedOut = false;
-    // The schedule's clock starts when the first step is done, so every kill lands mid-run, with a trained
+    // The schedule's clock starts when the first step is done, so every fault lands mid-run, with a trained
     // version and groups out (start-up, the first weights and the first batch take a varying while on a loaded machine).
     const scheduleFromMs = schedule ? runStartMs + (await firstStepWallS(loaded, runId, handle, deadline)) * 1000 : runStartMs;
     for (let i = 0; ; i++) {
-      const next = schedule && i < limits.maxKills ? scheduledKill(schedule, i) : undefined;
+      const next = schedule && i < limits.maxFaults ? scheduledFault(schedule, i) : undefined;
       if (await closedBy(handle, Math.min(deadline, next ? scheduleFromMs + next.atS * 1000 : Infinity))) break;
       if (Date.now() >= deadline) {
         timedOut = true;
@@ -110,12 +136,14 @@ export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[],
         await terminateRun(client, runId, `rollflow chaos: not finished within ${timeoutS} s`);
         break;
       }
-      kills.push(await killAndRestart(loaded, configArgs, next!, runStartMs, say));
+      // Not awaited: the next fault may come before this part is back (faults closer together than any timeout).
+      faults.push(inject(loaded, next!, runStartMs, say));
     }
     const records = await readRunRecords(client, loaded, runId, runStartMs);
     // A failed run leaves its ABANDONed groups generating: end them once recorded, so the next run has the stack to itself.
     if (records.outcome !== 'COMPLETED') await terminateRun(client, runId, `rollflow chaos: the run ended ${records.outcome}`);
-    return { runId, kills, timedOut, records };
+    const supervisor = Object.fromEntries(Object.entries(readSupervisorStatus(loaded)?.parts ?? {}).map(([name, p]) => [name, { state: p.state, restarts: p.restarts, hangKills: p.hangKills }]));
+    return { runId, faults: await Promise.all(faults), supervisor, timedOut, records };
   } finally {
     await client.connection.close();
   }

@@ -7,7 +7,10 @@ import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { checkConfig } from '../client/preflight';
 import { ConfigError } from '../configs';
-import { down, status, up } from '../stack';
+import { down, probeWorker, status, up } from '../stack';
+import { stackParts } from '../stack/parts';
+import { supervise, SUPERVISE_DEFAULTS } from '../stack/supervise';
+import { supervisorWanted } from '../stack/supervisor';
 import { runCodecServer } from '../codec/run';
 import { runWorker } from '../worker';
 import { benchCommand } from './bench';
@@ -59,6 +62,22 @@ function buildProgram(): Command {
   withConfigOptions(program.command('worker'))
     .description('run a worker in the foreground until SIGINT/SIGTERM')
     .action(async (file: string | undefined, opts: ConfigOptions) => runWorker(loadFromArgs(file, opts).loaded));
+
+  withConfigOptions(program.command('supervise'))
+    .description('(started by dev up) restart any part of the local stack that dies or hangs, until dev down')
+    .action(async (file: string | undefined, opts: ConfigOptions) => {
+      const { loaded, args } = loadFromArgs(file, opts);
+      await supervise(loaded, stackParts(loaded, args), () => supervisorWanted(loaded) !== undefined, SUPERVISE_DEFAULTS, (l) => out(`${new Date().toISOString()} ${l}`));
+    });
+
+  withConfigOptions(program.command('probe').argument('<part>', 'worker'))
+    .description('exit 0 when the part is live (for an exec liveness probe): worker: its beat file is fresh and names a live process')
+    .action((part: string, file: string | undefined, opts: ConfigOptions) => {
+      if (part !== 'worker') throw new InvalidArgumentError(`probe: part ${JSON.stringify(part)}; expected worker (engines answer GET /health themselves)`);
+      const problem = probeWorker(loadFromArgs(file, opts).loaded);
+      out(problem ?? 'worker: live');
+      if (problem) process.exitCode = 1;
+    });
 
   withConfigOptions(program.command('codec-server'))
     .description('serve the Temporal UI\'s remote codec at temporal.codec_url until SIGINT/SIGTERM: decrypts payloads and adds trajectory transcripts from the sample store')

@@ -1,7 +1,9 @@
 /**
  * The local stack of `rollflow dev up|down|status`: the embedded Temporal dev
  * server (when the config asks for it), the engine servers the config
- * launches, and one worker, each in the background with logs under the state dir.
+ * launches, one worker, and the supervisor that restarts any of them that
+ * dies or hangs (supervise.ts), each in the background with logs under the
+ * state dir.
  */
 import type { Client } from '@temporalio/client';
 import { connectClient } from '../client/connect';
@@ -10,7 +12,8 @@ import type { LoadedConfig } from '../configs';
 import { engineStatus, launchedEngines, startEngine, stopEngine } from './engines';
 import { codecProcess, codecStatus, startCodecServer, stopCodecServer } from './codec';
 import { startTemporal, stopTemporal, temporalStatus } from './temporal';
-import { startWorker, stopWorker, workerStatus } from './worker';
+import { startSupervisor, stopSupervisor, supervisorLines } from './supervisor';
+import { startWorker, stopWorker, workerBeatProblem, workerStatus } from './worker';
 
 const embedded = ({ config, derived }: LoadedConfig) => config.temporal.embedded && derived.temporal.loopback;
 
@@ -33,9 +36,11 @@ export async function up(loaded: LoadedConfig, configArgs: string[], say: (line:
   } finally {
     await client.connection.close();
   }
+  say(await startSupervisor(loaded, configArgs));
 }
 
 export async function down(loaded: LoadedConfig, say: (line: string) => void): Promise<void> {
+  say(await stopSupervisor(loaded)); // first, or it would restart what is stopped next
   say(`worker: ${await stopWorker(loaded)}`);
   const engines = launchedEngines(loaded.config);
   const results = await Promise.all(engines.map(stopEngine)); // each takes uvicorn's ~1.5 s graceful exit
@@ -63,6 +68,10 @@ export async function status(loaded: LoadedConfig, say: (line: string) => void):
   } finally {
     await client?.connection.close();
   }
+  lines.push(...supervisorLines(loaded));
   for (const l of lines) say(l.line);
   return lines.every((l) => l.ok);
 }
+
+/** `rollflow probe worker`: undefined when a worker of this config beat lately (see src/worker/liveness.ts). */
+export const probeWorker = (loaded: LoadedConfig): string | undefined => workerBeatProblem(loaded);

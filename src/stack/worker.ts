@@ -2,18 +2,24 @@
  * The background worker of `rollflow dev up`: `rollflow worker` in its own
  * process. It is ready when Temporal lists it as a poller of the task queue.
  */
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { taskQueuePollers } from '../client/run-handle';
 import type { LoadedConfig } from '../configs';
-import { cliEntry, logsDir, pidsDir } from '../paths';
-import { ensureStarted, livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
+import { cliEntry, logsDir, pidsDir, stateDir } from '../paths';
+import { ensureStarted, isAlive, livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
 
 export function workerProcess({ config }: LoadedConfig): ManagedProcess {
   const name = `worker-${config.temporal.task_queue}`;
   return { name, pidFile: path.join(pidsDir(), `${name}.pid`), logFile: path.join(logsDir(), `${name}.log`), marker: 'cli/index.js worker' };
 }
+
+/**
+ * The file a live worker rewrites every couple of seconds from its event loop (src/worker/liveness.ts):
+ * how a supervisor or a Kubernetes exec probe tells a stopped or wedged worker from a working one.
+ */
+export const workerAliveFile = ({ config }: LoadedConfig, state = stateDir()) => path.join(pidsDir(state), `worker-${config.temporal.task_queue}.alive`);
 
 /** Identities of the processes polling the config's workflow task queue. */
 export const pollers = (client: Client, { config }: LoadedConfig) => taskQueuePollers(client, config.temporal.namespace, config.temporal.task_queue);
@@ -39,3 +45,37 @@ export async function workerStatus(client: Client | undefined, loaded: LoadedCon
 }
 
 export const stopWorker = (loaded: LoadedConfig) => stopProcess(workerProcess(loaded));
+
+/** What the worker writes to its alive file. */
+export interface WorkerBeat {
+  pid: number;
+  /** When it was written (ms since the epoch). */
+  at: number;
+  /** How late the beat timer fired: a loop blocked by synchronous work shows here first. */
+  loopLagMs: number;
+  /** The SDK's Worker.getStatus(): run state and work in flight. */
+  runState: string;
+  activitiesInFlight: number;
+  activationsInFlight: number;
+}
+
+/** A worker whose last beat is older than this is taken for hung (it beats every 2 s). */
+export const WORKER_BEAT_STALE_MS = 15_000;
+
+/**
+ * undefined when the worker beat within WORKER_BEAT_STALE_MS; otherwise why it counts as hung. `pid`: the process
+ * that must have written the beat (the supervisor's); without it (an exec probe in a container, where no pid file
+ * is kept), the beat's own pid must be alive.
+ */
+export function workerBeatProblem(loaded: LoadedConfig, pid?: number, now = Date.now()): string | undefined {
+  let beat: WorkerBeat;
+  try {
+    beat = JSON.parse(readFileSync(workerAliveFile(loaded), 'utf8')) as WorkerBeat;
+  } catch {
+    return `no readable alive file ${workerAliveFile(loaded)}`;
+  }
+  if (pid !== undefined && beat.pid !== pid) return `the alive file is from pid ${beat.pid}, not ${pid} (it has not beaten yet)`;
+  if (pid === undefined && !isAlive(beat.pid)) return `the worker that last beat (pid ${beat.pid}) is not running`;
+  const age = now - beat.at;
+  return age <= WORKER_BEAT_STALE_MS ? undefined : `no beat for ${(age / 1000).toFixed(1)} s (stopped, or its event loop is blocked)`;
+}

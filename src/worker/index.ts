@@ -14,6 +14,7 @@ import { TemporalUnreachableError } from '../client/errors';
 import { connectionSecurity } from '../client/tls';
 import { workerDataConverterOf } from '../codec/encryption';
 import { freeLoopbackAddress, startMetricsServer } from '../monitoring/metrics-server';
+import { startBeating } from './liveness';
 import { reclaimFromDeadWorkers } from './reclaim';
 
 let runtimeInstalled = false;
@@ -120,10 +121,12 @@ export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}):
   // The health prober lives as long as the worker: it brings inference servers marked down back.
   deps.prober.start();
   const reclaiming = reclaim(loaded, worker.options.identity);
+  const stopBeating = startBeating(loaded, worker, createLogger('worker'));
   try {
     await worker.run();
     await reclaiming;
   } finally {
+    stopBeating();
     metrics?.close();
     await deps.trackers.closeAll(); // wandb finishes its runs
     await deps.prober.stop();

@@ -4,23 +4,24 @@ import { checkChaosConfig } from '../../src/chaos';
 import { parseChaosFlags } from '../../src/cli/chaos';
 import { parseConfig } from '../../src/configs';
 
-const flags = { faults: 'worker,temporal', every: '60', seed: '0', order: 'rotate', timeout: '3600' };
+const flags = { faults: 'worker,temporal', signals: 'kill,stop', every: '60', seed: '0', order: 'rotate', timeout: '3600' };
 
 describe('rollflow chaos options', () => {
-  it('parses good flags; --kills absent means no limit', () => {
-    expect(parseChaosFlags(flags)).toEqual({ kinds: ['worker', 'temporal'], everyS: 60, seed: 0, order: 'rotate', timeoutS: 3600, maxKills: Infinity });
-    expect(parseChaosFlags({ ...flags, kills: '2', order: 'mixed' })).toMatchObject({ maxKills: 2, order: 'mixed' });
+  it('parses good flags; --max-faults absent means no limit', () => {
+    expect(parseChaosFlags(flags)).toEqual({ kinds: ['worker', 'temporal'], signals: ['kill', 'stop'], everyS: 60, seed: 0, order: 'rotate', timeoutS: 3600, maxFaults: Infinity });
+    expect(parseChaosFlags({ ...flags, maxFaults: '2', order: 'mixed' })).toMatchObject({ maxFaults: 2, order: 'mixed' });
   });
 
   it('names every bad flag, its value and what was expected', () => {
-    expect(() => parseChaosFlags({ faults: 'worker,disk', every: '0', seed: '-1', order: 'random', timeout: 'x', kills: '1.5' })).toThrow(
+    expect(() => parseChaosFlags({ faults: 'worker,disk', signals: 'kill,hup', every: '0', seed: '-1', order: 'random', timeout: 'x', maxFaults: '1.5' })).toThrow(
       [
         'invalid config chaos options:',
         '  --faults: got "disk"; a comma-separated list of worker, temporal, inference, trainer, env',
+        '  --signals: got "hup"; a comma-separated list of kill, stop',
         '  --every: got "0"; a number of seconds > 0',
         '  --timeout: got "x"; a number of seconds > 0',
         '  --seed: got "-1"; an integer ≥ 0',
-        '  --kills: got "1.5"; an integer ≥ 0',
+        '  --max-faults: got "1.5"; an integer ≥ 0',
         '  --order: got "random"; rotate or mixed',
       ].join('\n'),
     );
@@ -32,5 +33,7 @@ describe('rollflow chaos options', () => {
     const noTrainer = config({ engines: { trainer: { url: 'http://127.0.0.1:1', launch: false } } });
     expect(() => checkChaosConfig(noTrainer, ['worker', 'trainer'])).toThrow('--faults: got "trainer"; a kind the stack launches; the config launches no trainer server (engines.trainer.launch)');
     expect(() => checkChaosConfig(noTrainer, ['worker', 'temporal', 'inference', 'env'])).not.toThrow();
+    const cluster = config({ temporal: { address: '127.0.0.1:7333', embedded: false } });
+    expect(() => checkChaosConfig(cluster, ['temporal'])).toThrow('--faults: got "temporal"; a kind the stack launches; the config launches no temporal server (temporal.embedded: a Temporal cluster is not supervised by rollflow)');
   });
 });

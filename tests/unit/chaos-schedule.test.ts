@@ -1,10 +1,10 @@
-// The seeded kill schedule and the recovery figures, on made-up numbers.
+// The seeded fault schedule and the recovery figures, on made-up numbers.
 import { describe, expect, it } from 'vitest';
-import { scheduledKill, type ScheduleOptions } from '../../src/chaos/schedule';
+import { scheduledFault, type ScheduleOptions } from '../../src/chaos/schedule';
 import { effectiveTime, normalStepS, recoveryS } from '../../src/chaos/recovery';
 
 const o: ScheduleOptions = { kinds: ['worker', 'temporal', 'inference', 'trainer', 'env'], everyS: 60, seed: 7, order: 'rotate' };
-const first = (opts: ScheduleOptions, n: number) => Array.from({ length: n }, (_, i) => scheduledKill(opts, i));
+const first = (opts: ScheduleOptions, n: number) => Array.from({ length: n }, (_, i) => scheduledFault(opts, i));
 
 describe('fault schedule', () => {
   it('is the same for the same seed, and another for another seed', () => {
@@ -30,8 +30,17 @@ describe('fault schedule', () => {
     expect(mixed.slice(0, 10)).not.toEqual(rotated);
   });
 
+  it('draws signals only from those given, kill alone by default, and a stop lasts 30-120 s', () => {
+    expect(new Set(first(o, 50).map((k) => k.signal))).toEqual(new Set(['kill']));
+    const both = first({ ...o, signals: ['kill', 'stop'] }, 100);
+    expect(new Set(both.map((k) => k.signal))).toEqual(new Set(['kill', 'stop']));
+    for (const k of both) expect(k.stopS >= 30 && k.stopS < 120).toBe(true);
+    // Adding signals leaves the kill-only schedule's times, kinds and picks as they were.
+    expect(both.map(({ atS, kind, pick }) => ({ atS, kind, pick }))).toEqual(first(o, 100).map(({ atS, kind, pick }) => ({ atS, kind, pick })));
+  });
+
   it('refuses an empty list of kinds', () => {
-    expect(() => scheduledKill({ ...o, kinds: [] }, 0)).toThrow('at least one kind');
+    expect(() => scheduledFault({ ...o, kinds: [] }, 0)).toThrow('at least one kind');
   });
 });
 

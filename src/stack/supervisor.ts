@@ -1,0 +1,111 @@
+/**
+ * The supervisor of `rollflow dev up` as other processes see it: its pid
+ * file, the status file it keeps, and the "wanted" file that says it should
+ * run. `dev up` writes the wanted file and starts it; `dev down` removes the
+ * file first, then stops it. The worker restarts a supervisor that died while
+ * wanted (src/worker/liveness.ts), and the supervisor restarts the worker, so
+ * the one process that restarts the others is not itself left unwatched.
+ * The loop itself is src/stack/supervise.ts.
+ */
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import path from 'node:path';
+import type { LoadedConfig } from '../configs';
+import { cliEntry, logsDir, pidsDir, stateDir } from '../paths';
+import { writeFileAtomic } from './files';
+import { ensureStarted, livePid, startDetached, stopProcess, type ManagedProcess } from './processes';
+
+export type PartState = 'starting' | 'running' | 'unhealthy' | 'backoff' | 'crash-loop';
+
+export interface PartStatus {
+  state: PartState;
+  pid?: number;
+  /** Restarts since the supervisor started: after an exit, or after a kill for a hang. */
+  restarts: number;
+  /** Kills of a live process that stopped answering or progressing. */
+  hangKills: number;
+  /** Why it was last restarted, or why it is unhealthy now. */
+  reason?: string;
+  /** ms since the epoch. */
+  since: number;
+  nextAttemptAt?: number;
+  /** The crash loop's evidence: the last lines of its log. */
+  logTail?: string;
+}
+
+export interface SupervisorStatus {
+  pid: number;
+  /** Rewritten at least every few seconds; an old one means the supervisor is gone. */
+  updatedAt: number;
+  parts: Record<string, PartStatus>;
+}
+
+const name = ({ config }: LoadedConfig) => `supervisor-${config.temporal.task_queue}`;
+
+export function supervisorProcess(loaded: LoadedConfig, state = stateDir()): ManagedProcess {
+  const n = name(loaded);
+  return { name: n, pidFile: path.join(pidsDir(state), `${n}.pid`), logFile: path.join(logsDir(state), `${n}.log`), marker: 'cli/index.js supervise' };
+}
+
+export const supervisorStatusFile = (loaded: LoadedConfig, state = stateDir()) => path.join(pidsDir(state), `${name(loaded)}.json`);
+const wantedFile = (loaded: LoadedConfig, state = stateDir()) => path.join(pidsDir(state), `${name(loaded)}.wanted`);
+
+export function readSupervisorStatus(loaded: LoadedConfig): SupervisorStatus | undefined {
+  try {
+    return JSON.parse(readFileSync(supervisorStatusFile(loaded), 'utf8')) as SupervisorStatus;
+  } catch {
+    return undefined;
+  }
+}
+
+export function writeSupervisorStatus(loaded: LoadedConfig, status: SupervisorStatus): void {
+  writeFileAtomic(supervisorStatusFile(loaded), JSON.stringify(status));
+}
+
+/** The config arguments the supervisor was wanted with, or undefined once `dev down` said it should stop. */
+export function supervisorWanted(loaded: LoadedConfig): string[] | undefined {
+  try {
+    return JSON.parse(readFileSync(wantedFile(loaded), 'utf8')) as string[];
+  } catch {
+    return undefined;
+  }
+}
+
+function spawnSupervisor(loaded: LoadedConfig, configArgs: string[], fingerprint: string): number {
+  const proc = supervisorProcess(loaded);
+  return startDetached(proc, process.execPath, [cliEntry, 'supervise', ...configArgs], process.env, fingerprint);
+}
+
+const fingerprintOf = (configArgs: string[]) => JSON.stringify({ configArgs, built: statSync(cliEntry).mtimeMs });
+
+export async function startSupervisor(loaded: LoadedConfig, configArgs: string[]): Promise<string> {
+  writeFileAtomic(wantedFile(loaded), JSON.stringify(configArgs));
+  const { pid, action } = await ensureStarted(supervisorProcess(loaded), fingerprintOf(configArgs), () => spawnSupervisor(loaded, configArgs, fingerprintOf(configArgs)));
+  return `${name(loaded)}: ${action} (pid ${pid}); it restarts whatever dies or hangs`;
+}
+
+/** Starts the supervisor again if it is wanted and not running (the worker calls this on each beat). */
+export function respawnSupervisorIfWanted(loaded: LoadedConfig): number | undefined {
+  const configArgs = supervisorWanted(loaded);
+  if (!configArgs || livePid(supervisorProcess(loaded)) !== undefined) return undefined;
+  return spawnSupervisor(loaded, configArgs, fingerprintOf(configArgs));
+}
+
+export async function stopSupervisor(loaded: LoadedConfig): Promise<string> {
+  rmSync(wantedFile(loaded), { force: true });
+  return `${name(loaded)}: ${await stopProcess(supervisorProcess(loaded))}`;
+}
+
+/** One status line per supervised part that is not simply running, plus the supervisor's own. */
+export function supervisorLines(loaded: LoadedConfig, now = Date.now()): { ok: boolean; line: string }[] {
+  const pid = livePid(supervisorProcess(loaded));
+  const wanted = existsSync(wantedFile(loaded));
+  if (pid === undefined) return [{ ok: !wanted, line: `${name(loaded)}: ${wanted ? 'not running (the worker restarts it on its next beat)' : 'stopped'}` }];
+  const status = readSupervisorStatus(loaded);
+  const lines = [{ ok: true, line: `${name(loaded)}: running pid=${pid}${status ? `, status written ${((now - status.updatedAt) / 1000).toFixed(0)} s ago` : ''}` }];
+  for (const [part, s] of Object.entries(status?.parts ?? {})) {
+    const detail = [`restarts=${s.restarts}`, s.hangKills ? `hang-kills=${s.hangKills}` : '', s.reason ? `last: ${s.reason}` : ''].filter(Boolean).join(' ');
+    const wait = s.nextAttemptAt ? `, next try in ${Math.max(0, (s.nextAttemptAt - now) / 1000).toFixed(0)} s` : '';
+    lines.push({ ok: s.state === 'running', line: `  ${part}: ${s.state}${wait} ${detail}${s.state === 'crash-loop' && s.logTail ? `\n${s.logTail}` : ''}` });
+  }
+  return lines;
+}

@@ -1,0 +1,47 @@
+/**
+ * The worker's beat: every 2 s, from its event loop, it rewrites its alive
+ * file (src/stack/worker.ts reads it) with its pid, the beat timer's lag and
+ * the SDK's count of work in flight. A stopped worker (SIGSTOP) or one whose
+ * loop is blocked writes nothing, which the supervisor and a Kubernetes exec
+ * probe (`rollflow probe worker`) see within WORKER_BEAT_STALE_MS. Under
+ * systemd (NOTIFY_SOCKET set) the same beat feeds its watchdog. Each beat
+ * also brings back a supervisor that died while wanted, so the two watch
+ * each other.
+ */
+import { execFile } from 'node:child_process';
+import type { Worker } from '@temporalio/worker';
+import type { LoadedConfig } from '../configs';
+import type { Logger } from '../logging';
+import { writeFileAtomic } from '../stack/files';
+import { respawnSupervisorIfWanted } from '../stack/supervisor';
+import { workerAliveFile, type WorkerBeat } from '../stack/worker';
+
+export const WORKER_BEAT_EVERY_MS = 2_000;
+
+export function beat(loaded: LoadedConfig, worker: Pick<Worker, 'getStatus'>, loopLagMs: number): WorkerBeat {
+  const s = worker.getStatus();
+  const b: WorkerBeat = { pid: process.pid, at: Date.now(), loopLagMs, runState: s.runState, activitiesInFlight: s.numInFlightActivities, activationsInFlight: s.numInFlightWorkflowActivations };
+  writeFileAtomic(workerAliveFile(loaded), JSON.stringify(b));
+  return b;
+}
+
+/** Beats until the returned stop() is called. */
+export function startBeating(loaded: LoadedConfig, worker: Pick<Worker, 'getStatus'>, log: Logger): () => void {
+  let expected = Date.now() + WORKER_BEAT_EVERY_MS;
+  const once = () => {
+    const lag = Math.max(0, Date.now() - expected);
+    expected = Date.now() + WORKER_BEAT_EVERY_MS;
+    try {
+      beat(loaded, worker, lag);
+      // systemd-notify needs NotifyAccess=all in the unit: the message comes from a child process.
+      if (process.env.NOTIFY_SOCKET) execFile('systemd-notify', ['WATCHDOG=1'], () => undefined);
+      const pid = respawnSupervisorIfWanted(loaded);
+      if (pid !== undefined) log.warn({ pid }, 'the supervisor was not running though wanted; started it again');
+    } catch (e) {
+      log.warn({ err: e }, 'the worker could not write its beat');
+    }
+  };
+  once();
+  const timer = setInterval(once, WORKER_BEAT_EVERY_MS);
+  return () => clearInterval(timer);
+}

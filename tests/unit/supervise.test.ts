@@ -1,0 +1,96 @@
+// The supervisor's loop (src/stack/supervise.ts) on real processes (`sleep`, a shell that exits at once) with
+// pid files: a dead one is started again, a hung one (its probe failing) is killed and replaced, and a part that
+// cannot stay up is left in crash-loop with its log. Assertions are on the statuses it reported, in order.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { isAlive, livePid, startDetached, type ManagedProcess } from '../../src/stack/processes';
+import { backoffMs, watchPart, SUPERVISE_DEFAULTS, type Part, type SuperviseOptions } from '../../src/stack/supervise';
+import type { PartStatus } from '../../src/stack/supervisor';
+
+const FAST: SuperviseOptions = { checkEveryMs: 10, probeEveryMs: 10, fastFailMs: 60_000, maxFastFailures: 3, maxBackoffMs: 20 };
+
+function managed(name: string, marker = 'sleep 1000'): ManagedProcess {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rollflow-supervise-'));
+  return { name, pidFile: path.join(dir, `${name}.pid`), logFile: path.join(dir, `${name}.log`), marker };
+}
+
+const startSleep = (p: ManagedProcess) => startDetached(p, 'sleep', ['1000']);
+
+/** Runs watchPart until `until(statuses)` holds; returns every status it reported. */
+async function watchUntil(part: Part, until: (s: PartStatus[]) => boolean, o = FAST): Promise<PartStatus[]> {
+  const seen: PartStatus[] = [];
+  let done = false;
+  await watchPart(part, o, (s) => {
+    seen.push(s);
+    if (until(seen)) done = true;
+  }, () => done);
+  return seen;
+}
+
+const kill = (pid: number | undefined) => pid !== undefined && isAlive(pid) && process.kill(pid, 'SIGKILL');
+
+describe('supervisor', () => {
+  it('starts a process that died again, at once', async () => {
+    const p = managed('dies');
+    const first = startSleep(p);
+    let starts = 0;
+    const part: Part = { name: 'dies', process: p, start: async () => (starts++, startSleep(p)), probe: async () => undefined, hangAfterMs: 1_000 };
+    process.kill(first, 'SIGKILL');
+    const seen = await watchUntil(part, (s) => s.at(-1)?.state === 'running' && s.at(-1)!.restarts === 1);
+    expect(seen.map((s) => s.state)).toEqual(['running', 'backoff', 'starting', 'running']);
+    expect(seen[1]).toMatchObject({ reason: 'exited', restarts: 1 });
+    expect(seen[1]!.nextAttemptAt! - seen[1]!.since).toBe(0); // the first restart does not wait
+    expect(starts).toBe(1);
+    const second = livePid(p);
+    expect(second).not.toBe(first);
+    kill(second);
+  });
+
+  it('kills a live process whose probe keeps failing, and replaces it', async () => {
+    const p = managed('hangs');
+    const first = startSleep(p);
+    process.kill(first, 'SIGSTOP'); // what a hung process looks like from outside: alive, not answering
+    let healthy = false;
+    const part: Part = {
+      name: 'hangs',
+      process: p,
+      start: async () => ((healthy = true), startSleep(p)),
+      probe: async () => (healthy ? undefined : 'no answer within 5 s'),
+      hangAfterMs: 50,
+    };
+    const seen = await watchUntil(part, (s) => s.at(-1)?.state === 'running' && s.at(-1)!.restarts === 1);
+    expect(isAlive(first)).toBe(false);
+    const states = seen.map((s) => s.state);
+    expect(states.slice(0, 2)).toEqual(['running', 'unhealthy']);
+    expect(states.slice(-3)).toEqual(['backoff', 'starting', 'running']);
+    expect(seen.find((s) => s.state === 'backoff')).toMatchObject({ reason: 'hung (no answer within 5 s)', hangKills: 1 });
+    kill(livePid(p));
+  });
+
+  it('leaves a part that cannot stay up in crash-loop, with its log, after backing off', async () => {
+    const p = managed('crashes', 'rollflow-crash-test');
+    let starts = 0;
+    const start = async () => {
+      starts++;
+      writeFileSync(p.logFile, `attempt ${starts}: cannot bind port 1\n`, { flag: 'a' });
+      const child = spawn('sh', ['-c', 'exit 1', 'rollflow-crash-test'], { stdio: 'ignore' });
+      await new Promise((resolve) => child.on('exit', resolve));
+      throw new Error('exited during start');
+    };
+    const part: Part = { name: 'crashes', process: p, start, probe: async () => undefined, hangAfterMs: 1_000 };
+    const seen = await watchUntil(part, () => false); // returns by itself once in crash-loop
+    const last = seen.at(-1)!;
+    expect(last.state).toBe('crash-loop');
+    expect(starts).toBe(FAST.maxFastFailures);
+    expect(last.logTail).toContain(`attempt ${FAST.maxFastFailures}: cannot bind port 1`);
+    expect(last.reason).toContain('3 lives in a row each shorter than 60 s');
+    expect(seen.filter((s) => s.state === 'backoff').map((s) => s.reason)).toEqual(['exited', 'the restart failed: exited during start', 'the restart failed: exited during start']);
+  });
+
+  it('backs off at once, then 1, 2, 4 … s, capped', () => {
+    expect([1, 2, 3, 4, 5, 6, 7, 8].map((n) => backoffMs(n, SUPERVISE_DEFAULTS))).toEqual([0, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+  });
+});
