@@ -32,6 +32,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         stalled = liveness.stalled()
         body = {
             "status": "stalled" if stalled else "ok",
+            **({"error": f"stalled: work in flight has not moved for {liveness.stall_after_s:g} s (stall_after_s)"} if stalled else {}),
             "role": config.role,
             "backend": config.backend,
             "version": __version__,
