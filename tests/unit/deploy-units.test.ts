@@ -2,14 +2,16 @@
 // (`systemd-analyze verify`, Debian's systemd package) and the Kubernetes API's
 // JSON schemas in strict mode (kubernetes-validate in .venv), each shown to
 // reject a broken copy; then the probes and watchdogs read against the
-// liveness contract (docs/production.md).
+// liveness contract (docs/production.md), and the engine options against the
+// engines' own offline check.
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { loadConfigObject } from '../../src/configs';
+import { pythonBin, pythonEnginesEnv } from '../../src/paths';
 
 const root = path.join(__dirname, '../..');
 const systemdDir = path.join(root, 'deploy/systemd');
@@ -132,7 +134,7 @@ const manifestFiles = () => readdirSync(k8sDir).filter((f) => f.endsWith('.yaml'
 
 /** Valid means every resource passed: an unknown kind is only a warning to the validator. */
 function validateManifests(dir: string, files: string[], version: string): { valid: boolean; said: string } {
-  const r = spawnSync(path.join(root, '.venv/bin/kubernetes-validate'), ['--strict', '-k', version, ...files], { cwd: dir, encoding: 'utf8' });
+  const r = spawnSync(pythonBin(), ['-m', 'kubernetes_validate', '--strict', '-k', version, ...files], { cwd: dir, encoding: 'utf8' });
   if (r.error) throw new Error(`kubernetes-validate is not installed (make setup installs python-engines/requirements.txt): ${r.error.message}`);
   const said = `${r.stdout}${r.stderr}`;
   const resources = files.flatMap((f) => parseAllDocuments(readFileSync(path.join(dir, f), 'utf8'))).length;
@@ -240,5 +242,36 @@ describe('deploy/k8s', () => {
     expect(codec.ports).toEqual([{ name: 'http', containerPort: codecPort }]);
     for (const probe of [codec.startupProbe, codec.livenessProbe, codec.readinessProbe]) expect(probe.httpGet).toEqual({ path: '/health', port: 'http' });
     expect(service('rollflow-codec').spec.ports[0]!.port).toBe(codecPort);
+  });
+});
+
+// ---- both ------------------------------------------------------------------------
+
+/** `--option key=value` pairs of a serve command line, values read as YAML, as the server reads them. */
+function serveOptions(args: string[]): Record<string, unknown> {
+  const pairs = args.flatMap((a, i) => (args[i - 1] === '--option' ? [a.split('=')] : []));
+  return Object.fromEntries(pairs.map(([key, ...value]) => [key!, parse(value.join('='))]));
+}
+
+describe('deploy/ engine options', () => {
+  it('every --option the units and the manifests pass is one its role and backend accept (rollflow_engines check)', () => {
+    const engines = ROLES.flatMap((role) => {
+      const vars = readEnvFile(`engine-${role}.env`);
+      const k8s = container(`rollflow-engine-${role}`).command;
+      return [
+        { path: `deploy/systemd/engine-${role}.env`, role, backend: vars.ROLLFLOW_ENGINE_BACKEND!, options: serveOptions(vars.ROLLFLOW_ENGINE_ARGS!.split(' ')) },
+        { path: `deploy/k8s/engine-${role}.yaml`, role, backend: argAfter(k8s, '--backend')!, options: serveOptions(k8s) },
+      ];
+    });
+    expect(engines.filter((e) => e.options.device === 'cuda').length).toBe(4);
+    // device=cuda is refused where torch sees no GPU (the test machines): checked as cpu.
+    type Engine = { path: string; role: string; backend: string; options: Record<string, unknown> };
+    const request = { engines: engines.map((e): Engine => ({ ...e, options: { ...e.options, ...(e.options.device === 'cuda' ? { device: 'cpu' } : {}) } })), envs: [], verifiers: [], other_env_types: [] };
+    const check = (req: typeof request) => spawnSync(pythonBin(), ['-m', 'rollflow_engines', 'check'], { input: JSON.stringify(req), env: pythonEnginesEnv(), encoding: 'utf8' });
+    const r = check(request);
+    expect(r.stdout || r.stderr).toBe('{"ok": true, "problems": []}\n');
+    const misspelt = check({ ...request, engines: [{ ...request.engines[0]!, options: { max_batchs: 64 } }] });
+    expect(misspelt.status).toBe(1);
+    expect(misspelt.stdout).toContain('max_batchs');
   });
 });
