@@ -42,7 +42,7 @@ temporal-cli:
 # Debian packages: docker-compose validates docker-compose.yml offline in the tests, bubblewrap is the
 # sandbox (libseccomp2 builds its seccomp filter), chromium is the browser the UI test drives.
 system-packages:
-	@scripts/ensure-system-packages.sh docker-compose=docker-compose bwrap=bubblewrap libseccomp.so.2=libseccomp2 chromium=chromium
+	@scripts/ensure-system-packages.sh docker-compose=docker-compose bwrap=bubblewrap libseccomp.so.2=libseccomp2 chromium=chromium systemd-analyze=systemd
 
 build: dist/.built
 dist/.built: node_modules/.installed tsconfig.json tsconfig.build.json $(TS_SOURCES)
