@@ -116,12 +116,17 @@ async function reclaim({ config }: LoadedConfig, identity: string): Promise<void
 
 export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}): Promise<void> {
   const metricsAddress = loaded.config.temporal.worker.metrics_address;
-  const { worker, connection, deps, sdkMetricsAddress } = await createWorker(loaded, { ...opts, sdkMetrics: metricsAddress !== 'off' });
+  let created: Worker | undefined;
+  const stopBeating = startBeating(loaded, () => created, createLogger('worker'));
+  const { worker, connection, deps, sdkMetricsAddress } = await createWorker(loaded, { ...opts, sdkMetrics: metricsAddress !== 'off' }).catch((e: unknown) => {
+    stopBeating();
+    throw e;
+  });
+  created = worker;
   const metrics = metricsAddress === 'off' ? undefined : await startMetricsServer(metricsAddress, sdkMetricsAddress, createLogger('worker'));
   // The health prober lives as long as the worker: it brings inference servers marked down back.
   deps.prober.start();
   const reclaiming = reclaim(loaded, worker.options.identity);
-  const stopBeating = startBeating(loaded, worker, createLogger('worker'));
   try {
     await worker.run();
     await reclaiming;

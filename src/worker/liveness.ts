@@ -18,21 +18,22 @@ import { workerAliveFile, type WorkerBeat } from '../stack/worker';
 
 export const WORKER_BEAT_EVERY_MS = 2_000;
 
-export function beat(loaded: LoadedConfig, worker: Pick<Worker, 'getStatus'>, loopLagMs: number): WorkerBeat {
-  const s = worker.getStatus();
-  const b: WorkerBeat = { pid: process.pid, at: Date.now(), loopLagMs, runState: s.runState, activitiesInFlight: s.numInFlightActivities, activationsInFlight: s.numInFlightWorkflowActivations };
+/** `worker`: undefined while the SDK worker is still being created (bundling the workflow code takes a while). */
+export function beat(loaded: LoadedConfig, worker: Pick<Worker, 'getStatus'> | undefined, loopLagMs: number): WorkerBeat {
+  const s = worker?.getStatus();
+  const b: WorkerBeat = { pid: process.pid, at: Date.now(), loopLagMs, runState: s?.runState ?? 'CREATING', activitiesInFlight: s?.numInFlightActivities ?? 0, activationsInFlight: s?.numInFlightWorkflowActivations ?? 0 };
   writeFileAtomic(workerAliveFile(loaded), JSON.stringify(b));
   return b;
 }
 
-/** Beats until the returned stop() is called. */
-export function startBeating(loaded: LoadedConfig, worker: Pick<Worker, 'getStatus'>, log: Logger): () => void {
+/** Beats until the returned stop() is called; from the process's start, so systemd's watchdog is fed while the worker is created. */
+export function startBeating(loaded: LoadedConfig, worker: () => Pick<Worker, 'getStatus'> | undefined, log: Logger): () => void {
   let expected = Date.now() + WORKER_BEAT_EVERY_MS;
   const once = () => {
     const lag = Math.max(0, Date.now() - expected);
     expected = Date.now() + WORKER_BEAT_EVERY_MS;
     try {
-      beat(loaded, worker, lag);
+      beat(loaded, worker(), lag);
       // systemd-notify needs NotifyAccess=all in the unit: the message comes from a child process.
       if (process.env.NOTIFY_SOCKET) execFile('systemd-notify', ['WATCHDOG=1'], () => undefined);
       const pid = respawnSupervisorIfWanted(loaded);
