@@ -61,6 +61,13 @@ class UnavailableError(RequestError):
     status_code = 503
 
 
+class InsufficientStorageError(RequestError):
+    """Thrown when a write found its disk full (ENOSPC, or a quota): nothing half-written is left, and the same
+    request succeeds once space is freed. A 5xx, so clients wait and retry; code ``disk_full``."""
+
+    status_code = 507
+
+
 class RequestTooLargeError(RequestError):
     """Thrown when a request body is longer than the server's max_request_bytes."""
 

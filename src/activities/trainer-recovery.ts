@@ -7,12 +7,21 @@
  *   - every step's batch in the sample store (trainStep writes it before training).
  * Recovery loads the newest saved state at or below the version wanted and replays the stored batches since it,
  * in order, each step once on the restored weights: no step is trained twice on one lineage, none skipped.
+ *
+ * It gives up only when nothing good remains. A state the trainer refuses as checkpoint_corrupt (its files do
+ * not match their checksums) is moved aside (v<n>.corrupt), recorded (recovery.jsonl beside the states, and
+ * the log) and the next older one is tried; when none is left, a run that began at the trainer's launch weights
+ * (initTrainer wrote ORIGIN) starts again from them and replays every stored batch. A trainer AHEAD of the
+ * workflow (409 trainer_ahead: a Temporal rollback lost the workflow's last steps, e.g. the dev server's SQLite
+ * after an OS crash) is brought back the same way, never the workflow forward; the saved states above the
+ * workflow's version belong to the lineage it lost, and are dropped.
  */
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { EngineRejectedError, TrainerHeldError, TrainerRecoveryError } from '../gpu-bridge';
 import { batchKey } from '../core';
+import type { TrainerState } from '../gpu-bridge/contracts/trainer';
 import type { ActivityDeps } from './deps';
 import type { TrainStepRequest } from '../gpu-bridge/contracts/trainer';
 
@@ -35,7 +44,32 @@ const COMPLETE_MARKER = 'rollflow_checkpoint.json';
 /** Saved states kept: the newest is all recovery needs; one more covers a save cut short by a crash. */
 const KEEP_STATES = 2;
 
-const isBehind = (e: unknown) => e instanceof EngineRejectedError && e.code === 'trainer_behind';
+/** Written by initTrainer beside the states: the run began at the trainer's launch weights (its version 0). */
+const ORIGIN = 'origin-launch-weights';
+/** One line per state recovery passed over: {version, reason}. */
+const RECORD = 'recovery.jsonl';
+
+/** The trainer is not where the run is: behind (restarted, or a step short) or ahead (the run was rolled back). */
+const isElsewhere = (e: unknown) => e instanceof EngineRejectedError && (e.code === 'trainer_behind' || e.code === 'trainer_ahead');
+const isCorrupt = (e: unknown) => e instanceof EngineRejectedError && e.code === 'checkpoint_corrupt';
+
+/** Where recovery starts: replay from the trainer's own weights, or load one of these saved states (newest first). */
+export type RecoveryStart = { replayFrom: number } | { load: number[] };
+
+/**
+ * Where to bring the trainer from, to `version` of run `runId`: its own weights if it holds the run at or below
+ * `version`; otherwise (restarted, or ahead) a saved state at or below `version`, newest first.
+ */
+export function recoveryStart(state: Pick<TrainerState, 'run_id' | 'version'>, runId: string, version: number, saved: number[]): RecoveryStart {
+  if (state.run_id === runId && state.version <= version) return { replayFrom: state.version };
+  return { load: saved.filter((v) => v <= version).sort((a, b) => b - a) };
+}
+
+/** A state recovery passed over, and why. */
+export interface SkippedState {
+  version: number;
+  reason: string;
+}
 
 /** Versions with a complete saved state, ascending. */
 export function savedVersions(stateDir: string): number[] {
@@ -46,43 +80,73 @@ export function savedVersions(stateDir: string): number[] {
 }
 
 /**
- * Runs `call`; if the trainer answers that it is behind the run (restarted, or a step ahead of its weights),
- * brings it to `version` and runs `call` once more. Returns the call's result and how many steps were replayed.
+ * Runs `call`; if the trainer answers that it is behind the run (restarted, or a step ahead of its weights) or
+ * ahead of it (a rolled-back run), brings it to `version` and runs `call` once more. Returns the call's result,
+ * how many steps were replayed and how many saved states were passed over as corrupt.
  */
-export async function withTrainerAt<T>(deps: ActivityDeps, b: TrainerBinding, version: number, signal: AbortSignal, call: () => Promise<T>): Promise<{ result: T; replayedSteps: number }> {
+export async function withTrainerAt<T>(deps: ActivityDeps, b: TrainerBinding, version: number, signal: AbortSignal, call: () => Promise<T>): Promise<{ result: T; replayedSteps: number; skippedStates: number }> {
   try {
-    return { result: await call(), replayedSteps: 0 };
+    return { result: await call(), replayedSteps: 0, skippedStates: 0 };
   } catch (e) {
-    if (!isBehind(e)) throw e;
+    if (!isElsewhere(e)) throw e;
   }
-  const replayedSteps = await bringTrainerTo(deps, b, version, signal);
-  return { result: await call(), replayedSteps };
+  const { replayedSteps, skipped } = await bringTrainerTo(deps, b, version, signal);
+  return { result: await call(), replayedSteps, skippedStates: skipped.length };
 }
 
-/** Brings the trainer to this run at `version`; returns the number of stored batches it replayed. */
-export async function bringTrainerTo(deps: ActivityDeps, b: TrainerBinding, version: number, signal: AbortSignal): Promise<number> {
+/** Brings the trainer to this run at `version`; returns the stored batches it replayed and the states it passed over. */
+export async function bringTrainerTo(deps: ActivityDeps, b: TrainerBinding, version: number, signal: AbortSignal): Promise<{ replayedSteps: number; skipped: SkippedState[] }> {
   const state = await deps.trainer.status({ signal });
   if (state.run_id !== null && state.run_id !== b.runId) {
     throw new TrainerHeldError(`the trainer at ${deps.trainer.baseUrl} is held by run ${state.run_id}; run ${b.runId} cannot use it (two runs cannot share one trainer)`);
   }
-  if (state.run_id === b.runId && state.version > version) {
-    throw new TrainerRecoveryError(`the trainer is at version ${state.version}, ahead of the ${version} run ${b.runId} asks for; it cannot go back`);
-  }
-  let from = state.version;
-  if (state.run_id !== b.runId) {
-    // Restarted: its weights are its launch weights, whatever its version says. Start from the newest saved state.
-    const base = savedVersions(b.stateDir).filter((v) => v <= version).pop();
-    if (base === undefined) throw new TrainerRecoveryError(`run ${b.runId}: the trainer restarted and no saved trainer state at or below version ${version} is in ${b.stateDir}`);
-    await deps.trainer.load({ path: path.join(b.stateDir, `v${base}`), run_id: b.runId }, { signal });
-    from = base;
+  const start = recoveryStart(state, b.runId, version, savedVersions(b.stateDir));
+  const skipped: SkippedState[] = [];
+  const from = 'replayFrom' in start ? start.replayFrom : await loadNewestGood(deps, b, version, start.load, skipped, signal);
+  if (!('replayFrom' in start)) {
+    // The trainer is at `from` on the workflow's lineage now; states above `version` are of a lineage it lost.
+    for (const v of savedVersions(b.stateDir).filter((v) => v > version)) rmSync(path.join(b.stateDir, `v${v}`), { recursive: true, force: true });
   }
   for (let step = from; step < version; step++) {
     const batch = deps.store.locate(batchKey(b.runId, step));
     if (!existsSync(batch)) throw new TrainerRecoveryError(`run ${b.runId}: cannot replay step ${step} to recover the trainer: its batch ${batch} is missing`);
     await deps.trainer.trainStep({ step, batch_ref: batch, run_id: b.runId, ...b.options }, { signal });
   }
-  Context.current().log.warn('trainer recovered', { runId: b.runId, restoredVersion: from, version, replayedSteps: version - from });
-  return version - from;
+  const how = state.run_id === b.runId && state.version > version ? 'trainer ahead of the run, brought back' : 'trainer recovered';
+  Context.current().log.warn(how, { runId: b.runId, trainerVersion: state.version, restoredVersion: from, version, replayedSteps: version - from, skippedStates: skipped });
+  return { replayedSteps: version - from, skipped };
+}
+
+/**
+ * Loads the newest of `candidates` the trainer accepts, passing over (and moving aside) any it refuses as
+ * corrupt; with none left, the launch weights if the run began at them. Returns the version loaded.
+ */
+async function loadNewestGood(deps: ActivityDeps, b: TrainerBinding, version: number, candidates: number[], skipped: SkippedState[], signal: AbortSignal): Promise<number> {
+  for (const v of candidates) {
+    const dir = path.join(b.stateDir, `v${v}`);
+    try {
+      await deps.trainer.load({ path: dir, run_id: b.runId }, { signal });
+      return v;
+    } catch (e) {
+      if (!isCorrupt(e)) throw e;
+      skipState(b, v, (e as Error).message, skipped);
+    }
+  }
+  const why = skipped.length ? `every saved trainer state at or below version ${version} is corrupt (${skipped.map((s) => `v${s.version}`).join(', ')})` : `no saved trainer state at or below version ${version} is in ${b.stateDir}`;
+  if (!existsSync(path.join(b.stateDir, ORIGIN))) throw new TrainerRecoveryError(`run ${b.runId}: cannot recover the trainer: ${why}, and the run did not begin at the trainer's launch weights`);
+  Context.current().log.warn('trainer recovery starts from the launch weights', { runId: b.runId, why });
+  await deps.trainer.reset({ run_id: b.runId }, { signal });
+  return 0;
+}
+
+/** Moves a corrupt state aside (v<n>.corrupt, for inspection; a later save may write v<n> again) and records why. */
+function skipState(b: TrainerBinding, v: number, reason: string, skipped: SkippedState[]): void {
+  const dir = path.join(b.stateDir, `v${v}`);
+  rmSync(`${dir}.corrupt`, { recursive: true, force: true });
+  renameSync(dir, `${dir}.corrupt`);
+  appendFileSync(path.join(b.stateDir, RECORD), `${JSON.stringify({ run_id: b.runId, version: v, skipped: 'corrupt', reason })}\n`);
+  Context.current().log.warn('trainer state skipped: corrupt', { runId: b.runId, version: v, reason });
+  skipped.push({ version: v, reason });
 }
 
 /**
@@ -113,4 +177,9 @@ export async function saveTrainerState(deps: ActivityDeps, b: TrainerBinding, ve
   await deps.trainer.save({ path: path.join(b.stateDir, `v${version}`), version, run_id: b.runId }, { signal });
   for (const old of savedVersions(b.stateDir).slice(0, -KEEP_STATES)) rmSync(path.join(b.stateDir, `v${old}`), { recursive: true, force: true });
   return true;
+}
+
+/** initTrainer's mark that the run began at the trainer's launch weights: recovery's last resort (see above). */
+export function markLaunchOrigin(b: TrainerBinding): void {
+  writeFileSync(path.join(b.stateDir, ORIGIN), `${b.runId}\n`);
 }

@@ -3,15 +3,16 @@
  * new weights, and the weight sync (ROLL Flash's suspend -> model_update ->
  * resume) on every inference server.
  */
-import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { observeRecord } from '../monitoring/run-metrics';
-import { REPLAYED_STEPS, type TrackingSpec } from '../core';
+import { REPLAYED_STEPS, SKIPPED_STATES, type TrackingSpec } from '../core';
 import { isServerLost, type InferenceClient } from '../gpu-bridge';
+import { appendFileDurable, writeFileDurable } from '../store';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
-import { refuseIfHeld, saveTrainerState, withTrainerAt, type TrainerBinding, type TrainOptions } from './trainer-recovery';
+import { markLaunchOrigin, refuseIfHeld, saveTrainerState, withTrainerAt, type TrainerBinding, type TrainOptions } from './trainer-recovery';
 
 /** What a checkpoint records (SkyRL's consumed-UID checkpoint): enough to resume exactly. */
 export interface CheckpointManifest {
@@ -34,7 +35,7 @@ const runOf = (b: TrainerBinding | undefined) => (b ? { run_id: b.runId } : {});
 
 /** `call` with recovery when the run is bound; as is otherwise. */
 const atVersion = <T>(deps: ActivityDeps, b: TrainerBinding | undefined, version: number, signal: AbortSignal, call: () => Promise<T>) =>
-  b ? withTrainerAt(deps, b, version, signal, call) : call().then((result) => ({ result, replayedSteps: 0 }));
+  b ? withTrainerAt(deps, b, version, signal, call) : call().then((result) => ({ result, replayedSteps: 0, skippedStates: 0 }));
 
 type Server = [url: string, client: InferenceClient];
 
@@ -67,7 +68,10 @@ export function trainingActivities(deps: ActivityDeps) {
       return withHeartbeat(async (signal) => {
         if (b) await refuseIfHeld(deps, b, signal);
         await deps.trainer.reset(b ? { run_id: b.runId } : {}, { signal });
-        if (b) await saveTrainerState(deps, b, 0, signal, true);
+        if (b) {
+          await saveTrainerState(deps, b, 0, signal, true);
+          markLaunchOrigin(b);
+        }
         return deps.trainer.exportWeights({ version: 0, ...runOf(b) }, { signal });
       });
     },
@@ -92,9 +96,7 @@ export function trainingActivities(deps: ActivityDeps) {
         const save = () => deps.trainer.save({ path: path.join(input.dir, 'trainer'), version: input.manifest.version, export_hf: true, ...runOf(input.binding) }, { signal });
         await atVersion(deps, input.binding, input.manifest.version, signal, save);
         await mkdir(input.dir, { recursive: true });
-        const tmp = path.join(input.dir, `manifest.json.tmp-${process.pid}`);
-        await writeFile(tmp, JSON.stringify({ ...input.manifest, trainer_checkpoint: path.join(input.dir, 'trainer') }, null, 2));
-        await rename(tmp, path.join(input.dir, 'manifest.json'));
+        await writeFileDurable(path.join(input.dir, 'manifest.json'), JSON.stringify({ ...input.manifest, trainer_checkpoint: path.join(input.dir, 'trainer') }, null, 2));
         return input.dir;
       });
     },
@@ -115,9 +117,10 @@ export function trainingActivities(deps: ActivityDeps) {
       const b = input.binding;
       return withHeartbeat(async (signal) => {
         const train = () => deps.trainer.trainStep({ step: input.step, batch_ref: input.batchPath, ...input.options, ...runOf(b) }, { signal });
-        const { result, replayedSteps } = await atVersion(deps, b, input.step, signal, train);
+        const { result, replayedSteps, skippedStates } = await atVersion(deps, b, input.step, signal, train);
         if (b) await saveTrainerState(deps, b, result.version, signal);
-        return replayedSteps > 0 ? { ...result, metrics: { ...result.metrics, [REPLAYED_STEPS]: replayedSteps } } : result;
+        const recovery = { ...(replayedSteps > 0 ? { [REPLAYED_STEPS]: replayedSteps } : {}), ...(skippedStates > 0 ? { [SKIPPED_STATES]: skippedStates } : {}) };
+        return Object.keys(recovery).length ? { ...result, metrics: { ...result.metrics, ...recovery } } : result;
       });
     },
 
@@ -189,7 +192,7 @@ export function trainingActivities(deps: ActivityDeps) {
         observeRecord(input.file ?? 'metrics.jsonl', input.record, { counters: false }); // written by a worker that died: this one's gauges, no counts
       } else {
         const { run_id, step, ...rest } = input.record; // run_id and step lead each line: the key looked for above
-        await appendFile(file, `${JSON.stringify({ run_id, step, ...rest })}\n`);
+        await appendFileDurable(file, `${JSON.stringify({ run_id, step, ...rest })}\n`);
         observeRecord(input.file ?? 'metrics.jsonl', input.record); // the worker's /metrics (monitoring/run-metrics.ts)
       }
       // Also on a retry after the write (the worker that wrote it died before its trackers got it); the trackers

@@ -51,6 +51,8 @@ export const RUN_COUNT = {
 export const TRAINER_PREFIX = 'train/';
 /** Added to the trainer's metrics by the bridge: stored batches replayed to recover a restarted trainer (activities/trainer-recovery.ts). */
 export const REPLAYED_STEPS = 'recovery/replayed_steps';
+/** Added beside it: saved trainer states passed over as corrupt by that recovery (an older one was loaded instead). */
+export const SKIPPED_STATES = 'recovery/skipped_states';
 
 /** Keys of a record in <run_dir>/<run id>/validation.jsonl. */
 export const VAL_METRIC = {

@@ -1,11 +1,16 @@
-import { randomUUID } from 'node:crypto';
-import { access, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { access, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { cleanStaleTemps, diskFullOr, writeFileDurable } from './durable';
 import { SampleNotFoundError } from './errors';
 import { checkKey, type SampleStore } from './store';
 
-/** A sample store in a local directory: one file per key, written to a temp name and renamed into place. */
+/**
+ * A sample store in a local directory: one file per key, written durably (durable.ts). The first write into a
+ * directory by this process removes the temp files a killed writer left there.
+ */
 export class DirectorySampleStore implements SampleStore {
+  private readonly cleaned = new Set<string>();
+
   constructor(readonly root: string) {}
 
   locate(key: string): string {
@@ -42,9 +47,14 @@ export class DirectorySampleStore implements SampleStore {
 
   private async write(key: string, text: string): Promise<void> {
     const file = this.locate(key);
-    await mkdir(path.dirname(file), { recursive: true });
-    const tmp = `${file}.tmp-${randomUUID()}`;
-    await writeFile(tmp, text);
-    await rename(tmp, file);
+    const dir = path.dirname(file);
+    await mkdir(dir, { recursive: true }).catch((e: unknown) => {
+      throw diskFullOr(e, dir);
+    });
+    if (!this.cleaned.has(dir)) {
+      this.cleaned.add(dir);
+      await cleanStaleTemps(dir);
+    }
+    await writeFileDurable(file, text);
   }
 }

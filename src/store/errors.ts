@@ -10,4 +10,9 @@ export class InvalidKeyError extends Error {
   override readonly name = 'InvalidKeyError';
 }
 
+/** Thrown when a write finds the disk full (ENOSPC, or a quota): retryable, the run waits until space is freed. Names the path. */
+export class DiskFullError extends Error {
+  override readonly name = 'DiskFullError';
+}
+
 export const NON_RETRYABLE_STORE_ERRORS = [SampleNotFoundError.name, InvalidKeyError.name];

@@ -1,3 +1,4 @@
-export { InvalidKeyError, NON_RETRYABLE_STORE_ERRORS, SampleNotFoundError } from './errors';
+export { DiskFullError, InvalidKeyError, NON_RETRYABLE_STORE_ERRORS, SampleNotFoundError } from './errors';
+export { appendFileDurable, cleanStaleTemps, writeFileDurable } from './durable';
 export { checkKey, type SampleStore } from './store';
 export { DirectorySampleStore } from './directory';

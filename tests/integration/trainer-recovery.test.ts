@@ -1,9 +1,10 @@
 // Trainer recovery without an operator, on a real dev server with sim engines started by the CLI: a trainer
 // killed with SIGKILL mid-run comes back (as an operator's `rollflow dev up` restarts it) at its launch
 // weights and holds no run; the run restores the newest saved trainer state and replays the stored batches
-// since it, and completes with every step trained once on one lineage. Two runs cannot share one trainer.
+// since it, and completes with every step trained once on one lineage; when that newest state is corrupt, the
+// previous one. Two runs cannot share one trainer.
 // Every check reads what the runs recorded (metrics.jsonl, batch files, workflow results), never elapsed time.
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure, type Client, WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -74,7 +75,29 @@ describe('trainer recovery', () => {
     const uids = readdirSync(path.join(runDir(), 'samples', batchDir('trainer-killed'))).flatMap((f) => readJsonl<{ uid: string }>(path.join(runDir(), 'samples', batchDir('trainer-killed'), f)).map((s) => s.uid));
     expect(new Set(uids).size).toBe(8 * B);
     // The saved states are pruned to the newest two (state at the start, then every 3 versions, and the end's 6).
-    expect(readdirSync(trainerStateDir(runDataDir(runDir(), 'trainer-killed'))).sort()).toEqual(['v3', 'v6']);
+    expect(readdirSync(trainerStateDir(runDataDir(runDir(), 'trainer-killed'))).sort()).toEqual(['origin-launch-weights', 'v3', 'v6']);
+  });
+
+  it('a killed trainer whose newest saved state is corrupt is restored from the previous one: the run completes', async () => {
+    start('state-corrupt');
+    await stepReached('state-corrupt', 7); // states v3 and v6 saved
+    process.kill(readPid(path.join(server.stateDir, 'pids', `engine-trainer-${trainerPort}.pid`)), 'SIGKILL');
+    // Dead trainer, so no state is saved meanwhile: damage the newest one (as a torn write or a bad disk would).
+    const states = trainerStateDir(runDataDir(runDir(), 'state-corrupt'));
+    const newest = readdirSync(states).filter((n) => /^v\d+$/.test(n)).sort((a, b) => Number(a.slice(1)) - Number(b.slice(1))).pop()!;
+    writeFileSync(path.join(states, newest, 'sim_state.json'), '{"seed": -1}');
+    const up = rollflow('dev', 'up', config);
+    expect(up.status, up.stderr).toBe(0);
+
+    const final = (await client.workflow.getHandle('state-corrupt').result()) as { step: number; version: number };
+    expect([final.step, final.version]).toEqual([8, 8]);
+    const records = readJsonl<Record<string, number>>(path.join(runDataDir(runDir(), 'state-corrupt'), 'metrics.jsonl')).filter((r) => (r.run_id as unknown) === 'state-corrupt');
+    expect(records.map((r) => [r.step, r.version])).toEqual(Array.from({ length: 8 }, (_, s) => [s, s + 1]));
+    expect(records.filter((r) => r[REPLAYED] !== undefined)).toHaveLength(1);
+    // The corrupt state was passed over, moved aside and recorded with the reason.
+    expect(readdirSync(states)).toContain(`${newest}.corrupt`);
+    const skipped = readFileSync(path.join(states, 'recovery.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { version: number; reason: string });
+    expect(skipped).toEqual([{ run_id: 'state-corrupt', version: Number(newest.slice(1)), skipped: 'corrupt', reason: expect.stringContaining('sim_state.json does not match its checksum') }]);
   });
 
   it('a second run on a trainer a live run holds is refused, naming the holder, and the holder is not harmed', async () => {

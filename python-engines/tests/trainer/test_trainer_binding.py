@@ -42,13 +42,16 @@ def test_a_trainer_held_by_another_run_names_the_holder():
     assert ok(c.get("/status")) == {"run_id": "run-a", "version": 0, "busy_step": None, "backend": "sim"}
 
 
-def test_a_step_ahead_of_the_weights_is_behind_and_an_old_one_is_a_plain_conflict():
+def test_a_step_ahead_of_the_weights_is_behind_and_an_old_one_is_ahead():
     c = bound()
     refusal(c.post("/train_step", json={"step": 3, "run_id": "run-a", "batch": group_batch()}), "trainer_behind")
     ok(c.post("/train_step", json={"step": 0, "run_id": "run-a", "batch": group_batch()}))
     ok(c.post("/train_step", json={"step": 1, "run_id": "run-a", "batch": group_batch(prefix="x")}))
-    old = c.post("/train_step", json={"step": 0, "run_id": "run-a", "batch": group_batch()})
-    assert old.status_code == 409 and "code" not in old.json()
+    refusal(c.post("/train_step", json={"step": 0, "run_id": "run-a", "batch": group_batch()}), "trainer_ahead")
+    # the last step again on another batch: the trainer's version 2 is not the lineage the caller has
+    refusal(c.post("/train_step", json={"step": 1, "run_id": "run-a", "batch": group_batch(prefix="y")}), "trainer_ahead")
+    refusal(c.post("/export_weights", json={"version": 1, "run_id": "run-a"}), "trainer_ahead")
+    assert ok(c.get("/status"))["version"] == 2  # nothing changed
 
 
 def test_save_refuses_a_version_the_trainer_does_not_have(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from rollflow_engines.models import load_model
+from rollflow_engines.roles.trainer.state_files import checksums
 
 from .helpers import group_batch, logprobs, ok, on_policy, problem_field, sample, torch_client
 
@@ -133,8 +134,9 @@ def test_load_rejects_a_checkpoint_that_does_not_fit(model_cache, tmp_path):
     c = torch_client(model_cache)
     bad = tmp_path / "bad"
     bad.mkdir()
-    (bad / "rollflow_checkpoint.json").write_text(json.dumps({"backend": "torch", "version": 3}))
     torch.save({"model": {"w": torch.zeros(2)}, "optimizer": {}, "torch_rng": torch.get_rng_state()}, bad / "trainer_state.pt")
+    files = checksums(bad, "rollflow_checkpoint.json")  # intact, so the load gets as far as the weights
+    (bad / "rollflow_checkpoint.json").write_text(json.dumps({"backend": "torch", "version": 3, "files": files}))
     r = c.post("/load", json={"path": str(bad)})
     assert r.status_code == 400 and problem_field(r) == "path" and "does not fit" in r.json()["error"]
     assert ok(c.post("/logprobs", json={"sequences": SEQUENCES[:1]}))["version"] == 0  # nothing changed

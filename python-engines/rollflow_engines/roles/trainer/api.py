@@ -19,15 +19,18 @@ process holds none and is back at its launch weights, so it must never train,
 save or export under a run at step n (409, code ``trainer_behind``; the caller
 restores the run's trainer state and replays its batches, see
 src/activities/trainer-recovery.ts). A step ahead of the weights is
-``trainer_behind`` too; a busy trainer is ``trainer_busy`` (retry later).
+``trainer_behind`` too; a busy trainer is ``trainer_busy`` (retry later). A step, save or export below the
+weights' version is ``trainer_ahead`` (after a Temporal rollback: the caller loads an older state and replays).
+
+Trainer states: written durably with a checksum of every file (state_files.py); /load verifies them before any
+weight changes, and a state that fails is a 400 ``checkpoint_corrupt`` (the caller tries an older one). A write
+that finds the disk full is a 507 ``disk_full`` naming the path, with nothing half-written left.
 """
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-import uuid
 from pathlib import Path
 from typing import Callable
 
@@ -35,7 +38,8 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
 
-from ...errors import ConflictError, NotFoundError, RequestError
+from ...durable import is_disk_full
+from ...errors import ConflictError, InsufficientStorageError, NotFoundError, RequestError
 from ...exports import EXPORT_MANIFEST, write_export_manifest
 from .backend import RecordedStep, TrainerBackend, run_in_thread
 from .batch import prepare_batch
@@ -43,35 +47,25 @@ from .batch_read import batch_fingerprint, check_samples, resolve_samples
 from .contracts import (ResetRequest, ResetResponse, ExportWeightsRequest, ExportWeightsResponse, LoadRequest, LoadResponse, LogprobsRequest,
                         LogprobsResponse, SaveRequest, SaveResponse, TrainerState, TrainStepRequest, TrainStepResponse)
 from .metrics import TrainerMetrics
+from .state_files import CORRUPT, FILES_KEY, checksums, clean_stale_scratch, replace_dir, scratch_dir_for, verify_checksums
 
 CHECKPOINT_META = "rollflow_checkpoint.json"
 HF_EXPORT_DIR = "hf"  # inside a checkpoint written with export_hf
 ADAPTER_EXPORT_DIR = "adapter"  # beside it, when the trainer trains a LoRA adapter
 # Codes of the 409s a caller acts on (see the module docstring).
 BUSY, BEHIND, HELD = "trainer_busy", "trainer_behind", "trainer_held"
+# The trainer's weights are past the step or version asked for (a Temporal rollback, or a stale call): the caller
+# brings the trainer back to its version (loads an older state, replays its batches); never the run forward.
+AHEAD = "trainer_ahead"
+DISK_FULL = "disk_full"  # a write found no space: InsufficientStorageError (507)
 
 
-def replace_dir(tmp: Path, target: Path) -> None:
-    """Move the finished ``tmp`` to ``target``. A reader sees the old directory or the
-    new one, never a partial one (a replaced target is missing for an instant)."""
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
-        target.rename(old)
-        tmp.rename(target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        tmp.rename(target)
-
-
-def scratch_dir_for(target: Path, marker: str, field: str) -> Path:
-    """An empty sibling directory of ``target`` to write into. An existing ``target``
-    is only ever replaced if it holds ``marker`` (it is ours) or is empty."""
-    if target.exists() and not (target.is_dir() and ((target / marker).is_file() or not any(target.iterdir()))):
-        raise ConflictError(field, f"{target} exists and is not a directory this trainer wrote; not replacing it", str(target))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    tmp.mkdir()
-    return tmp
+def write_failure(e: Exception, field: str, what: str, given, otherwise: type[RequestError] = RequestError) -> BaseException:
+    """The error to raise for a failed write: a full disk is ``disk_full`` (a 507: retry once space is freed)
+    naming the path, any other OSError ``otherwise``; anything else stays itself."""
+    if is_disk_full(e):
+        return InsufficientStorageError(field, f"disk full: {what}: {e}", given, DISK_FULL)
+    return otherwise(field, f"{what}: {e}", given) if isinstance(e, OSError) else e
 
 
 class TrainerServer:
@@ -85,6 +79,7 @@ class TrainerServer:
         self.training_step: int | None = None  # set while a train step runs
         self.run_id: str | None = None  # the run bound by /reset or /load; a restarted process holds none
         self.metrics = TrainerMetrics(self.backend)
+        clean_stale_scratch(self.export_dir)  # exports a killed trainer was writing (states are cleaned at each save)
 
     # ---- reset: a new run starts from the initial weights
 
@@ -135,9 +130,9 @@ class TrainerServer:
             if last is not None and req.step == b.version - 1:
                 if last.fingerprint == batch_fingerprint(samples):
                     return last.response
-                raise ConflictError("step", f"step {req.step} was already trained on a different batch; the next step is {b.version}", req.step)
+                raise ConflictError("step", f"step {req.step} was already trained on a different batch; the next step is {b.version}", req.step, AHEAD)
             raise ConflictError("step", f"the trainer's weights are at version {b.version}, so the next step is {b.version}"
-                                        " (load a checkpoint to go back or forward)", req.step, BEHIND if req.step > b.version else None)
+                                        " (load a checkpoint to go back or forward)", req.step, BEHIND if req.step > b.version else AHEAD)
         batch = await asyncio.to_thread(self._checked_batch, samples, field, req)
         return await b.train_step(req, batch)
 
@@ -153,22 +148,26 @@ class TrainerServer:
         async with self.lock:
             if req.version is not None and req.version != self.backend.version:
                 raise ConflictError("version", f"the trainer's weights are version {self.backend.version}, not {req.version}; not saving them as {req.version}",
-                                    req.version, BEHIND if req.version > self.backend.version else None)
+                                    req.version, BEHIND if req.version > self.backend.version else AHEAD)
             try:
                 tmp = await run_in_thread(scratch_dir_for, target, CHECKPOINT_META, "path")
             except OSError as e:
-                raise RequestError("path", f"cannot create a checkpoint at {target}: {e}", req.path) from e
+                raise write_failure(e, "path", f"cannot create a checkpoint at {target}", req.path) from e
             try:
                 await self.backend.save_state(tmp)
                 if req.export_hf:
                     await self._export_hf(tmp / HF_EXPORT_DIR, tmp / ADAPTER_EXPORT_DIR)
                 meta = {**self.backend.describe(), "version": self.backend.version,
-                        "last_step": self.backend.last_step.to_json() if self.backend.last_step else None}
+                        "last_step": self.backend.last_step.to_json() if self.backend.last_step else None,
+                        FILES_KEY: await run_in_thread(checksums, tmp, CHECKPOINT_META)}
                 (tmp / CHECKPOINT_META).write_text(json.dumps(meta, indent=1))
-                await run_in_thread(replace_dir, tmp, target)
-            except OSError as e:
+                await run_in_thread(replace_dir, tmp, target)  # fsyncs every file, then the rename
+            except Exception as e:
                 shutil.rmtree(tmp, ignore_errors=True)
-                raise RequestError("path", f"cannot write the checkpoint to {target}: {e}", req.path) from e
+                failure = write_failure(e, "path", f"cannot write the checkpoint to {target}", req.path)
+                if failure is e:
+                    raise
+                raise failure from e
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
@@ -193,9 +192,10 @@ class TrainerServer:
             if version < 0:
                 raise ValueError("negative version")
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            raise RequestError("path", f"{path} is not a trainer checkpoint (no readable {CHECKPOINT_META})", req.path) from e
+            raise RequestError("path", f"{path} is not a trainer checkpoint (no readable {CHECKPOINT_META}: {e})", req.path, CORRUPT) from e
         if meta.get("backend") != self.backend.name:
             raise RequestError("path", f"checkpoint was written by the {meta.get('backend')!r} backend; this trainer runs {self.backend.name!r}", req.path)
+        await run_in_thread(verify_checksums, path, meta, "path", req.path)  # before any weight changes
         async with self.lock:
             await self.backend.load_state(path, version, last)
             self.run_id = req.run_id
@@ -207,19 +207,22 @@ class TrainerServer:
             b = self.backend
             if req.version != b.version:
                 raise ConflictError("version", f"the trainer's weights are version {b.version}; cannot label them {req.version}", req.version,
-                                    BEHIND if req.version > b.version else None)
+                                    BEHIND if req.version > b.version else AHEAD)
             target = (self.export_dir / f"v{req.version}").absolute()
             try:
                 tmp = await run_in_thread(scratch_dir_for, target, EXPORT_MANIFEST, "version")
             except OSError as e:
-                raise ConflictError("version", f"cannot write under export_dir {self.export_dir}: {e}", req.version) from e
+                raise write_failure(e, "version", f"cannot write under export_dir {self.export_dir}", req.version, ConflictError) from e
             try:
                 await b.export_weights(tmp)
                 write_export_manifest(tmp, b.describe(), b.version)
                 await run_in_thread(replace_dir, tmp, target)
-            except OSError as e:
+            except Exception as e:
                 shutil.rmtree(tmp, ignore_errors=True)
-                raise ConflictError("version", f"cannot write the export to {target}: {e}", req.version) from e
+                failure = write_failure(e, "version", f"cannot write the export to {target}", req.version, ConflictError)
+                if failure is e:
+                    raise
+                raise failure from e
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise

@@ -50,6 +50,7 @@ import torch
 from torch import Tensor
 
 from ...algorithms import LOSS_AGGREGATIONS, objective
+from ...durable import write_through
 from ...errors import RequestError
 from ...models import load_model, resolve_model_path
 from ...models.lora import LoraSpec, merged_copy, wrap
@@ -250,14 +251,15 @@ class TorchTrainer(TrainerBackend):
         await run_in_thread(self._save, directory)
 
     def _save(self, directory: Path) -> None:
-        torch.save({
+        # Through write_through: torch.save reports a full disk as a RuntimeError of its own.
+        write_through(directory / STATE_FILE, lambda f: torch.save({
             "model": self._weights_state(),
             "lora": self.lora.describe() if self.lora else None,
             "optimizer": self.optimizer.state_dict(),
             "value_head": self.value_head.state_dict(),
             "value_optimizer": self.value_optimizer.state_dict(),
             "torch_rng": torch.get_rng_state(),
-        }, directory / STATE_FILE)
+        }, f))
 
     def _weights_state(self) -> dict[str, torch.Tensor]:
         """What a checkpoint keeps of the policy: every weight, or with LoRA the adapter only (the base never changes)."""
