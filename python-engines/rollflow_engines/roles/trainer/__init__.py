@@ -65,6 +65,7 @@ class Options(PolicyModelOptions):
     padding_side: Literal["right", "left"] = Field(default="right", description="Where micro-batches are padded; logprobs do not depend on it.")
     torch_threads: int | None = Field(default=None, ge=1, description="torch intra-op threads; default torch's choice.")
     export_dir: str = Field(default="trainer_exports", description="Where /export_weights writes v<version>/ directories.")
+    step_log: str | None = Field(default=None, description="A JSON-lines file the trainer appends one fsynced line to per train step it applies, and per reset, load and save (step_log.py); none: no log.")
     # Inline batches (a run sends batch_ref, a file path) and /logprobs sequences are large.
     max_request_bytes: int = max_request_bytes_field(256 * MiB)
     sim_seconds_per_sample: float = Field(default=0.0, ge=0, description="sim: train time per sample (μ_train), in seconds.")
@@ -123,4 +124,4 @@ def make_backend(backend: str, options: Options):
 def register(app: FastAPI, backend: str, options: Options) -> None:
     from .api import TrainerServer, register_endpoints
 
-    register_endpoints(app, TrainerServer(lambda: make_backend(backend, options), options.export_dir))
+    register_endpoints(app, TrainerServer(lambda: make_backend(backend, options), options.export_dir, options.step_log))

@@ -43,6 +43,7 @@ from .batch_read import batch_fingerprint, check_samples, resolve_samples
 from .contracts import (ResetRequest, ResetResponse, ExportWeightsRequest, ExportWeightsResponse, LoadRequest, LoadResponse, LogprobsRequest,
                         LogprobsResponse, SaveRequest, SaveResponse, TrainerState, TrainStepRequest, TrainStepResponse)
 from .metrics import TrainerMetrics
+from .step_log import StepLog, new_lineage
 
 CHECKPOINT_META = "rollflow_checkpoint.json"
 HF_EXPORT_DIR = "hf"  # inside a checkpoint written with export_hf
@@ -77,7 +78,7 @@ def scratch_dir_for(target: Path, marker: str, field: str) -> Path:
 class TrainerServer:
     """State of one trainer app: the backend, its lock, its metrics."""
 
-    def __init__(self, make_backend: Callable[[], TrainerBackend], export_dir: str):
+    def __init__(self, make_backend: Callable[[], TrainerBackend], export_dir: str, step_log: str | None = None):
         self._make_backend = make_backend
         self.backend = make_backend()
         self.export_dir = Path(export_dir)
@@ -85,6 +86,19 @@ class TrainerServer:
         self.training_step: int | None = None  # set while a train step runs
         self.run_id: str | None = None  # the run bound by /reset or /load; a restarted process holds none
         self.metrics = TrainerMetrics(self.backend)
+        # The trainer's own record of the steps it applied (step_log.py); the lineage names these weights' history.
+        self.step_log = StepLog(step_log) if step_log else None
+        self.lineage = new_lineage()
+        self._log_steps_of(self.backend)
+
+    def _log_steps_of(self, backend: TrainerBackend) -> None:
+        if self.step_log:
+            log = self.step_log
+            backend.on_commit.append(lambda response, batch: log.step(self.run_id, response.step, response.version, batch.fingerprint, self.lineage))
+
+    def _log_event(self, event: str, version: int, **extra) -> None:
+        if self.step_log:
+            self.step_log.event(self.run_id, event, version, self.lineage, **extra)
 
     # ---- reset: a new run starts from the initial weights
 
@@ -96,7 +110,9 @@ class TrainerServer:
         async with self.lock:
             self.backend = await asyncio.to_thread(self._make_backend)
             self.metrics.attach(self.backend)
-            self.run_id = req.run_id
+            self._log_steps_of(self.backend)
+            self.run_id, self.lineage = req.run_id, new_lineage()
+            self._log_event("reset", self.backend.version)
         return ResetResponse(version=self.backend.version)
 
     def check_holder(self, run_id: str | None) -> None:
@@ -162,10 +178,11 @@ class TrainerServer:
                 await self.backend.save_state(tmp)
                 if req.export_hf:
                     await self._export_hf(tmp / HF_EXPORT_DIR, tmp / ADAPTER_EXPORT_DIR)
-                meta = {**self.backend.describe(), "version": self.backend.version,
+                meta = {**self.backend.describe(), "version": self.backend.version, "lineage": self.lineage,
                         "last_step": self.backend.last_step.to_json() if self.backend.last_step else None}
                 (tmp / CHECKPOINT_META).write_text(json.dumps(meta, indent=1))
                 await run_in_thread(replace_dir, tmp, target)
+                self._log_event("save", self.backend.version, path=str(target))
             except OSError as e:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise RequestError("path", f"cannot write the checkpoint to {target}: {e}", req.path) from e
@@ -198,7 +215,9 @@ class TrainerServer:
             raise RequestError("path", f"checkpoint was written by the {meta.get('backend')!r} backend; this trainer runs {self.backend.name!r}", req.path)
         async with self.lock:
             await self.backend.load_state(path, version, last)
-            self.run_id = req.run_id
+            # A new lineage: these weights continue the saving lineage's at `version`, not this process's earlier ones.
+            self.run_id, self.lineage = req.run_id, new_lineage()
+            self._log_event("load", version, parent=meta.get("lineage"), path=str(path))
             return LoadResponse(path=str(path), version=version)
 
     async def export_weights(self, req: ExportWeightsRequest) -> ExportWeightsResponse:
