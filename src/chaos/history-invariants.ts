@@ -3,8 +3,7 @@
  * the run's own executions, against the trainer's step log and the store's
  * batch files; and on the env server's action log. Pure.
  */
-import type { Check } from './invariants';
-import type { RunRecords } from './record-types';
+import type { Check, RunRecords } from './record-types';
 import { finalLineageSteps, uidsSha256 } from './trainer-invariants';
 
 const list = (xs: readonly unknown[], most = 8) => (xs.length > most ? `${xs.slice(0, most).join(', ')}, … (${xs.length})` : xs.join(', '));

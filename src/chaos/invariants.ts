@@ -10,10 +10,10 @@
 import { sampleUid } from '../core';
 import type { StalePolicy } from '../workflows/run-admission';
 import { envActionCheck, historyChecks } from './history-invariants';
-import type { RunRecords } from './record-types';
+import type { Check, RunRecords } from './record-types';
 import { trainerChecks } from './trainer-invariants';
 
-export type { GroupExecution, RunRecords, TrainerLogLine, TrainStepExecution } from './record-types';
+export type { Check, GroupExecution, RunRecords, TrainerLogLine, TrainStepExecution } from './record-types';
 
 export interface Expectations {
   maxSteps: number;
@@ -24,11 +24,6 @@ export interface Expectations {
   stalePolicy: StalePolicy;
 }
 
-export interface Check {
-  name: string;
-  ok: boolean;
-  detail: string;
-}
 
 /** Where every dispatched group went; `vanished` names the executions nothing explains. */
 export interface GroupAccounting {

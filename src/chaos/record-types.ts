@@ -80,3 +80,10 @@ export interface RunRecords {
   /** The env server's action log (one line per env step applied), if it keeps one (env option action_log). */
   envActions?: { file: string; lines: { session: string; index: number; actionSha256: string }[]; unreadableLines: number };
 }
+
+/** One invariant's verdict on a run's records. */
+export interface Check {
+  name: string;
+  ok: boolean;
+  detail: string;
+}

@@ -13,8 +13,7 @@
  * the history of the final weights, segment by segment.
  */
 import { createHash } from 'node:crypto';
-import type { Check } from './invariants';
-import type { RunRecords, TrainerLogLine } from './record-types';
+import type { Check, RunRecords, TrainerLogLine } from './record-types';
 
 type StepLine = Extract<TrainerLogLine, { kind: 'step' }>;
 
