@@ -208,9 +208,15 @@ async function describeTrainStep(client: Client, codecs: readonly PayloadCodec[]
 }
 
 /** The run's trainStep executions from their histories, and the trainStep children each execution of the run started (continue-as-new chain). */
-async function readTrainHistories(client: Client, loaded: LoadedConfig, runId: string, runStartMs: number): Promise<Pick<RunRecords, 'trainSteps' | 'trainStepStarts'>> {
+async function readTrainHistories(client: Client, loaded: LoadedConfig, runId: string, runStartMs: number, stepsDone: number, settleS: number): Promise<Pick<RunRecords, 'trainSteps' | 'trainStepStarts'>> {
   const codecs = dataConverterOf(loaded.config)?.payloadCodecs ?? [];
-  const steps = await executionsOf(client, `RollflowRunId = '${runId}' AND RollflowKind = 'trainStep'`, runStartMs);
+  // Visibility lags a little behind the histories: wait until the steps the run did are listed (`settleS` only guards a hang).
+  const deadline = Date.now() + settleS * 1000;
+  let steps = await executionsOf(client, `RollflowRunId = '${runId}' AND RollflowKind = 'trainStep'`, runStartMs);
+  while (steps.length < stepsDone && Date.now() < deadline) {
+    await sleep(500);
+    steps = await executionsOf(client, `RollflowRunId = '${runId}' AND RollflowKind = 'trainStep'`, runStartMs);
+  }
   const runs = (await executionsOf(client, `WorkflowId = '${runId}'`, runStartMs)).sort((a, b) => a.startTime.getTime() - b.startTime.getTime());
   const trainStepStarts: string[] = [];
   for (const w of runs) {
@@ -251,7 +257,7 @@ export async function readRunRecords(client: Client, loaded: LoadedConfig, runId
     sampleUids: readSampleUids(loaded, runId),
     groups: await Promise.all(groups.map((w) => describeGroup(client, w, runClosedAt))),
     trainerLog: readTrainerLog(trainer ? trainerStepLog(trainer) : undefined, runId),
-    ...(await readTrainHistories(client, loaded, runId, runStartMs)),
+    ...(await readTrainHistories(client, loaded, runId, runStartMs, final?.step ?? 0, settleS)),
     ...(typeof actionLog === 'string' ? { envActions: readEnvActions(actionLog) } : {}),
   };
 }
