@@ -1,50 +1,19 @@
 /**
  * The invariants a run must keep whatever was killed under it, checked on
- * the run's own records (src/chaos/records.ts reads them): pure, so each can
- * be shown to fail on hand-made records.
+ * its records (src/chaos/records.ts reads them): pure, so each can be shown
+ * to fail on hand-made records. Each compares records of different writers
+ * or reads one that the property could falsify: a check of a workflow counter
+ * against itself, or of a record deduplicated before it is read, proves
+ * nothing. The trainer's step log: trainer-invariants.ts; Temporal's
+ * histories and the env action log: history-invariants.ts.
  */
 import { sampleUid } from '../core';
 import type { StalePolicy } from '../workflows/run-admission';
+import { envActionCheck, historyChecks } from './history-invariants';
+import type { Check, RunRecords } from './record-types';
+import { trainerChecks } from './trainer-invariants';
 
-/** One execution of a group workflow of the run, as Temporal recorded it. */
-export interface GroupExecution {
-  workflowId: string;
-  /** The group's uid (e<epoch>-p<position>); a restarted (stale) group has several executions. */
-  uid: string;
-  /** Temporal's execution status: COMPLETED, CANCELLED, RUNNING, TERMINATED, FAILED, TIMED_OUT, … */
-  status: string;
-  /** Closed after the run did (or still open): it was in flight when the run ended. */
-  closedAfterRun: boolean;
-  /** Its history holds a cancel request (the run cancels the groups in flight when it ends). */
-  cancelRequested: boolean;
-  /** The group's result, for a completed execution. */
-  result?: { accepted: boolean; error?: string };
-}
-
-export interface RunRecords {
-  runId: string;
-  /** The run workflow's final status (COMPLETED, FAILED, …), or why it could not be read. */
-  outcome: string;
-  /** What the run returned. */
-  final?: {
-    step: number;
-    version: number;
-    /** Samples accepted but not trained when it ended, and samples of the groups still in flight. */
-    buffered: number;
-    running: number;
-    totals: { dispatchedGroups: number; filteredGroups: number; failedGroups: number; droppedSamples: number; restartedSamples: number };
-  };
-  /** <run_dir>/<run id>/metrics.jsonl, this run's records in file order. */
-  metrics: { step: number; version: number; wall_s: number; stalenessMax: number }[];
-  /**
-   * The batch files the trainer read: step, sample uids, and the oldest weight
-   * version that generated a token of any of its samples (version_spans): a
-   * server restarted with its launch weights shows up there, not in the run's
-   * dispatch staleness.
-   */
-  batches: { step: number; uids: string[]; oldestTokenVersion: number }[];
-  groups: GroupExecution[];
-}
+export type { Check, GroupExecution, RunRecords, TrainerLogLine, TrainStepExecution } from './record-types';
 
 export interface Expectations {
   maxSteps: number;
@@ -55,11 +24,6 @@ export interface Expectations {
   stalePolicy: StalePolicy;
 }
 
-export interface Check {
-  name: string;
-  ok: boolean;
-  detail: string;
-}
 
 /** Where every dispatched group went; `vanished` names the executions nothing explains. */
 export interface GroupAccounting {
@@ -87,45 +51,62 @@ function repeated<T>(xs: readonly T[]): [T, number][] {
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 const list = (xs: readonly unknown[], most = 8) => (xs.length > most ? `${xs.slice(0, most).join(', ')}, … (${xs.length})` : xs.join(', '));
 
-function stepChecks(r: RunRecords, e: Expectations): Check[] {
-  const checks: Check[] = [];
-  for (const [what, steps] of [['metrics records', r.metrics.map((m) => m.step)], ['batch files', r.batches.map((b) => b.step)]] as const) {
-    const twice = repeated(steps);
-    const missing = range(e.maxSteps).filter((s) => !steps.includes(s));
-    const beyond = steps.filter((s) => s < 0 || s >= e.maxSteps);
-    checks.push({ name: `${what}: no step repeated`, ok: twice.length === 0, detail: twice.length ? `repeated: ${list(twice.map(([s, n]) => `step ${s} ×${n}`))}` : `${steps.length} records` });
-    checks.push({ name: `${what}: no step skipped`, ok: missing.length === 0 && beyond.length === 0, detail: missing.length || beyond.length ? `missing steps ${list(missing)}${beyond.length ? `; outside 0..${e.maxSteps - 1}: ${list(beyond)}` : ''}` : `steps 0..${e.maxSteps - 1}` });
-  }
-  return checks;
+/**
+ * metrics.jsonl, every line as written. appendMetrics looks for the (run, step)
+ * record before appending, so a repeat here is not a step trained twice (the
+ * trainer's log and the histories show that): it is that write's idempotency
+ * failing, e.g. a retry racing an attempt that was stopped, not dead. A step
+ * missing means the run went on without recording it.
+ */
+function metricsCheck(r: RunRecords, e: Expectations): Check {
+  const steps = r.metrics.map((m) => m.step);
+  const twice = repeated(steps).map(([s, n]) => `step ${s} ×${n}`);
+  const missing = range(e.maxSteps).filter((s) => !steps.includes(s));
+  const beyond = steps.filter((s) => s < 0 || s >= e.maxSteps);
+  const wrong = [...twice, ...(missing.length ? [`missing steps ${list(missing)}`] : []), ...(beyond.length ? [`outside 0..${e.maxSteps - 1}: ${list(beyond)}`] : [])];
+  return { name: 'metrics.jsonl: one line per step (the idempotent write)', ok: wrong.length === 0, detail: wrong.length ? wrong.join('; ') : `${steps.length} lines, steps 0..${e.maxSteps - 1}` };
 }
 
-function versionCheck(r: RunRecords): Check {
-  const wrong = r.metrics.filter((m) => m.version !== m.step + 1).map((m) => `step ${m.step} trained version ${m.version}`);
-  if (r.final && r.final.version !== r.final.step) wrong.unshift(`final version ${r.final.version} after ${r.final.step} steps`);
-  return { name: 'trained version = step count', ok: wrong.length === 0 && r.final !== undefined, detail: r.final ? (wrong.length ? list(wrong) : `version ${r.final.version} after ${r.final.step} steps`) : 'no final status' };
-}
-
-function uidCheck(r: RunRecords, e: Expectations): Check {
+/**
+ * The sample store's inventory after the run. A batch file is named by its
+ * step, so the files cannot repeat a step; what can go wrong is a file
+ * missing or unreadable, a file past max_steps, a trained sample without its
+ * sample file, or one uid in two batch files (a group trained twice).
+ */
+function storeChecks(r: RunRecords, e: Expectations): Check[] {
+  const steps = r.batches.map((b) => b.step);
+  const missing = range(e.maxSteps).filter((s) => !steps.includes(s));
+  const wrongFiles = [...(missing.length ? [`missing steps ${list(missing)}`] : []), ...steps.filter((s) => s >= e.maxSteps).map((s) => `step ${s} past max_steps`), ...r.batches.flatMap((b) => (b.unreadable ? [`step ${b.step}: ${b.unreadable}`] : []))];
   const uids = r.batches.flatMap((b) => b.uids);
   const twice = repeated(uids);
   const expected = e.maxSteps * e.samplesPerStep;
-  const ok = twice.length === 0 && uids.length === expected;
-  const detail = twice.length ? `consumed more than once: ${list(twice.map(([u, n]) => `${u} ×${n}`))}` : `${uids.length} consumed, ${expected} expected`;
-  return { name: 'every consumed uid unique', ok, detail };
+  const stored = new Set(r.sampleUids);
+  const orphans = uids.filter((u) => !stored.has(u));
+  return [
+    { name: 'store: one readable batch file per step', ok: wrongFiles.length === 0, detail: wrongFiles.length ? wrongFiles.join('; ') : `${steps.length} files, steps 0..${e.maxSteps - 1}` },
+    { name: 'store: no sample uid trained twice across batch files', ok: twice.length === 0 && uids.length === expected, detail: twice.length ? `in more than one place: ${list(twice.map(([u, n]) => `${u} ×${n}`))}` : `${uids.length} trained, ${expected} expected` },
+    { name: 'store: every trained uid has its sample file', ok: orphans.length === 0, detail: orphans.length ? `no sample file: ${list(orphans)}` : `${stored.size} sample files` },
+  ];
 }
 
-/** Dispatch staleness (the run's metrics) and token staleness (the batch files' version spans) within ⌈α⌉, unless stale samples are accepted. */
-function stalenessChecks(r: RunRecords, e: Expectations): Check[] {
-  const sources = [
-    ['staleness within the bound (dispatch, metrics)', r.metrics.map((m) => ({ step: m.step, staleness: m.stalenessMax }))],
-    ['staleness within the bound (oldest token, batch files)', r.batches.map((b) => ({ step: b.step, staleness: b.step - b.oldestTokenVersion }))],
-  ] as const;
-  return sources.map(([name, steps]) => {
-    const max = Math.max(0, ...steps.map((x) => x.staleness));
-    if (e.stalePolicy === 'accept') return { name, ok: true, detail: `stale_policy accept trains stale samples: not bounded (max ${max})` };
-    const over = steps.filter((x) => x.staleness > e.maxStaleness).map((x) => `step ${x.step}: ${x.staleness}`);
-    return { name, ok: over.length === 0, detail: over.length ? `above ${e.maxStaleness}: ${list(over)}` : `max ${max} ≤ ${e.maxStaleness}` };
-  });
+/**
+ * Staleness of every trained token, from the batch files: the step minus the
+ * oldest weight version that generated a token of the sample (its
+ * version_spans). It replaces the run's dispatch staleness (metrics.jsonl),
+ * which the run computes over the buffer after its stale filter dropped what
+ * was over the bound, so it could not exceed the bound. A sample that records
+ * no versions, or spans that leave a trained token out, fails: its staleness
+ * is unknown.
+ */
+function stalenessCheck(r: RunRecords, e: Expectations): Check {
+  const name = 'staleness within the bound (every trained token, batch files)';
+  const unknown = r.batches.flatMap((b) => b.oldestTokenVersion.flatMap((v, i) => (v === undefined ? [b.uids[i]] : [])));
+  const per = r.batches.flatMap((b) => b.oldestTokenVersion.flatMap((v) => (v === undefined || v === null ? [] : [{ step: b.step, staleness: b.step - v }])));
+  const max = Math.max(0, ...per.map((x) => x.staleness));
+  if (unknown.length) return { name, ok: false, detail: `no versions covering every token: ${list(unknown)}` };
+  if (e.stalePolicy === 'accept') return { name, ok: true, detail: `stale_policy accept trains stale samples: not bounded (max ${max})` };
+  const over = [...new Set(per.filter((x) => x.staleness > e.maxStaleness).map((x) => `step ${x.step}: ${x.staleness}`))];
+  return { name, ok: over.length === 0, detail: over.length ? `above ${e.maxStaleness}: ${list(over)}` : `max ${max} ≤ ${e.maxStaleness}` };
 }
 
 /**
@@ -169,6 +150,6 @@ export function accountGroups(r: RunRecords, e: Expectations): { accounting: Gro
 export function checkRun(r: RunRecords, e: Expectations): { ok: boolean; checks: Check[]; accounting: GroupAccounting } {
   const completed: Check = { name: 'run completed', ok: r.outcome === 'COMPLETED' && r.final?.step === e.maxSteps, detail: `${r.outcome}${r.final ? `, ${r.final.step} of ${e.maxSteps} steps` : ''}` };
   const { accounting, checks: groupChecks } = accountGroups(r, e);
-  const checks = [completed, ...stepChecks(r, e), versionCheck(r), uidCheck(r, e), ...stalenessChecks(r, e), ...groupChecks];
+  const checks = [completed, metricsCheck(r, e), ...trainerChecks(r, e.maxSteps), ...storeChecks(r, e), stalenessCheck(r, e), ...historyChecks(r, e.maxSteps), envActionCheck(r), ...groupChecks];
   return { ok: checks.every((c) => c.ok), checks, accounting };
 }

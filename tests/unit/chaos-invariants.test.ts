@@ -1,36 +1,10 @@
 // The chaos invariant checker on hand-made records: a clean run passes, and
-// each fault it exists to catch (a repeated or skipped step, a duplicated
-// uid, a vanished group, a wrong version, staleness over the bound) fails it.
+// each fault it exists to catch fails it, each check read from a record the
+// fault could falsify (the trainer, Temporal and env cases are in
+// chaos-trainer-invariants.test.ts).
 import { describe, expect, it } from 'vitest';
 import { checkRun, type RunRecords } from '../../src/chaos';
-import type { Expectations, GroupExecution } from '../../src/chaos/invariants';
-import { groupUid, sampleUid } from '../../src/core';
-
-const G = 2;
-const e: Expectations = { maxSteps: 3, samplesPerStep: 2 * G, groupSize: G, maxStaleness: 1, stalePolicy: 'drop' };
-
-const group = (position: number, over: Partial<GroupExecution> = {}): GroupExecution => {
-  const uid = groupUid({ epoch: 0, position });
-  return { workflowId: `r/${uid}`, uid, status: 'COMPLETED', closedAfterRun: false, cancelRequested: false, result: { accepted: true }, ...over };
-};
-const uidsOf = (...positions: number[]) => positions.flatMap((p) => Array.from({ length: G }, (_, i) => sampleUid(groupUid({ epoch: 0, position: p }), i)));
-
-/** 3 steps of 2 groups (positions 0-5), one group filtered (6), one dropped as stale (7), one cancelled at the end (8). */
-function cleanRun(): RunRecords {
-  return {
-    runId: 'r',
-    outcome: 'COMPLETED',
-    final: { step: 3, version: 3, buffered: 0, running: G, totals: { dispatchedGroups: 9, filteredGroups: 1, failedGroups: 0, droppedSamples: G, restartedSamples: 0 } },
-    metrics: [0, 1, 2].map((step) => ({ step, version: step + 1, wall_s: 2 * (step + 1), stalenessMax: 1 })),
-    batches: [0, 1, 2].map((step) => ({ step, uids: uidsOf(2 * step, 2 * step + 1), oldestTokenVersion: Math.max(0, step - 1) })),
-    groups: [
-      ...[0, 1, 2, 3, 4, 5].map((p) => group(p)),
-      group(6, { result: { accepted: false } }),
-      group(7),
-      group(8, { closedAfterRun: true, cancelRequested: true, result: { accepted: false, error: 'cancelled' } }),
-    ],
-  };
-}
+import { cleanRun, e, group, uidsOf } from './helpers/chaos-records';
 
 const failed = (r: RunRecords) => checkRun(r, e).checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
 
@@ -40,26 +14,53 @@ describe('chaos invariants', () => {
     expect(failed(cleanRun())).toEqual([]);
     expect(result.ok).toBe(true);
     expect(result.accounting).toEqual({ dispatched: 9, executions: 9, consumed: 6, filtered: 1, failed: 0, staleOrBuffered: 1, endedWithRun: 1, vanished: [] });
+    expect(result.checks.find((c) => c.name.startsWith('env:'))?.detail).toMatch(/^not checked/);
   });
 
-  it('a repeated step fails (two metrics records and two batch files for step 1)', () => {
+  it('a metrics line written twice fails (the raw lines, nothing deduplicated), and so does a skipped one', () => {
     const r = cleanRun();
-    r.metrics.splice(2, 0, { step: 1, version: 2, wall_s: 5, stalenessMax: 0 });
-    r.batches.push({ step: 1, uids: uidsOf(2, 3), oldestTokenVersion: 0 });
-    expect(failed(r)).toEqual(expect.arrayContaining(['metrics records: no step repeated: repeated: step 1 ×2', 'batch files: no step repeated: repeated: step 1 ×2']));
-    expect(failed(r).some((f) => f.startsWith('every consumed uid unique: consumed more than once: e0-p2-s0 ×2'))).toBe(true);
+    r.metrics.splice(2, 0, { step: 1, version: 2, wall_s: 5 });
+    expect(failed(r)).toEqual(['metrics.jsonl: one line per step (the idempotent write): step 1 ×2']);
+    const skipped = cleanRun();
+    skipped.metrics = skipped.metrics.filter((m) => m.step !== 1);
+    expect(failed(skipped)).toEqual(['metrics.jsonl: one line per step (the idempotent write): missing steps 1']);
   });
 
-  it('a skipped step fails', () => {
-    const r = cleanRun();
-    r.metrics = r.metrics.filter((m) => m.step !== 1);
-    expect(failed(r)).toContain('metrics records: no step skipped: missing steps 1');
+  it('the store: a missing or unreadable batch file fails, and so does a file past max_steps', () => {
+    const missing = cleanRun();
+    missing.batches.splice(1, 1);
+    expect(failed(missing)).toEqual(expect.arrayContaining(['store: one readable batch file per step: missing steps 1']));
+    const torn = cleanRun();
+    torn.batches[2] = { step: 2, uids: [], oldestTokenVersion: [], unreadable: '1 lines not JSON' };
+    expect(failed(torn)).toEqual(expect.arrayContaining(['store: one readable batch file per step: step 2: 1 lines not JSON']));
+    const extra = cleanRun();
+    extra.batches.push({ step: 3, uids: uidsOf(6), oldestTokenVersion: [2, 2] });
+    expect(failed(extra)).toEqual(expect.arrayContaining(['store: one readable batch file per step: step 3 past max_steps']));
   });
 
-  it('a uid consumed twice fails, even with the sample count right', () => {
+  it('a uid trained in two batch files fails, even with the sample count right', () => {
     const r = cleanRun();
     r.batches[2]!.uids[0] = r.batches[0]!.uids[0]!;
-    expect(failed(r)).toContain('every consumed uid unique: consumed more than once: e0-p0-s0 ×2');
+    expect(failed(r)).toEqual(expect.arrayContaining(['store: no sample uid trained twice across batch files: in more than one place: e0-p0-s0 ×2']));
+  });
+
+  it('a trained uid with no sample file in the store fails', () => {
+    const r = cleanRun();
+    r.sampleUids = r.sampleUids.filter((u) => u !== 'e0-p3-s1');
+    expect(failed(r)).toEqual(['store: every trained uid has its sample file: no sample file: e0-p3-s1']);
+  });
+
+  it('tokens from weights older than the bound fail (a server restarted with its launch weights), unless stale samples are accepted', () => {
+    const r = cleanRun();
+    r.batches[2]!.oldestTokenVersion[3] = 0;
+    expect(failed(r)).toEqual(['staleness within the bound (every trained token, batch files): above 1: step 2: 2']);
+    expect(checkRun(r, { ...e, stalePolicy: 'accept' }).ok).toBe(true);
+  });
+
+  it('a trained sample whose versions do not cover its tokens fails, whatever the policy: its staleness is unknown', () => {
+    const r = cleanRun();
+    r.batches[1]!.oldestTokenVersion[0] = undefined;
+    expect(checkRun(r, { ...e, stalePolicy: 'accept' }).checks.filter((c) => !c.ok).map((c) => c.detail)).toEqual(['no versions covering every token: e0-p2-s0']);
   });
 
   it('a vanished group fails: terminated, still running, or dispatched but never seen', () => {
@@ -80,31 +81,17 @@ describe('chaos invariants', () => {
     expect(failed(r)).toEqual(['groups: stale or left buffered: 1 seen, 0 by the run totals (dropped + restarted + buffered at the end) / G']);
   });
 
-  it('a run that did not finish, or trained the wrong version, fails', () => {
+  it('a run that did not finish fails; without a final status the group totals are unknown', () => {
     const r = cleanRun();
     r.outcome = 'TERMINATED';
-    r.final!.version = 4;
-    r.metrics[2]!.version = 4;
-    expect(failed(r)).toEqual(['run completed: TERMINATED, 3 of 3 steps', 'trained version = step count: final version 4 after 3 steps, step 2 trained version 4']);
-  });
-
-  it('staleness over the bound fails unless the policy accepts stale samples', () => {
-    const r = cleanRun();
-    r.metrics[1]!.stalenessMax = 2;
-    expect(failed(r)).toEqual(['staleness within the bound (dispatch, metrics): above 1: step 1: 2']);
-    expect(checkRun(r, { ...e, stalePolicy: 'accept' }).ok).toBe(true);
-  });
-
-  it('tokens from weights older than the bound fail (a server restarted with its launch weights), though dispatch staleness is fine', () => {
-    const r = cleanRun();
-    r.batches[2]!.oldestTokenVersion = 0;
-    expect(failed(r)).toEqual(['staleness within the bound (oldest token, batch files): above 1: step 2: 2']);
-  });
-
-  it('no final status: the group totals are unknown, so the accounting fails', () => {
-    const r = cleanRun();
-    delete r.final;
-    r.outcome = 'FAILED: boom';
-    expect(failed(r)).toEqual(['run completed: FAILED: boom', 'trained version = step count: no final status', 'every dispatched group accounted for: no final status: the run totals are unknown']);
+    expect(failed(r)).toEqual(['run completed: TERMINATED, 3 of 3 steps']);
+    const none = cleanRun();
+    delete none.final;
+    none.outcome = 'FAILED: boom';
+    expect(failed(none)).toEqual([
+      'run completed: FAILED: boom',
+      "trainer: version = max_steps = the workflow's: trainer: 3 steps on its final lineage, version 3; workflow: no final status; max_steps 3",
+      'every dispatched group accounted for: no final status: the run totals are unknown',
+    ]);
   });
 });

@@ -66,6 +66,7 @@ class Options(PolicyModelOptions):
     padding_side: Literal["right", "left"] = Field(default="right", description="Where micro-batches are padded; logprobs do not depend on it.")
     torch_threads: int | None = Field(default=None, ge=1, description="torch intra-op threads; default torch's choice.")
     export_dir: str = Field(default="trainer_exports", description="Where /export_weights writes v<version>/ directories.")
+    step_log: str | None = Field(default=None, description="A JSON-lines file the trainer appends one fsynced line to per train step it applies, and per reset, load and save (step_log.py); none: no log.")
     # Inline batches (a run sends batch_ref, a file path) and /logprobs sequences are large.
     max_request_bytes: int = max_request_bytes_field(256 * MiB)
     # A micro-batch is progress; a save or export of a large model completes within it too.
@@ -126,6 +127,6 @@ def make_backend(backend: str, options: Options):
 def register(app: FastAPI, backend: str, options: Options) -> None:
     from .api import TrainerServer, register_endpoints
 
-    server = TrainerServer(lambda: make_backend(backend, options), options.export_dir)
+    server = TrainerServer(lambda: make_backend(backend, options), options.export_dir, options.step_log)
     app.state.liveness.watch_counter(lambda: server.backend.micro_batches)  # server.backend: /reset replaces it
     register_endpoints(app, server)

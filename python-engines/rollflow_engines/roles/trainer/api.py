@@ -48,6 +48,7 @@ from .contracts import (ResetRequest, ResetResponse, ExportWeightsRequest, Expor
                         LogprobsResponse, SaveRequest, SaveResponse, TrainerState, TrainStepRequest, TrainStepResponse)
 from .metrics import TrainerMetrics
 from .state_files import CORRUPT, FILES_KEY, checksums, clean_stale_scratch, replace_dir, scratch_dir_for, verify_checksums
+from .step_log import StepLog, new_lineage
 
 CHECKPOINT_META = "rollflow_checkpoint.json"
 HF_EXPORT_DIR = "hf"  # inside a checkpoint written with export_hf
@@ -71,7 +72,7 @@ def write_failure(e: Exception, field: str, what: str, given, otherwise: type[Re
 class TrainerServer:
     """State of one trainer app: the backend, its lock, its metrics."""
 
-    def __init__(self, make_backend: Callable[[], TrainerBackend], export_dir: str):
+    def __init__(self, make_backend: Callable[[], TrainerBackend], export_dir: str, step_log: str | None = None):
         self._make_backend = make_backend
         self.backend = make_backend()
         self.export_dir = Path(export_dir)
@@ -80,6 +81,19 @@ class TrainerServer:
         self.run_id: str | None = None  # the run bound by /reset or /load; a restarted process holds none
         self.metrics = TrainerMetrics(self.backend)
         clean_stale_scratch(self.export_dir)  # exports a killed trainer was writing (states are cleaned at each save)
+        # The trainer's own record of the steps it applied (step_log.py); the lineage names these weights' history.
+        self.step_log = StepLog(step_log) if step_log else None
+        self.lineage = new_lineage()
+        self._log_steps_of(self.backend)
+
+    def _log_steps_of(self, backend: TrainerBackend) -> None:
+        if self.step_log:
+            log = self.step_log
+            backend.on_commit.append(lambda response, batch: log.step(self.run_id, response.step, response.version, batch.fingerprint, self.lineage))
+
+    def _log_event(self, event: str, version: int, **extra) -> None:
+        if self.step_log:
+            self.step_log.event(self.run_id, event, version, self.lineage, **extra)
 
     # ---- reset: a new run starts from the initial weights
 
@@ -91,7 +105,9 @@ class TrainerServer:
         async with self.lock:
             self.backend = await asyncio.to_thread(self._make_backend)
             self.metrics.attach(self.backend)
-            self.run_id = req.run_id
+            self._log_steps_of(self.backend)
+            self.run_id, self.lineage = req.run_id, new_lineage()
+            self._log_event("reset", self.backend.version)
         return ResetResponse(version=self.backend.version)
 
     def check_holder(self, run_id: str | None) -> None:
@@ -157,11 +173,12 @@ class TrainerServer:
                 await self.backend.save_state(tmp)
                 if req.export_hf:
                     await self._export_hf(tmp / HF_EXPORT_DIR, tmp / ADAPTER_EXPORT_DIR)
-                meta = {**self.backend.describe(), "version": self.backend.version,
+                meta = {**self.backend.describe(), "version": self.backend.version, "lineage": self.lineage,
                         "last_step": self.backend.last_step.to_json() if self.backend.last_step else None,
                         FILES_KEY: await run_in_thread(checksums, tmp, CHECKPOINT_META)}
                 (tmp / CHECKPOINT_META).write_text(json.dumps(meta, indent=1))
                 await run_in_thread(replace_dir, tmp, target)  # fsyncs every file, then the rename
+                self._log_event("save", self.backend.version, path=str(target))
             except Exception as e:
                 shutil.rmtree(tmp, ignore_errors=True)
                 failure = write_failure(e, "path", f"cannot write the checkpoint to {target}", req.path)
@@ -198,7 +215,9 @@ class TrainerServer:
         await run_in_thread(verify_checksums, path, meta, "path", req.path)  # before any weight changes
         async with self.lock:
             await self.backend.load_state(path, version, last)
-            self.run_id = req.run_id
+            # A new lineage: these weights continue the saving lineage's at `version`, not this process's earlier ones.
+            self.run_id, self.lineage = req.run_id, new_lineage()
+            self._log_event("load", version, parent=meta.get("lineage"), path=str(path))
             return LoadResponse(path=str(path), version=version)
 
     async def export_weights(self, req: ExportWeightsRequest) -> ExportWeightsResponse:
