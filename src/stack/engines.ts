@@ -20,10 +20,19 @@ export function engineProcess(role: EngineRole, url: string, state = stateDir())
 
 export const launchedEngines = (config: RunConfig): LaunchedEngine[] => engineSpecs(config).map((e) => ({ ...e, process: engineProcess(e.role, e.url) }));
 
+/**
+ * What a launched engine writes under the state dir unless the config says otherwise: a trainer its exported
+ * weights; an env server its action log (one line per applied step: the record that none was applied twice).
+ */
+export function stateDirOptions(e: LaunchedEngine, state = stateDir()): Record<string, unknown> {
+  if (e.role === 'trainer') return { export_dir: path.join(state, 'weights', e.process.name) };
+  if (e.role === 'env') return { action_log: path.join(state, 'env-actions', `${e.process.name}.jsonl`) };
+  return {};
+}
+
 export async function startEngine(e: LaunchedEngine): Promise<string> {
   const { hostname, port } = new URL(e.url);
-  // A launched trainer exports weights under the state dir unless the config says otherwise.
-  const options = e.role === 'trainer' ? { export_dir: path.join(stateDir(), 'weights', e.process.name), ...e.options } : e.options;
+  const options = { ...stateDirOptions(e), ...e.options };
   const args = ['-m', 'rollflow_engines', 'serve', '--role', e.role, '--backend', e.backend, '--host', hostname.replace(/^\[|\]$/g, ''), '--port', port];
   for (const [k, v] of Object.entries(options)) args.push('--option', `${k}=${JSON.stringify(v)}`);
   const { pid, action } = await ensureStarted(e.process, JSON.stringify(args), () => startDetached(e.process, pythonBin(), args, pythonEnginesEnv(), JSON.stringify(args)));
