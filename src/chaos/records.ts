@@ -13,7 +13,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import type { LoadedConfig } from '../configs';
 import { dataConverterOf } from '../codec/encryption';
-import { launchedEngines, trainerStepLog } from '../stack/engines';
+import { launchedEngines, stateDirOptions, trainerStepLog } from '../stack/engines';
 import { causeMessage } from '../workflows/failure';
 import { batchDir, parseBatchStep, runDataDir } from '../core';
 import type { RunStatus } from '../workflows/run';
@@ -247,7 +247,8 @@ export async function readRunRecords(client: Client, loaded: LoadedConfig, runId
   const groups = final ? await settledGroups(client, runId, runStartMs, final.totals.dispatchedGroups, settleS) : await groupExecutions(client, runId, runStartMs);
   const engines = launchedEngines(loaded.config);
   const trainer = engines.find((e) => e.role === 'trainer');
-  const actionLog = engines.find((e) => e.role === 'env')?.options.action_log;
+  const env = engines.find((e) => e.role === 'env');
+  const actionLog = env ? { ...stateDirOptions(env), ...env.options }.action_log : undefined; // what dev up gave it
   return {
     runId,
     outcome,

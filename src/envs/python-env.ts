@@ -10,10 +10,14 @@
  * episode (swe_lite: its workspace, after each step that may change it)
  * names the snapshot in the step's info.snapshot; `rebuild` then resets with
  * `restore` and replays only the actions after it, so no command runs twice.
+ * Every step carries its index (the actions already applied: `actions.length`,
+ * and in a rebuild each replayed action's own), so a retried step is answered
+ * from the server's record instead of applied again; it waits the session's
+ * step_timeout_s (the server's bound on one step) and a margin before a retry.
  * A server that cannot be reached at all is an EngineUnavailableError,
  * retried until it is back.
  */
-import { EngineRejectedError, type EnvClient } from '../gpu-bridge';
+import { EngineRejectedError, stepTimeoutMs, type EnvClient } from '../gpu-bridge';
 import type { Env } from './env';
 import { EnvSessionLostError } from './errors';
 
@@ -21,6 +25,8 @@ export interface PythonEnvState {
   session: string;
   seed: number;
   actions: string[];
+  /** The server's bound on one step of this session (ResetResponse.step_timeout_s); absent in states from before it. */
+  stepTimeoutS?: number;
   /** The latest snapshot the env saved, and how many of `actions` it holds. */
   snapshot?: { id: string; actions: number };
 }
@@ -35,8 +41,9 @@ const isLostSession = (e: unknown) => e instanceof EngineRejectedError && e.stat
 const snapshotOf = (info: Record<string, unknown>) => (typeof info.snapshot === 'string' ? info.snapshot : undefined);
 
 export function pythonEnv(client: EnvClient, env: string): Env<PythonEnvState, PythonEnvConfig> {
-  const open = async (config: PythonEnvConfig, seed: number, signal?: AbortSignal, restore?: string) =>
-    client.reset({ env: config.env, seed, config: config.config, ...(restore ? { restore } : {}) }, { signal });
+  /** A session for the episode, from its start or (restore) from a snapshot holding its first `index` actions. */
+  const open = async (config: PythonEnvConfig, seed: number, signal?: AbortSignal, restore?: { id: string; actions: number }) =>
+    client.reset({ env: config.env, seed, config: config.config, ...(restore ? { restore: restore.id, index: restore.actions } : {}) }, { signal });
 
   return {
     name: env,
@@ -45,14 +52,14 @@ export function pythonEnv(client: EnvClient, env: string): Env<PythonEnvState, P
 
     async reset(config, seed, signal) {
       const r = await open(config, seed, signal);
-      return { state: { session: r.session, seed, actions: [] }, observation: r.observation, info: r.info, ...(r.on_env_loss ? { onLoss: r.on_env_loss } : {}) };
+      return { state: { session: r.session, seed, actions: [], stepTimeoutS: r.step_timeout_s }, observation: r.observation, info: r.info, ...(r.on_env_loss ? { onLoss: r.on_env_loss } : {}) };
     },
 
     async step(config, state, action, signal) {
       const { session } = state;
       let r;
       try {
-        r = await client.step({ session, action }, { signal });
+        r = await client.step({ session, index: state.actions.length, action }, { signal, timeoutMs: stepTimeoutMs(state.stepTimeoutS) });
       } catch (e) {
         if (isLostSession(e)) throw new EnvSessionLostError(`${env}: the env server no longer has session ${session} (it restarted, or the session expired): ${(e as Error).message}`);
         throw e;
@@ -66,10 +73,12 @@ export function pythonEnv(client: EnvClient, env: string): Env<PythonEnvState, P
     async rebuild(config, state, signal) {
       const { snapshot } = state;
       // From the latest snapshot when there is one (a server that lost it answers 404: then from the start).
-      const restored = snapshot ? await open(config, state.seed, signal, snapshot.id).catch((e: unknown) => (isLostSession(e) ? undefined : Promise.reject(e))) : undefined;
-      const { session } = restored ?? (await open(config, state.seed, signal));
-      for (const past of state.actions.slice(restored ? snapshot!.actions : 0)) await client.step({ session, action: past }, { signal });
-      return { ...state, session };
+      const restored = snapshot ? await open(config, state.seed, signal, snapshot).catch((e: unknown) => (isLostSession(e) ? undefined : Promise.reject(e))) : undefined;
+      const { session, step_timeout_s: stepTimeoutS } = restored ?? (await open(config, state.seed, signal));
+      const first = restored ? snapshot!.actions : 0;
+      const timeoutMs = stepTimeoutMs(stepTimeoutS);
+      for (const [i, past] of state.actions.slice(first).entries()) await client.step({ session, index: first + i, action: past }, { signal, timeoutMs });
+      return { ...state, session, stepTimeoutS };
     },
   };
 }

@@ -18,6 +18,17 @@ import {
 } from './contracts/env';
 import { callChecked, type RequestOptions } from './http';
 
+/**
+ * What a step's client timeout adds to the session's step_timeout_s (the server's bound on one step, from
+ * /reset): the server's queueing under load and the transfer. Past it the step is taken for lost and its
+ * activity retries; the retry is answered from the server's record (each index is applied once), but a
+ * long grading is never cut and retried mid-flight. Without a bound (a state from before the server
+ * reported one), the margin alone: the 30 s every env call had before.
+ */
+export const STEP_TIMEOUT_MARGIN_MS = 30_000;
+
+export const stepTimeoutMs = (stepTimeoutS: number | undefined): number => Math.ceil((stepTimeoutS ?? 0) * 1000) + STEP_TIMEOUT_MARGIN_MS;
+
 export class EnvClient {
   constructor(readonly baseUrl: string) {}
 

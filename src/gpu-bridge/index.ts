@@ -1,7 +1,7 @@
 export { EngineBusyError, EngineRejectedError, EngineUnavailableError, EngineVersionBehindError, isServerLost, NON_RETRYABLE_ENGINE_ERRORS, TokenizationDriftError, TrainerHeldError, TrainerRecoveryError } from './errors';
 export { requestJson, type RequestOptions } from './http';
 export { engineHealth, type EngineHealth, type EngineRole, type EngineTarget } from './engines';
-export { EnvClient } from './env-client';
+export { EnvClient, STEP_TIMEOUT_MARGIN_MS, stepTimeoutMs } from './env-client';
 export {
   appendDelta,
   appendSpans,

@@ -21,16 +21,27 @@ export function engineProcess(role: EngineRole, url: string, state = stateDir())
 export const launchedEngines = (config: RunConfig): LaunchedEngine[] => engineSpecs(config).map((e) => ({ ...e, process: engineProcess(e.role, e.url) }));
 
 /**
+/**
  * The step log of a launched trainer (python-engines roles/trainer/step_log.py): its `step_log` option, else a file
  * under the state dir named after the process, which outlives the process so a restart appends to it.
  */
 export const trainerStepLog = (e: LaunchedEngine, state = stateDir()): string =>
   typeof e.options.step_log === 'string' ? e.options.step_log : path.join(state, 'trainer-steps', `${e.process.name}.jsonl`);
 
+/**
+ * What a launched engine writes under the state dir unless the config says otherwise: a trainer its exported
+ * weights and its step log; an env server its action log (one line per applied step: the record that none was
+ * applied twice).
+ */
+export function stateDirOptions(e: LaunchedEngine, state = stateDir()): Record<string, unknown> {
+  if (e.role === 'trainer') return { export_dir: path.join(state, 'weights', e.process.name), step_log: trainerStepLog(e, state) };
+  if (e.role === 'env') return { action_log: path.join(state, 'env-actions', `${e.process.name}.jsonl`) };
+  return {};
+}
+
 export async function startEngine(e: LaunchedEngine): Promise<string> {
   const { hostname, port } = new URL(e.url);
-  // A launched trainer exports weights and keeps its step log under the state dir unless the config says otherwise.
-  const options = e.role === 'trainer' ? { export_dir: path.join(stateDir(), 'weights', e.process.name), ...e.options, step_log: trainerStepLog(e) } : e.options;
+  const options = { ...stateDirOptions(e), ...e.options };
   const args = ['-m', 'rollflow_engines', 'serve', '--role', e.role, '--backend', e.backend, '--host', hostname.replace(/^\[|\]$/g, ''), '--port', port];
   for (const [k, v] of Object.entries(options)) args.push('--option', `${k}=${JSON.stringify(v)}`);
   const { pid, action } = await ensureStarted(e.process, JSON.stringify(args), () => startDetached(e.process, pythonBin(), args, pythonEnginesEnv(), JSON.stringify(args)));

@@ -26,9 +26,17 @@ export const GENERATE: ActivityOptions = {
  * An env server that is down (connection refused, 5xx) is waited out by these retries for about ten
  * minutes (1 + 2 + 4 + 8 + 16 s, then 30 s apart: 25 attempts ≈ 600 s), long enough for an operator
  * to bring it back; past that the trajectory fails as an infrastructure failure (never trained).
+ *
+ * The timeouts nest, so a long step is never cut and retried while it runs: the server bounds one step
+ * by the env's limits (step_timeout_s, e.g. swe_lite's command + grading + 20 s: 160 s by default, at
+ * most 600 + 1800 + 20 s); the bridge waits that plus STEP_TIMEOUT_MARGIN_MS (gpu-bridge/env-client.ts);
+ * startToClose (1 hour) exceeds the largest of those (about 41 minutes). The heartbeat, sent by a timer
+ * while the call waits, only says the worker lives: a dead worker's step is retried HEARTBEAT_TIMEOUT
+ * after its last beat, and that retry is answered from the server's record of the step's index
+ * (roles/env/steps.py), waiting for it if it still runs; it is never applied twice.
  */
 export const ENV: ActivityOptions = {
-  startToCloseTimeout: '30 minutes',
+  startToCloseTimeout: '1 hour',
   heartbeatTimeout: HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 25, nonRetryableErrorTypes: NON_RETRYABLE },
 };
@@ -52,7 +60,10 @@ export const TRAIN: ActivityOptions = {
  * recorded as markers in its history, so the server dispatches one workflow
  * task per phase instead of one activity task per call. In a one-request
  * group that is 3·G of its 3·G + 1 calls. Meant for envs that answer in
- * milliseconds: a local call that sleeps keeps its workflow task open.
+ * milliseconds: a local call that sleeps keeps its workflow task open. Its
+ * 10 minutes exceed a step's client timeout under swe_lite's default limits
+ * (160 + 30 s), not under its largest ones; a local step cut there is retried
+ * and answered from the server's record, never applied twice.
  */
 export const LOCAL_ENV: LocalActivityOptions = {
   startToCloseTimeout: '10 minutes',

@@ -118,6 +118,11 @@ describe('env server lost mid-episode', () => {
     expect(st.totals.envReplays).toBeGreaterThan(0);
     expect(summed('replayed', METRIC.envReplayed)).toBeGreaterThan(0);
     expect(stepRecords('replayed').map((r) => r.step)).toEqual([...Array(STEPS).keys()]);
+    // The env servers' own record (dev up gives each an action log under the state dir; the killed one and the one
+    // brought back append to the same file): steps were applied, none twice. A rebuilt episode is a new session.
+    const applied = readJsonl<{ session: string; index: number }>(path.join(server.stateDir, 'env-actions', `engine-env-${envPort}.jsonl`)).map((l) => `${l.session}#${l.index}`);
+    expect(applied.length).toBeGreaterThan(0);
+    expect(new Set(applied).size).toBe(applied.length);
   });
 
   it('restart: the lost episodes start over from turn 0; the run completes, every step trained once, no sample holds more than one episode', async () => {

@@ -2,7 +2,7 @@
 // config (actor_infer / actor_train); an engine's own options win; sim takes none.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/configs';
-import { launchedEngines } from '../../src/stack/engines';
+import { launchedEngines, stateDirOptions } from '../../src/stack/engines';
 
 const optionsOf = (raw: Record<string, unknown>) => Object.fromEntries(launchedEngines(parseConfig(raw, 'test', '/work').config).map((e) => [e.role, e.options]));
 
@@ -49,6 +49,13 @@ describe('engine options from the run config', () => {
       ['engines.judge', 'inference', 'torch', { model: 'tiny:default+warm:add' }],
     ]);
     expect(launchedEngines(parseConfig({}, 'test', '/work').config).map((e) => e.configPath)).not.toContain('engines.judge'); // none unless configured
+  });
+
+  it('a launched env server writes its action log, and a trainer its weights, under the state dir unless the config says otherwise', () => {
+    const byRole = Object.fromEntries(launchedEngines(parseConfig({}, 'test', '/work').config).map((e) => [e.role, stateDirOptions(e, '/state')]));
+    expect(byRole.env).toEqual({ action_log: '/state/env-actions/engine-env-8501.jsonl' });
+    expect(byRole.trainer).toEqual({ export_dir: '/state/weights/engine-trainer-8401', step_log: '/state/trainer-steps/engine-trainer-8401.jsonl' });
+    expect(byRole.inference).toEqual({});
   });
 
   it('gives sim servers nothing they would not understand', () => {

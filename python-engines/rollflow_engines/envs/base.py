@@ -13,6 +13,9 @@ An env instance lives for one episode (one session of the env server):
   ``info["invalid_action"] = True``, and the reward its config gives for it.
 - ``close()``: release whatever the env holds; called once, when the session
   is closed or expires.
+- ``step_timeout_s() -> float``: the longest one step of this episode runs by
+  the env's own limits (commands, grading), reported with /reset so a client
+  waits longer than that before it takes the server for lost and retries.
 
 Each env declares ``on_env_loss``: what a client does with an episode whose
 session this server lost (it restarted, or the session expired), unless the
@@ -29,6 +32,9 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
+
+
+DEFAULT_STEP_TIMEOUT_S = 5.0
 
 
 class StepResult(NamedTuple):
@@ -67,6 +73,11 @@ class BaseEnv(ABC):
 
     def close(self) -> None:
         """Release resources; the default holds none."""
+
+    def step_timeout_s(self) -> float:
+        """Longest one step runs, by the env's limits (called after ``reset``); the default is for envs that
+        compute in memory and answer in milliseconds, with room for a loaded server."""
+        return DEFAULT_STEP_TIMEOUT_S
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         """Continue the episode from a snapshot this env saved (``info.snapshot``, envs/snapshots.py), right

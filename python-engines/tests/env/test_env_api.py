@@ -34,9 +34,14 @@ def reset(client, env="frozen_lake", seed=0, **config):
     return r.json()
 
 
+_applied: dict[str, int] = {}  # session -> the index of its next step
+
+
 def step(client, session, action):
-    r = client.post("/step", json={"session": session, "action": action})
+    index = _applied.get(session, 0)
+    r = client.post("/step", json={"session": session, "index": index, "action": action})
     assert r.status_code == 200, r.text
+    _applied[session] = index + 1
     return r.json()
 
 
@@ -44,7 +49,7 @@ def step(client, session, action):
 
 def test_reset_returns_a_session_and_the_first_observation(client):
     body = reset(client, seed=3)
-    assert set(body) == {"session", "observation", "info", "on_env_loss"}
+    assert set(body) == {"session", "observation", "info", "on_env_loss", "step_timeout_s"}
     assert body["on_env_loss"] == "replay"  # frozen_lake's declaration
     assert body["observation"].splitlines()[1] == "P F F F"
     assert body["info"]["map"] == ["SFFF", "FFFH", "FHFF", "FFFG"]
@@ -59,11 +64,11 @@ def test_scripted_episode_to_the_goal_then_409_then_close(client):
         assert (body["reward"], body["done"], body["info"]["invalid_action"]) == (0.0, False, False)
     body = step(client, session, "<answer>Right</answer>")
     assert (body["reward"], body["done"], body["info"]["success"]) == (1.0, True, True)
-    r = client.post("/step", json={"session": session, "action": "Left"})
+    r = client.post("/step", json={"session": session, "index": 6, "action": "Left"})
     assert r.status_code == 409 and problem_fields(r) == ["session"]
     assert client.post("/close", json={"session": session}).json() == {"closed": True}
     assert client.post("/close", json={"session": session}).json() == {"closed": True}  # idempotent
-    r = client.post("/step", json={"session": session, "action": "Left"})
+    r = client.post("/step", json={"session": session, "index": 6, "action": "Left"})
     assert r.status_code == 404 and problem_fields(r) == ["session"]
     assert "closed" in r.json()["error"]
 
@@ -174,11 +179,14 @@ GOOD_REWARD = {"domain": "math", "response": "1", "reference": "1"}
     ("/reset", {**GOOD_RESET, "config": {"desc": ["SH", "HG"]}}, 400, "config.desc"),
     ("/reset", {"env": "arithmetic", "seed": 1, "config": {"ops": ["%"]}}, 400, "config.ops.0"),
     ("/reset", {"env": "nope", "seed": 1}, 400, "env"),
-    ("/step", {"session": "nope", "action": "Left"}, 404, "session"),
-    ("/step", {"session": 1, "action": "Left"}, 400, "session"),
-    ("/step", {"session": "x", "action": None}, 400, "action"),
-    ("/step", {"session": "x", "action": ["Left"]}, 400, "action"),
-    ("/step", {"session": "x"}, 400, "action"),
+    ("/step", {"session": "nope", "index": 0, "action": "Left"}, 404, "session"),
+    ("/step", {"session": 1, "index": 0, "action": "Left"}, 400, "session"),
+    ("/step", {"session": "x", "index": 0, "action": None}, 400, "action"),
+    ("/step", {"session": "x", "index": 0, "action": ["Left"]}, 400, "action"),
+    ("/step", {"session": "x", "index": 0}, 400, "action"),
+    ("/step", {"session": "x", "action": "Left"}, 400, "index"),
+    ("/step", {"session": "x", "index": -1, "action": "Left"}, 400, "index"),
+    ("/step", {"session": "x", "index": 1.0, "action": "Left"}, 400, "index"),
     ("/close", {}, 400, "session"),
     ("/close", {"session": {"id": "x"}}, 400, "session"),
     ("/reward", {**GOOD_REWARD, "domain": "chemistry"}, 400, "domain"),

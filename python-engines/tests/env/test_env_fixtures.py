@@ -21,7 +21,7 @@ def test_reset_and_step_fixtures_match_the_server():
         assert {**reset, "session": expected["session"]} == expected
         step = c.post("/step", json={**load("StepRequest.json"), "session": reset["session"]}).json()
         assert step == load("StepResponse.json")
-        step = c.post("/step", json={"session": reset["session"], "action": "jump"}).json()
+        step = c.post("/step", json={"session": reset["session"], "index": 1, "action": "jump"}).json()
         assert step == load("StepResponse.invalid.json")
         closed = c.post("/close", json={**load("CloseRequest.json"), "session": reset["session"]}).json()
         assert closed == load("CloseResponse.json")

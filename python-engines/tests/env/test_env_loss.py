@@ -34,7 +34,7 @@ def test_an_env_without_a_valid_declaration_is_refused_at_registration(declared)
 ])
 def test_replay_rebuilds_the_same_episode(client, env, config, actions):
     def play(session, moves):
-        return [client.post("/step", json={"session": session, "action": a}).json() for a in moves]
+        return [client.post("/step", json={"session": session, "index": i, "action": a}).json() for i, a in enumerate(moves)]
 
     first = client.post("/reset", json={"env": env, "seed": 77, "config": config}).json()
     assert first["on_env_loss"] == "replay"
@@ -43,5 +43,5 @@ def test_replay_rebuilds_the_same_episode(client, env, config, actions):
     again = client.post("/reset", json={"env": env, "seed": 77, "config": config}).json()
     replayed = play(again["session"], actions)
     assert (again["observation"], replayed) == (first["observation"], lived)
-    assert client.post("/step", json={"session": again["session"], "action": "<answer>Up</answer>"}).json() == \
-        client.post("/step", json={"session": first["session"], "action": "<answer>Up</answer>"}).json()
+    assert client.post("/step", json={"session": again["session"], "index": len(actions), "action": "<answer>Up</answer>"}).json() == \
+        client.post("/step", json={"session": first["session"], "index": len(actions), "action": "<answer>Up</answer>"}).json()

@@ -51,7 +51,7 @@ def new_session(client, env: str) -> str:
 @pytest.mark.parametrize("env", ["frozen_lake", "arithmetic"])
 @pytest.mark.parametrize("what", list(UNREADABLE))
 def test_unreadable_output_is_an_invalid_action_with_a_short_helpful_observation(client, env, what):
-    r = client.post("/step", json={"session": new_session(client, env), "action": UNREADABLE[what]})
+    r = client.post("/step", json={"session": new_session(client, env), "index": 0, "action": UNREADABLE[what]})
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["info"]["invalid_action"] is True, (what, body)
@@ -71,7 +71,7 @@ def test_an_action_at_the_size_limit_of_unclosed_tags_is_read_in_linear_time(cli
     result: dict = {}
 
     def send() -> None:
-        result["response"] = client.post("/step", json={"session": new_session(client, env), "action": action})
+        result["response"] = client.post("/step", json={"session": new_session(client, env), "index": 0, "action": action})
 
     worker = threading.Thread(target=send, daemon=True)
     worker.start()

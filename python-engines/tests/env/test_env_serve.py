@@ -8,7 +8,7 @@ def test_env_server_resets_steps_and_verifies(serve_engine):
     assert served.health["role"] == "env"
     body = httpx.post(f"{base}/reset", json={"env": "arithmetic", "seed": 4, "config": {"ops": ["+"]}}, timeout=30).json()
     a, _, b = body["info"]["question"].split()
-    step = httpx.post(f"{base}/step", json={"session": body["session"], "action": str(int(a) + int(b))}, timeout=30).json()
+    step = httpx.post(f"{base}/step", json={"session": body["session"], "index": 0, "action": str(int(a) + int(b))}, timeout=30).json()
     assert step["reward"] == 1.0 and step["done"] is True
     r = httpx.post(f"{base}/reward", json={"domain": "math", "response": "\\boxed{\\frac{2}{4}}", "reference": "0.5"}, timeout=120)
     assert r.json()["reward"] == 1.0, r.text

@@ -87,11 +87,11 @@ def test_idle_sessions_expire_over_http():
         c.app.state.env_role.sessions.clock = clock
         session = c.post("/reset", json={"env": "frozen_lake", "seed": 1}).json()["session"]
         clock.now += 20
-        assert c.post("/step", json={"session": session, "action": "Down"}).status_code == 200  # use resets the idle time
+        assert c.post("/step", json={"session": session, "index": 0, "action": "Down"}).status_code == 200  # use resets the idle time
         clock.now += 20
-        assert c.post("/step", json={"session": session, "action": "Up"}).status_code == 200
+        assert c.post("/step", json={"session": session, "index": 1, "action": "Up"}).status_code == 200
         clock.now += 31
-        r = c.post("/step", json={"session": session, "action": "Down"})
+        r = c.post("/step", json={"session": session, "index": 2, "action": "Down"})
         assert r.status_code == 404 and "session_ttl_s=30" in r.json()["error"]
         metrics = c.get("/metrics").text
         assert 'rollflow_env_sessions_expired_total{env="frozen_lake"} 1.0' in metrics
@@ -109,7 +109,8 @@ def test_max_sessions_is_429_until_one_is_closed():
 
 
 def test_concurrent_steps_on_one_session_run_one_at_a_time():
-    # arithmetic ends after one step: of many simultaneous steps exactly one runs, the rest get 409.
+    # arithmetic ends after one step: of many simultaneous steps at index 1 (the episode is over) exactly one
+    # (at index 0) ran; the rest get 409 (steps at index 0 would be answered from the record: test_env_steps_once).
     from concurrent.futures import ThreadPoolExecutor
 
     from rollflow_engines.errors import ConflictError
@@ -121,7 +122,7 @@ def test_concurrent_steps_on_one_session_run_one_at_a_time():
 
         def attempt(_):
             try:
-                return role.step(StepRequest(session=session, action="0")).done
+                return role.step(StepRequest(session=session, index=int(_ > 0), action="0")).done
             except ConflictError:
                 return "conflict"
 

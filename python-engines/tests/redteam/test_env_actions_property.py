@@ -36,8 +36,8 @@ def play(client, env: str, config: dict, actions: list[str]) -> None:
     assert r.status_code == 200, r.text
     session = r.json()["session"]
     try:
-        for action in actions:
-            r = client.post("/step", content=json.dumps({"session": session, "action": action}), headers={"content-type": "application/json"})
+        for index, action in enumerate(actions):
+            r = client.post("/step", content=json.dumps({"session": session, "index": index, "action": action}), headers={"content-type": "application/json"})
             assert r.status_code == 200, f"{action[:300]!r} -> {r.status_code} {r.text[:500]}"
             body = r.json()
             assert isinstance(body["observation"], str) and math.isfinite(body["reward"]) and 0.0 <= body["reward"] <= 1.0

@@ -60,8 +60,8 @@ def episode(server, actions: list[str], config: dict | None = None) -> list[dict
     session = r.json()["session"]
     bodies = []
     try:
-        for action in actions:  # JSON as the bridge sends it: ASCII, a lone surrogate escaped (JSON.stringify does the same)
-            r = server.post("/step", content=json.dumps({"session": session, "action": action}), headers={"content-type": "application/json"})
+        for index, action in enumerate(actions):  # JSON as the bridge sends it: ASCII, a lone surrogate escaped (JSON.stringify does the same)
+            r = server.post("/step", content=json.dumps({"session": session, "index": index, "action": action}), headers={"content-type": "application/json"})
             assert r.status_code == 200, f"{action[:200]!r} -> {r.status_code} {r.text[:500]}"
             bodies.append(r.json())
             if bodies[-1]["done"]:
@@ -235,7 +235,7 @@ def test_hostile_paths_and_bytes_are_observations(server, actions, expected):
 def test_a_lone_surrogate_is_refused_at_the_edge_with_a_400_naming_the_field(server, action):
     """Decoded model text never holds one (detokenizers replace bad bytes); a client that sends one gets the edge's 400."""
     session = server.post("/reset", json={"env": "swe_lite", "seed": 0, "config": {"task": TASK.id}}).json()["session"]
-    r = server.post("/step", content=json.dumps({"session": session, "action": action}), headers={"content-type": "application/json"})
+    r = server.post("/step", content=json.dumps({"session": session, "index": 0, "action": action}), headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["problems"][0]["field"] == "action"
     assert server.post("/close", json={"session": session}).status_code == 200
 

@@ -7,7 +7,8 @@
  * POST /reward RewardRequest -> RewardResponse. Errors are the shared
  * `{error, problems: [{field, message, given}]}` body: 400 bad input (unknown
  * env, domain or verifier; a bad `config.<key>`), 404 unknown or closed
- * session, 409 step after done, 429 max_sessions open.
+ * session, 409 step after done or at an index that is neither the next nor a
+ * retry of the last, 429 max_sessions open.
  */
 import { z } from 'zod';
 import { ENV_LOSS_POLICIES } from '../../core';
@@ -24,6 +25,7 @@ export const ResetRequestSchema = z.strictObject({
   seed: z.number().int().min(0).max(MAX_SEED).describe('The episode is a pure function of (env, seed, config).'),
   config: z.record(z.string(), z.unknown()).optional().describe('Env settings, validated by the env; unknown keys are 400s.'),
   restore: z.string().min(1).optional().describe("A snapshot id from an earlier step's info.snapshot: the episode continues from it (404 when it is gone)."),
+  index: z.number().int().min(0).max(MAX_SEED).optional().describe("With restore: how many of the episode's actions the snapshot holds, so the session's first /step carries this index."),
 });
 
 export const ResetResponseSchema = z.strictObject({
@@ -31,10 +33,12 @@ export const ResetResponseSchema = z.strictObject({
   observation: z.string(),
   info: Info.describe('frozen_lake: turn, max_turns, success, position, map, legal_actions; arithmetic: turn, max_turns, success, question.'),
   on_env_loss: z.enum(ENV_LOSS_POLICIES).optional().describe("The env's declared on_env_loss (BaseEnv.on_env_loss): what a client does when the server loses the session. Absent from servers older than it."),
+  step_timeout_s: z.number().positive().describe("Longest one /step of this session runs by the env's own limits (BaseEnv.step_timeout_s): the client waits longer than this before it retries."),
 });
 
 export const StepRequestSchema = z.strictObject({
   session: z.string().min(1),
+  index: z.number().int().min(0).max(MAX_SEED).describe('How many actions the session applied before this one: each index is applied once, a retry of the last gets its recorded answer.'),
   action: z.string().max(MAX_TEXT).describe("The model's raw reply; unreadable text is an invalid action, not an error."),
 });
 

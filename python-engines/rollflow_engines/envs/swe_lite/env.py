@@ -33,6 +33,8 @@ TRUNCATED = "\n[… truncated: {} more characters]"
 MAX_FILE_BYTES = 1 << 20  # the largest file <view> and <replace> read
 # What the server walks to snapshot a workspace after a step; past any of these the episode ends (the model's doing).
 SNAPSHOT_CAPS = {"max_entries": 5000, "max_bytes": 4 << 20, "max_seconds": 10.0}
+# Opening and removing the sandboxes of one step (the command's, the grading's fresh one), beyond their wall limits.
+SANDBOX_OVERHEAD_S = 10.0
 BRIEF_FORMAT = 'Reply <replace path="FILE"><old>TEXT</old><new>TEXT</new></replace>, then <submit/>.'
 
 
@@ -103,6 +105,10 @@ class SweLiteEnv(BaseEnv):
         listing = "\n".join(f"  {path}" for path in sorted(self.task.files))
         return (f"Task {self.task.id}. Issue: {self.task.issue}\n\nThe repository (your working directory):\n{listing}\n\n"
                 f"Fix the issue in the code; hidden tests will check it when you submit.\n{FORMAT}")
+
+    def step_timeout_s(self) -> float:
+        """A step runs at most one command, then either the grading or a snapshot walk: their limits summed, and the sandboxes' setup."""
+        return self.config.command_timeout_s + self.config.grading_timeout_s + SNAPSHOT_CAPS["max_seconds"] + SANDBOX_OVERHEAD_S
 
     @property
     def over(self) -> bool:

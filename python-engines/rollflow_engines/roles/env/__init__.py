@@ -1,7 +1,7 @@
 """The env role: gym-like text environments (/reset, /step, /close) and verifiers (/reward).
 
-    POST /reset  {env, seed, config?}             -> {session, observation, info}
-    POST /step   {session, action}                -> {observation, reward, done, info}
+    POST /reset  {env, seed, config?, restore?, index?} -> {session, observation, info, on_env_loss, step_timeout_s}
+    POST /step   {session, index, action}         -> {observation, reward, done, info}
     POST /close  {session}                        -> {closed: true}   (idempotent)
     POST /reward {domain, prompt?, response, reference, verifier?, config?} -> {reward, info}
     GET  /metrics                                 Prometheus text, rollflow_env_* series
@@ -9,7 +9,8 @@
 Errors use the shared body ``{error, problems: [{field, message, given}]}``:
 400 for bad input (unknown ``env``, ``domain`` or ``verifier``, a bad
 ``config.<key>``, a ``reference`` the verifier cannot read, wrong types), 404 for an unknown, closed or expired
-``session``, 409 for a step after ``done``, 429 when ``max_sessions`` are
+``session``, 409 for a step after ``done`` or an ``index`` that is neither the next nor a
+retry of the last (steps.py: each index is applied once, a retry gets the recorded answer), 429 when ``max_sessions`` are
 open. An action the env cannot read is not an error: the step answers with
 ``info.invalid_action: true``. A verifier that fails or overruns
 ``reward_timeout_s`` scores 0 with ``info.error`` / ``info.timeout: true``;

@@ -24,6 +24,7 @@ from .contracts import (CloseRequest, CloseResponse, ResetRequest, ResetResponse
                         StepRequest, StepResponse)
 from .metrics import EnvMetrics
 from .sessions import Session, SessionStore, TooManySessionsError
+from .steps import ActionLog, StepRecord, action_sha256, check_index
 
 if TYPE_CHECKING:
     from .options import Options
@@ -49,6 +50,7 @@ class EnvRole:
         self.options = options
         self.metrics = EnvMetrics()
         self.sessions = SessionStore(options.max_sessions, options.session_ttl_s, on_close=self._closed)
+        self.action_log = ActionLog(options.action_log) if options.action_log is not None else None
         preload = tuple(dict.fromkeys(m for v in VERIFIERS.values() if v.isolated for m in v.preload))
         self.runner = IsolatedRunner(workers=options.reward_workers, memory_mb=options.reward_memory_mb, preload=preload)
         # Sandboxed verifiers wait on their sandboxes in server threads, each stopped at reward_timeout_s (rewards/deadline.py).
@@ -75,6 +77,8 @@ class EnvRole:
         self.runner.close()
         self.deadlines.close()
         self.janitor.stop()
+        if self.action_log is not None:
+            self.action_log.close()
 
     # ---- envs
 
@@ -83,6 +87,8 @@ class EnvRole:
         if cls is None:
             raise RequestError("env", f"unknown env {req.env!r}; known envs: {', '.join(known_envs())}", req.env)
         config = _validate_config(cls.Config, req.config)
+        if req.index and req.restore is None:
+            raise RequestError("index", "a session starts at index 0 unless it is restored from a snapshot (restore)", req.index)
         env = cls()
         with self._counting_unavailable(req.env):
             observation = env.reset(req.seed, config)
@@ -97,7 +103,7 @@ class EnvRole:
                 raise
         info = env.info()
         try:
-            session = self.sessions.open(req.env, env)
+            session = self.sessions.open(req.env, env, applied=req.index)
         except TooManySessionsError:
             self.metrics.sessions_rejected.inc()
             env.close()
@@ -106,26 +112,59 @@ class EnvRole:
         self.metrics.resets.labels(req.env).inc()
         if req.restore is not None:
             self.metrics.restores.labels(req.env).inc()
-        return ResetResponse(session=session.id, observation=observation, info=info, on_env_loss=cls.on_env_loss)
+        return ResetResponse(session=session.id, observation=observation, info=info, on_env_loss=cls.on_env_loss,
+                             step_timeout_s=env.step_timeout_s())
 
     def step(self, req: StepRequest) -> StepResponse:
-        session = self.sessions.get(req.session)
-        with session.lock:
+        """Applies the step at ``req.index`` once; a retry of it is answered with the recorded response (steps.py)."""
+        sha = action_sha256(req.action)
+        try:
+            session = self.sessions.get(req.session)
+        except NotFoundError:  # the retry of the step that ended the episode, after the client closed the session
+            ended = self.sessions.ended_step(req.session)
+            if ended is None or ended.index != req.index:
+                raise
+            return self._replayed(req.session, check_index(req.index, ended.index + 1, ended, sha))
+        with session.lock:  # a retry that arrives while its step runs waits here, then finds it applied
             if session.closed:
                 raise NotFoundError("session", "session was closed", req.session)
+            recorded = check_index(req.index, session.applied, session.last, sha)
+            if recorded is not None:
+                return self._replayed(session.id, recorded)
             if session.done:
                 raise ConflictError("session", "the episode is over (a step returned done); /close it and /reset a new one", req.session)
             with self._counting_unavailable(session.env_name):
                 observation, reward, done, info = session.env.step(req.action)
-            session.done = done
+            info = {"invalid_action": False, **info}
+            response = StepResponse(observation=observation, reward=reward, done=done, info=info)
+            session.done, session.applied = done, session.applied + 1
+            session.last = StepRecord(session.env_name, req.index, sha, response)
+            self._log(session.id, session.last)
         self.sessions.touch(session)
-        info = {"invalid_action": False, **info}
         self.metrics.steps.labels(session.env_name).inc()
         if info["invalid_action"]:
             self.metrics.invalid_actions.labels(session.env_name).inc()
         if done:
             self._episode_ended(session.env_name, info)
-        return StepResponse(observation=observation, reward=reward, done=done, info=info)
+        return response
+
+    def _replayed(self, session_id: str, record: StepRecord) -> StepResponse:
+        self.metrics.steps_replayed.inc()
+        if not record.logged:  # its first answer failed writing the log line: this answer must not go out without one
+            self._log(session_id, record)
+        return record.response
+
+    def _log(self, session_id: str, record: StepRecord) -> None:
+        """The action log's line for an applied step; a log that cannot be written fails the answer (503), not the step,
+        which is recorded: the retry is answered from the record, and writes the line then."""
+        if self.action_log is None:
+            record.logged = True
+            return
+        try:
+            self.action_log.append(session_id, record)
+        except OSError as e:
+            log.error("action log %s: cannot append: %s", self.action_log.path, e)
+            raise UnavailableError("action_log", f"the env server cannot write its action log: {e}", None, code="action_log_failed") from e
 
     def _episode_ended(self, env_name: str, info: dict[str, Any]) -> None:
         self.metrics.episodes.labels(env_name, str(bool(info.get("success"))).lower()).inc()

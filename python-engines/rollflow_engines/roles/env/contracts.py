@@ -30,6 +30,8 @@ class ResetRequest(_Request):
     seed: int = Field(ge=0, le=MAX_SAFE_INTEGER, description="The episode is a pure function of (env, seed, config).")
     config: dict[str, Any] = Field(default_factory=dict, description="Env settings, validated by the env; unknown keys are errors.")
     restore: str | None = Field(default=None, min_length=1, description="A snapshot id from an earlier step's info.snapshot: the episode continues from it (404 when it is gone).")
+    index: int = Field(default=0, ge=0, le=MAX_SAFE_INTEGER, description="With restore: how many of the episode's actions the snapshot holds, "
+                       "so the session's first /step carries this index. 0 (the default) without restore.")
 
 
 class ResetResponse(_Response):
@@ -37,10 +39,14 @@ class ResetResponse(_Response):
     observation: str
     info: dict[str, Any] = Field(default_factory=dict)
     on_env_loss: EnvLossPolicy = Field(description="The env's declared on_env_loss (BaseEnv.on_env_loss): what a client does when this server loses the session.")
+    step_timeout_s: float = Field(description="Longest one /step of this session runs by the env's own limits (BaseEnv.step_timeout_s): a client "
+                                  "waits longer than this for an answer before it retries.")
 
 
 class StepRequest(_Request):
     session: str = Field(min_length=1)
+    index: int = Field(ge=0, le=MAX_SAFE_INTEGER, description="How many actions the session applied before this one (0 for the first): "
+                       "each index is applied once, a retry of the last one gets its recorded response (steps.py).")
     action: str = Field(max_length=MAX_TEXT, description="The model's raw reply; unreadable text is an invalid action, not an error.")
 
 

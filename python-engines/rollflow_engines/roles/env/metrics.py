@@ -15,6 +15,7 @@ class EnvMetrics:
         self.resets = Counter(PREFIX + "resets", "Episodes started (/reset).", ["env"], registry=r)
         self.restores = Counter(PREFIX + "restores", "Episodes resumed from a snapshot (/reset with restore).", ["env"], registry=r)
         self.steps = Counter(PREFIX + "steps", "Env steps (/step).", ["env"], registry=r)
+        self.steps_replayed = Counter(PREFIX + "steps_replayed", "Retried steps answered with the recorded response of their index, not applied again.", registry=r)
         self.invalid_actions = Counter(PREFIX + "invalid_actions", "Steps whose action the env could not read.", ["env"], registry=r)
         self.episodes = Counter(PREFIX + "episodes_done", "Episodes that ended, by success.", ["env", "success"], registry=r)
         self.episode_turns = Histogram(PREFIX + "episode_turns", "Turns (actions) of an ended episode, for envs that report info.turn.", ["env"],

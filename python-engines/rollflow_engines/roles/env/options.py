@@ -43,6 +43,8 @@ class Options(BaseModel):
                                                                                   "a live server holds it (its processes are killed first).")
     snapshot_dir: Path = Field(default=snapshots.DEFAULT_DIR, description="Where envs that resume episodes (swe_lite) save their "
                                                                           "snapshots; env servers that share it resume each other's episodes.")
+    action_log: Path | None = Field(default=None, description="A file the server appends one JSON line to per applied /step "
+                                    "{session, env, index, action_sha256, reward, done, ts}, fsynced: the record that no action was applied twice. None: no log.")
     snapshot_max_age_s: float = Field(default=86_400.0, gt=0, description="The janitor removes a snapshot not written for this long (an "
                                                                            "episode nobody resumed); a run resuming later replays that episode from its start.")
 

@@ -129,7 +129,7 @@ def test_the_server_reports_turns_tests_passed_and_sandbox_errors_as_metrics(tmp
     with TestClient(create_app(ServeConfig(role="env", options=options)), raise_server_exceptions=False) as server:
         def episode(actions):
             session = server.post("/reset", json={"env": "swe_lite", "seed": 0, "config": {"task": "t1-002"}}).json()["session"]
-            return [server.post("/step", json={"session": session, "action": a}) for a in actions]
+            return [server.post("/step", json={"session": session, "index": i, "action": a}) for i, a in enumerate(actions)]
         episode([*fix_actions(generate_task("t1-002")), "<submit/>"])  # solved in 2 turns: every test passes
         episode(["<submit/>"])  # submitted unfixed: only the pass-to-pass tests pass
         def broken(*args, **kwargs):

@@ -80,12 +80,12 @@ def test_over_http_a_lost_session_resumes_on_another_server_from_its_snapshot(tm
     request = {"env": "swe_lite", "seed": 0, "config": {"task": "t1-000"}}
     with server() as a:
         session = a.post("/reset", json=request).json()["session"]
-        saved = a.post("/step", json={"session": session, "action": APPEND}).json()["info"]["snapshot"]
+        saved = a.post("/step", json={"session": session, "index": 0, "action": APPEND}).json()["info"]["snapshot"]
     with server() as b:  # the first server is gone with its session and workspace
-        resumed = b.post("/reset", json={**request, "restore": saved})
+        resumed = b.post("/reset", json={**request, "restore": saved, "index": 1})
         assert resumed.status_code == 200, resumed.text
         assert resumed.json()["info"]["turn"] == 1
-        out = b.post("/step", json={"session": resumed.json()["session"], "action": "<bash>cat runs.log</bash>"}).json()
+        out = b.post("/step", json={"session": resumed.json()["session"], "index": 1, "action": "<bash>cat runs.log</bash>"}).json()
         assert out["observation"] == "[exit 0]\nran\n" and out["info"]["turn"] == 2
         gone = b.post("/reset", json={**request, "restore": "0" * 32})
         no_snapshots = b.post("/reset", json={"env": "arithmetic", "seed": 0, "restore": saved})
