@@ -116,13 +116,13 @@ async function reclaim({ config }: LoadedConfig, identity: string): Promise<void
 
 export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}): Promise<void> {
   const metricsAddress = loaded.config.temporal.worker.metrics_address;
-  let created: Worker | undefined;
-  const stopBeating = startBeating(loaded, () => created, createLogger('worker'));
+  const created: { worker?: Worker } = {}; // beats start before the SDK worker exists
+  const stopBeating = startBeating(loaded, () => created.worker, createLogger('worker'));
   const { worker, connection, deps, sdkMetricsAddress } = await createWorker(loaded, { ...opts, sdkMetrics: metricsAddress !== 'off' }).catch((e: unknown) => {
     stopBeating();
     throw e;
   });
-  created = worker;
+  created.worker = worker;
   const metrics = metricsAddress === 'off' ? undefined : await startMetricsServer(metricsAddress, sdkMetricsAddress, createLogger('worker'));
   // The health prober lives as long as the worker: it brings inference servers marked down back.
   deps.prober.start();
