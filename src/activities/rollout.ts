@@ -13,6 +13,7 @@ import { EnvSessionLostError } from '../envs/errors';
 import type { ActivityDeps } from './deps';
 import { completeChoice, newProgress, onAnyServer, simLengthFor, streamChat, type GenerationProgress, type GenerationRequest, type Sampling } from './generation';
 import { withHeartbeat, withProgress } from './heartbeat';
+import { acrossOutages } from './engine-wait';
 import { guardResult } from './payload';
 
 export type { Sampling };
@@ -86,11 +87,12 @@ export function rolloutActivities(deps: ActivityDeps) {
 
     async envReset(input: EnvInput & { seed: number; sample?: number }) {
       const env = envFor(input.envType);
-      return guardResult('envReset', await withHeartbeat((signal) => env.reset(env.parseConfig(input.envConfig), input.seed, signal, input.sample)), deps.maxResultBytes);
+      const reset = await withHeartbeat((signal) => acrossOutages('env', deps.env.baseUrl, signal, () => env.reset(env.parseConfig(input.envConfig), input.seed, signal, input.sample)));
+      return guardResult('envReset', reset, deps.maxResultBytes);
     },
 
     /**
-     * One env step. A lost env session under on_env_loss replay (also the
+     * One env step; while the env server cannot be reached it is waited for (engine-wait.ts). A lost env session under on_env_loss replay (also the
      * default, so workflows that pass no policy behave as before it existed)
      * is rebuilt here and the step applied to it (`replayed`); under restart
      * or drop the EnvSessionLostError goes to the workflow, which decides.
@@ -99,15 +101,17 @@ export function rolloutActivities(deps: ActivityDeps) {
       const env = envFor(input.envType);
       const config = env.parseConfig(input.envConfig);
       const attempt = Context.current().info.attempt - 1;
-      const step = await withHeartbeat(async (signal): Promise<EnvStep<unknown> & { replayed?: true }> => {
-        try {
-          return await env.step(config, input.state, input.action, signal, attempt);
-        } catch (e) {
-          if (!(e instanceof EnvSessionLostError) || (input.onLoss ?? 'replay') !== 'replay' || !env.rebuild) throw e;
-          const state = await env.rebuild(config, input.state, signal);
-          return { ...(await env.step(config, state, input.action, signal, attempt)), replayed: true };
-        }
-      });
+      const step = await withHeartbeat((signal) =>
+        acrossOutages('env', deps.env.baseUrl, signal, async (): Promise<EnvStep<unknown> & { replayed?: true }> => {
+          try {
+            return await env.step(config, input.state, input.action, signal, attempt);
+          } catch (e) {
+            if (!(e instanceof EnvSessionLostError) || (input.onLoss ?? 'replay') !== 'replay' || !env.rebuild) throw e;
+            const state = await env.rebuild(config, input.state, signal);
+            return { ...(await env.step(config, state, input.action, signal, attempt)), replayed: true };
+          }
+        }),
+      );
       return guardResult('envStep', step, deps.maxResultBytes);
     },
 
