@@ -20,10 +20,12 @@ export function engineProcess(role: EngineRole, url: string, state = stateDir())
 
 export const launchedEngines = (config: RunConfig): LaunchedEngine[] => engineSpecs(config).map((e) => ({ ...e, process: engineProcess(e.role, e.url) }));
 
+/** Where a launched trainer writes its weights exports (v<N>/): under the state dir unless the config says otherwise. */
+export const trainerExportDir = (e: LaunchedEngine): string => (typeof e.options.export_dir === 'string' ? e.options.export_dir : path.join(stateDir(), 'weights', e.process.name));
+
 export async function startEngine(e: LaunchedEngine): Promise<string> {
   const { hostname, port } = new URL(e.url);
-  // A launched trainer exports weights under the state dir unless the config says otherwise.
-  const options = e.role === 'trainer' ? { export_dir: path.join(stateDir(), 'weights', e.process.name), ...e.options } : e.options;
+  const options = e.role === 'trainer' ? { export_dir: trainerExportDir(e), ...e.options } : e.options;
   const args = ['-m', 'rollflow_engines', 'serve', '--role', e.role, '--backend', e.backend, '--host', hostname.replace(/^\[|\]$/g, ''), '--port', port];
   for (const [k, v] of Object.entries(options)) args.push('--option', `${k}=${JSON.stringify(v)}`);
   const { pid, action } = await ensureStarted(e.process, JSON.stringify(args), () => startDetached(e.process, pythonBin(), args, pythonEnginesEnv(), JSON.stringify(args)));
