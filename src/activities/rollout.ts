@@ -137,7 +137,7 @@ export function rolloutActivities(deps: ActivityDeps) {
           progress.prompt = [...ctx.prompt_ids, ...ctx.response_ids, ...next.token_ids];
           report(progress);
         }
-        const generation = await completeChoice(r, progress, 0, (call) => turnSeed(seed, input.turn, call));
+        const generation = await completeChoice(r, progress, 0, () => turnSeed(seed, input.turn));
         return storeTurn(deps, input.contextKey, ctx, progress.prompt, generation, input.turn);
       }, deps.heartbeatPartialTokens).then((summary) => guardResult('generateTurn', summary, deps.maxResultBytes));
     },

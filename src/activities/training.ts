@@ -6,7 +6,7 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { observeRecord } from '../monitoring/run-metrics';
-import { REPLAYED_STEPS, SKIPPED_STATES, type TrackingSpec } from '../core';
+import { compareSampleUids, REPLAYED_STEPS, SKIPPED_STATES, type TrackingSpec } from '../core';
 import { isServerLost, type InferenceClient } from '../gpu-bridge';
 import { appendFileDurable, writeFileDurable } from '../store';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
@@ -101,9 +101,10 @@ export function trainingActivities(deps: ActivityDeps) {
       });
     },
 
-    /** Gathers the batch's samples into one JSON-lines file the trainer reads; returns its path. */
+    /** Gathers the batch's samples into one JSON-lines file the trainer reads, in the canonical order (compareSampleUids); returns its path. */
     async writeBatch(input: { batchKey: string; sampleKeys: string[] }): Promise<string> {
       const samples = await Promise.all(input.sampleKeys.map((k) => deps.store.get<Sample>(k)));
+      samples.sort((a, b) => compareSampleUids(a.uid, b.uid));
       await deps.store.putLines(input.batchKey, samples);
       return deps.store.locate(input.batchKey);
     },

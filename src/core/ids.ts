@@ -28,6 +28,20 @@ export function parseSampleUid(uid: string): GroupRef & { member: number } {
   return { epoch: Number(m[1]), position: Number(m[2]), member: Number(m[3]) };
 }
 
+/**
+ * The canonical order of a batch's samples: by epoch, position, member for sample uids (numerically, so p10
+ * follows p9), any other uid after them by string. A batch in this order does not depend on the order its groups
+ * completed in, which varies from run to run and after a fault; the trainer's sums follow the batch order, so
+ * only a fixed order makes a step's result exact (docs/exactly-once.md).
+ */
+export function compareSampleUids(a: string, b: string): number {
+  const key = (uid: string) => /^e(\d+)-p(\d+)-s(\d+)$/.exec(uid)?.slice(1).map(Number);
+  const [ka, kb] = [key(a), key(b)];
+  if (ka && kb) return ka[0]! - kb[0]! || ka[1]! - kb[1]! || ka[2]! - kb[2]!;
+  if (ka || kb) return ka ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 /** A group uid (or the last part of a group's workflow id) back to its ref; throws RangeError for anything else. */
 export function parseGroupUid(uid: string): GroupRef {
   const m = /^e(\d+)-p(\d+)$/.exec(uid);

@@ -10,8 +10,10 @@
  *   prompt (env seed)   epochOrder(datasetSize, runSeed, epoch)[position]
  *   group sampling      ⌊splitmix32(runSeed ^ (epoch·7919 + position))·2³¹⌋
  *   member sampling     group sampling + 1_000_003·i
- *   first request       member sampling + turn
- *   continuation k      member sampling + turn + 7919·(k + 1)   (after an abort)
+ *   turn t              member sampling + t, every request of the turn: a continuation (after an
+ *                       abort, a lost server or a retried activity) sends the same seed, and the
+ *                       torch server keys each draw on the token's position, so it draws what the
+ *                       uncut generation would have (docs/exactly-once.md)
  *   choice i of an n-request, continuation k: group sampling + 104_729·i + 7919·(k + 1)
  *   validation group i  env seed VAL_SEED_BASE + i, sampling runSeed + 7919·i
  */
@@ -55,10 +57,14 @@ export const groupSamplingSeed = (runSeed: number, ref: GroupRef): number => Mat
 /** Member i's sampling seed in a group whose seed is `groupSeed`. */
 export const memberSamplingSeed = (groupSeed: number, member: number): number => groupSeed + MEMBER_STRIDE * member;
 
-/** The seed of turn `turn`'s first request; `attempt` k ≥ 0 numbers the continuations after aborts. */
-export const turnSeed = (seed: number, turn: number, attempt?: number): number => seed + turn + (attempt === undefined ? 0 : ATTEMPT_STRIDE * (attempt + 1));
+/** The seed of every request of turn `turn`, its continuations included (see the derivations above). */
+export const turnSeed = (seed: number, turn: number): number => seed + turn;
 
-/** Continuation `attempt` of choice `choice` of an n-request seeded `seed`. */
+/**
+ * Continuation `attempt` of choice `choice` of an n-request seeded `seed`. A continuation is a new n = 1
+ * request, so it cannot draw what choice `choice` of the n-request would have: a cut choice differs from an
+ * uncut one (prompt replication, the default, has no such difference).
+ */
 export const choiceSeed = (seed: number, choice: number, attempt: number): number => seed + CHOICE_STRIDE * choice + ATTEMPT_STRIDE * (attempt + 1);
 
 /** Validation group i: the same prompts every validation, far from the training order's 0..N-1. */

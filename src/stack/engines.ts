@@ -21,12 +21,15 @@ export function engineProcess(role: EngineRole, url: string, state = stateDir())
 export const launchedEngines = (config: RunConfig): LaunchedEngine[] => engineSpecs(config).map((e) => ({ ...e, process: engineProcess(e.role, e.url) }));
 
 /**
-/**
  * The step log of a launched trainer (python-engines roles/trainer/step_log.py): its `step_log` option, else a file
  * under the state dir named after the process, which outlives the process so a restart appends to it.
  */
 export const trainerStepLog = (e: LaunchedEngine, state = stateDir()): string =>
   typeof e.options.step_log === 'string' ? e.options.step_log : path.join(state, 'trainer-steps', `${e.process.name}.jsonl`);
+
+/** Where a launched trainer writes its weights exports (v<N>/): under the state dir unless the config says otherwise. */
+export const trainerExportDir = (e: LaunchedEngine, state = stateDir()): string =>
+  typeof e.options.export_dir === 'string' ? e.options.export_dir : path.join(state, 'weights', e.process.name);
 
 /**
  * What a launched engine writes under the state dir unless the config says otherwise: a trainer its exported
@@ -34,7 +37,7 @@ export const trainerStepLog = (e: LaunchedEngine, state = stateDir()): string =>
  * applied twice).
  */
 export function stateDirOptions(e: LaunchedEngine, state = stateDir()): Record<string, unknown> {
-  if (e.role === 'trainer') return { export_dir: path.join(state, 'weights', e.process.name), step_log: trainerStepLog(e, state) };
+  if (e.role === 'trainer') return { export_dir: trainerExportDir(e, state), step_log: trainerStepLog(e, state) };
   if (e.role === 'env') return { action_log: path.join(state, 'env-actions', `${e.process.name}.jsonl`) };
   return {};
 }

@@ -78,6 +78,9 @@ class Options(PolicyModelOptions):
     model_seed: int = Field(default=0, description="Seed of a tiny:<preset> model's weights.")
     served_model_name: str | None = Field(default=None, description="Name echoed in responses; defaults to model (sim: 'sim').")
     torch_threads: int | None = Field(default=None, ge=1, description="torch: intra-op threads (default: torch's choice).")
+    batch_invariant: bool = Field(default=False, description="torch: a forward pass per sequence, so its logits, tokens and logprobs are the same "
+                                                              "bits whatever else is in the batch (exactly-once runs, docs/exactly-once.md); "
+                                                              "slower: no batching.")
     sim: SimOptions = Field(default_factory=SimOptions)
     vllm: dict[str, Any] = Field(default_factory=dict, description="vllm: extra AsyncEngineArgs (gpu_memory_utilization, ...).")
 

@@ -11,11 +11,19 @@ forward pass runs in a worker thread so the event loop keeps answering HTTP
 during a step.
 
 Sampling per sequence: temperature 0 is greedy; otherwise softmax(logits/T)
-truncated to the top_k most likely tokens, then to the top_p nucleus, drawn with the sequence's own
-torch.Generator (seeded from the request seed and sample index, or from the
-server seed when the request has none). The last-position logits come back to the CPU in float32
+truncated to the top_k most likely tokens, then to the top_p nucleus. The draw for the token at
+absolute position p (prompt + tokens so far) uses a torch.Generator seeded from (request seed,
+sample index, p), or from the server seed when the request has none. Keying the draw on the
+position, not on how many draws came before, means a continuation (the prompt plus a cut
+generation's tokens, sent with the same seed after an abort, a lost server or a retried activity)
+draws what the uncut generation would have. The last-position logits come back to the CPU in float32
 and every draw happens there, whatever the device. The reported logprob follows the
 convention in contracts.py: softmax(logits/T) before top-k and top-p, T=1 when greedy.
+
+Option batch_invariant runs each sequence's forward pass alone: batched CPU kernels sum in an
+order that depends on the batch's shape (its rows and padding), so a sequence's logits differ in
+the last bits with what it shares a step with; alone, they are a function of its own tokens and
+the weights (docs/exactly-once.md).
 
 With lora_rank > 0 the model carries a LoRA adapter (models/lora.py) that starts
 as a no-op; a weight update replaces the adapter's tensors and never touches
@@ -90,6 +98,7 @@ class TorchEngine(SteppedEngine):
             eos.update(declared if isinstance(declared, list) else [] if declared is None else [declared])
         self.eos_token_ids = frozenset(eos)
         self._seeds = random.Random(options.seed)  # for requests without a seed
+        self.batch_invariant = options.batch_invariant
 
     # --- requests ------------------------------------------------------
 
@@ -124,9 +133,7 @@ class TorchEngine(SteppedEngine):
 
     def _admit(self, seq: Seq) -> None:
         seed = seq.params.seed if seq.params.seed is not None else self._seeds.getrandbits(62)
-        generator = torch.Generator()
-        generator.manual_seed(derive_seed(seed, seq.index))
-        seq.state = generator
+        seq.state = derive_seed(seed, seq.index)  # the sequence's key; each draw adds its position (module docstring)
 
     async def _step(self, batch: list[Seq]) -> list[tuple[int, float]]:
         inputs = [seq.prompt + seq.tokens for seq in batch]  # snapshot on the loop thread
@@ -134,13 +141,16 @@ class TorchEngine(SteppedEngine):
 
     @torch.inference_mode()
     def _forward_and_sample(self, batch: list[Seq], inputs: list[list[int]]) -> list[tuple[int, float]]:
-        """One token for each sequence: a forward pass per width group (widths.py), each sequence
-        sampled with its own generator, so the grouping changes no draw."""
+        """One token for each sequence: a forward pass per width group (widths.py), or per sequence
+        with batch_invariant; each draw keyed on the sequence and its position, so the grouping changes no draw."""
         outputs: list[tuple[int, float]] = [(0, 0.0)] * len(batch)
-        for rows in width_groups([len(ids) for ids in inputs]):
+        groups = [[r] for r in range(len(inputs))] if self.batch_invariant else width_groups([len(ids) for ids in inputs])
+        for rows in groups:
             logits = self._last_logits([inputs[r] for r in rows])
             for i, r in enumerate(rows):
-                outputs[r] = sample_token(logits[i], batch[r].params, batch[r].state)
+                generator = torch.Generator()
+                generator.manual_seed(derive_seed(batch[r].state, len(inputs[r])))
+                outputs[r] = sample_token(logits[i], batch[r].params, generator)
         return outputs
 
     def _last_logits(self, inputs: list[list[int]]) -> torch.Tensor:
