@@ -29,7 +29,7 @@ export function enginesWaitedFor(now = Date.now()): string[] {
   return [...current.values()].map((w) => `${w.role} ${w.url} (for ${((now - w.since) / 1000).toFixed(0)} s, ${w.calls} call${w.calls === 1 ? '' : 's'})`);
 }
 
-/** Resolves once the engine's /health answers; the ms waited (0: it answered at once). Rejects when `signal` aborts. */
+/** Resolves once the engine's /health answers: the ms waited, 0 when it answered the first time. Rejects when `signal` aborts. */
 export async function untilEngineAnswers(role: EngineRole, url: string, signal: AbortSignal, pollMs = ENGINE_WAIT_POLL_MS): Promise<number> {
   const start = Date.now();
   const key = `${role} ${url}`;
@@ -37,7 +37,7 @@ export async function untilEngineAnswers(role: EngineRole, url: string, signal: 
   try {
     for (;;) {
       const answered = await engineHealth(url, { timeoutMs: 5_000, signal }).then(() => true, () => false);
-      if (answered) return Date.now() - start;
+      if (answered) return counted ? Date.now() - start : 0;
       signal.throwIfAborted();
       if (!counted) {
         counted = true;

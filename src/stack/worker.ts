@@ -41,7 +41,10 @@ export async function workerStatus(client: Client | undefined, loaded: LoadedCon
   const pid = livePid(proc);
   if (pid === undefined) return { ok: false, line: `${proc.name}: stopped` };
   const polling = client ? (await pollers(client, loaded).catch(() => [])).some((id) => id.startsWith(`${pid}@`)) : false;
-  return { ok: polling, line: `${proc.name}: ${polling ? 'running' : 'not polling'} pid=${pid} task_queue=${loaded.config.temporal.task_queue}` };
+  const beat = readBeat(loaded);
+  const waiting = beat?.pid === pid && beat.waitingFor?.length ? `; waiting for ${beat.waitingFor.join(', ')}` : '';
+  const hung = workerBeatProblem(loaded, pid);
+  return { ok: polling && !hung, line: `${proc.name}: ${polling ? 'running' : 'not polling'} pid=${pid} task_queue=${loaded.config.temporal.task_queue}${hung ? `; ${hung}` : ''}${waiting}` };
 }
 
 export const stopWorker = (loaded: LoadedConfig) => stopProcess(workerProcess(loaded));
@@ -57,6 +60,8 @@ export interface WorkerBeat {
   runState: string;
   activitiesInFlight: number;
   activationsInFlight: number;
+  /** The engines its calls wait for because they cannot be reached (src/activities/engine-wait.ts). */
+  waitingFor: string[];
 }
 
 /** A worker whose last beat is older than this is taken for hung (it beats every 2 s). */
@@ -67,13 +72,17 @@ export const WORKER_BEAT_STALE_MS = 15_000;
  * that must have written the beat (the supervisor's); without it (an exec probe in a container, where no pid file
  * is kept), the beat's own pid must be alive.
  */
-export function workerBeatProblem(loaded: LoadedConfig, pid?: number, now = Date.now()): string | undefined {
-  let beat: WorkerBeat;
+function readBeat(loaded: LoadedConfig): WorkerBeat | undefined {
   try {
-    beat = JSON.parse(readFileSync(workerAliveFile(loaded), 'utf8')) as WorkerBeat;
+    return JSON.parse(readFileSync(workerAliveFile(loaded), 'utf8')) as WorkerBeat;
   } catch {
-    return `no readable alive file ${workerAliveFile(loaded)}`;
+    return undefined;
   }
+}
+
+export function workerBeatProblem(loaded: LoadedConfig, pid?: number, now = Date.now()): string | undefined {
+  const beat = readBeat(loaded);
+  if (!beat) return `no readable alive file ${workerAliveFile(loaded)}`;
   if (pid !== undefined && beat.pid !== pid) return `the alive file is from pid ${beat.pid}, not ${pid} (it has not beaten yet)`;
   if (pid === undefined && !isAlive(beat.pid)) return `the worker that last beat (pid ${beat.pid}) is not running`;
   const age = now - beat.at;

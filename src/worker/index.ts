@@ -15,6 +15,7 @@ import { connectionSecurity } from '../client/tls';
 import { workerDataConverterOf } from '../codec/encryption';
 import { freeLoopbackAddress, startMetricsServer } from '../monitoring/metrics-server';
 import { startBeating } from './liveness';
+import { registerSupervisorMetrics } from './supervisor-metrics';
 import { reclaimFromDeadWorkers } from './reclaim';
 
 let runtimeInstalled = false;
@@ -123,6 +124,7 @@ export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}):
     throw e;
   });
   created.worker = worker;
+  registerSupervisorMetrics(loaded);
   const metrics = metricsAddress === 'off' ? undefined : await startMetricsServer(metricsAddress, sdkMetricsAddress, createLogger('worker'));
   // The health prober lives as long as the worker: it brings inference servers marked down back.
   deps.prober.start();

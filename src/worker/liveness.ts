@@ -10,6 +10,7 @@
  */
 import { execFile } from 'node:child_process';
 import type { Worker } from '@temporalio/worker';
+import { enginesWaitedFor } from '../activities/engine-wait';
 import type { LoadedConfig } from '../configs';
 import type { Logger } from '../logging';
 import { writeFileAtomic } from '../stack/files';
@@ -21,7 +22,7 @@ export const WORKER_BEAT_EVERY_MS = 2_000;
 /** `worker`: undefined while the SDK worker is still being created (bundling the workflow code takes a while). */
 export function beat(loaded: LoadedConfig, worker: Pick<Worker, 'getStatus'> | undefined, loopLagMs: number): WorkerBeat {
   const s = worker?.getStatus();
-  const b: WorkerBeat = { pid: process.pid, at: Date.now(), loopLagMs, runState: s?.runState ?? 'CREATING', activitiesInFlight: s?.numInFlightActivities ?? 0, activationsInFlight: s?.numInFlightWorkflowActivations ?? 0 };
+  const b: WorkerBeat = { pid: process.pid, at: Date.now(), loopLagMs, runState: s?.runState ?? 'CREATING', activitiesInFlight: s?.numInFlightActivities ?? 0, activationsInFlight: s?.numInFlightWorkflowActivations ?? 0, waitingFor: enginesWaitedFor() };
   writeFileAtomic(workerAliveFile(loaded), JSON.stringify(b));
   return b;
 }

@@ -23,9 +23,11 @@ export const GENERATE: ActivityOptions = {
 
 /**
  * Env reset/step: seconds to minutes; a fail-stop env is cut by the timeout and retried (the env replays).
- * An env server that is down (connection refused, 5xx) is waited out by these retries for about ten
- * minutes (1 + 2 + 4 + 8 + 16 s, then 30 s apart: 25 attempts ≈ 600 s), long enough for an operator
- * to bring it back; past that the trajectory fails as an infrastructure failure (never trained).
+ * An env server that cannot be reached is waited for inside the call, for as long as it takes, without
+ * using up an attempt (activities/engine-wait.ts: its supervisor restarts it, or it waits in crash-loop
+ * for someone to fix it). The 25 attempts (1 + 2 + 4 + 8 + 16 s, then 30 s apart: about ten minutes)
+ * count only failures of an env server that answers its health check: an env that keeps failing on
+ * its own fails the trajectory as an infrastructure failure (never trained).
  *
  * The timeouts nest, so a long step is never cut and retried while it runs: the server bounds one step
  * by the env's limits (step_timeout_s, e.g. swe_lite's command + grading + 20 s: 160 s by default, at
