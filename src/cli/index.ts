@@ -44,10 +44,11 @@ function buildProgram(): Command {
 
   const dev = program.command('dev').description('the local stack: Temporal dev server, engine servers, one worker');
   withConfigOptions(dev.command('up'))
-    .description('start whatever is not running, in the background (logs under .state/logs)')
-    .action(async (file: string | undefined, opts: ConfigOptions) => {
+    .description('start whatever is not running, in the background (logs under .state/logs), and the supervisor that restarts what dies or hangs')
+    .option('--no-supervise', 'stop the supervisor instead: a part that dies stays down (to look at it) until the next dev up or run')
+    .action(async (file: string | undefined, opts: ConfigOptions & { supervise: boolean }) => {
       const { loaded, args } = loadFromArgs(file, opts);
-      await up(loaded, args, out);
+      await up(loaded, args, out, { supervise: opts.supervise });
       out(`stack up; Temporal UI: ${loaded.config.temporal.ui_url}`);
     });
   withConfigOptions(dev.command('down'))

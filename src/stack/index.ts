@@ -21,9 +21,10 @@ const embedded = ({ config, derived }: LoadedConfig) => config.temporal.embedded
 /**
  * Brings everything up; parts already running are left alone. The config is checked first, so a
  * running server is never stopped for a replacement that would refuse its settings.
- * `configArgs` re-create the config for the worker process.
+ * `configArgs` re-create the config for the worker process. `supervise` false stops the supervisor
+ * instead of starting it (a crashed part then stays down to be looked at, until the next up).
  */
-export async function up(loaded: LoadedConfig, configArgs: string[], say: (line: string) => void): Promise<void> {
+export async function up(loaded: LoadedConfig, configArgs: string[], say: (line: string) => void, { supervise = true } = {}): Promise<void> {
   checkConfig(loaded, { run: false });
   if (embedded(loaded)) startTemporal(loaded.derived.temporal, codecProcess(loaded)?.url);
   // Engines start in parallel: each is a Python process that takes a moment to import.
@@ -36,7 +37,7 @@ export async function up(loaded: LoadedConfig, configArgs: string[], say: (line:
   } finally {
     await client.connection.close();
   }
-  say(await startSupervisor(loaded, configArgs));
+  say(supervise ? await startSupervisor(loaded, configArgs) : await stopSupervisor(loaded));
 }
 
 export async function down(loaded: LoadedConfig, say: (line: string) => void): Promise<void> {

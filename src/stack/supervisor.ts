@@ -95,7 +95,7 @@ export async function stopSupervisor(loaded: LoadedConfig): Promise<string> {
   return `${name(loaded)}: ${await stopProcess(supervisorProcess(loaded))}`;
 }
 
-/** One status line per supervised part that is not simply running, plus the supervisor's own. */
+/** The supervisor's own status line, then one for each part it did not find simply running all along. */
 export function supervisorLines(loaded: LoadedConfig, now = Date.now()): { ok: boolean; line: string }[] {
   const pid = livePid(supervisorProcess(loaded));
   const wanted = existsSync(wantedFile(loaded));
@@ -103,6 +103,7 @@ export function supervisorLines(loaded: LoadedConfig, now = Date.now()): { ok: b
   const status = readSupervisorStatus(loaded);
   const lines = [{ ok: true, line: `${name(loaded)}: running pid=${pid}${status ? `, status written ${((now - status.updatedAt) / 1000).toFixed(0)} s ago` : ''}` }];
   for (const [part, s] of Object.entries(status?.parts ?? {})) {
+    if (s.state === 'running' && s.restarts === 0 && s.hangKills === 0) continue; // said by the part's own line
     const detail = [`restarts=${s.restarts}`, s.hangKills ? `hang-kills=${s.hangKills}` : '', s.reason ? `last: ${s.reason}` : ''].filter(Boolean).join(' ');
     const wait = s.nextAttemptAt ? `, next try in ${Math.max(0, (s.nextAttemptAt - now) / 1000).toFixed(0)} s` : '';
     lines.push({ ok: s.state === 'running', line: `  ${part}: ${s.state}${wait} ${detail}${s.state === 'crash-loop' && s.logTail ? `\n${s.logTail}` : ''}` });

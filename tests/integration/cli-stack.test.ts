@@ -4,7 +4,7 @@
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, readPid, ROOT, TestDevServer } from './helpers/dev-server';
+import { freePort, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 
 let server: TestDevServer;
 let config: string;
@@ -58,7 +58,8 @@ describe('rollflow CLI on the embedded stack', () => {
 
     const status = rollflow('dev', 'status', config);
     expect(status.status, status.stdout).toBe(0);
-    expect(status.stdout.trim().split('\n')).toHaveLength(5); // temporal, 3 engines, worker
+    expect(status.stdout.trim().split('\n')).toHaveLength(6); // temporal, 3 engines, worker, the supervisor
+    expect(status.stdout).toMatch(/supervisor-cli-stack-test: running pid=\d+/);
   });
 
   it('runs the smoke workflow through every engine', () => {
@@ -68,14 +69,31 @@ describe('rollflow CLI on the embedded stack', () => {
     expect(r.stdout.match(/^ {2}ok {4}/gm)).toHaveLength(3);
   });
 
-  it('names the engine that is down', () => {
-    const pidFile = readdirPid('engine-env-');
-    process.kill(readPid(pidFile), 'SIGKILL');
+  it('names the engine that is down (with the supervisor stopped, so it stays down)', () => {
+    const unsupervised = rollflow('dev', 'up', config, '--no-supervise');
+    expect(unsupervised.status, unsupervised.stderr).toBe(0);
+    expect(unsupervised.stdout).toMatch(/supervisor-cli-stack-test: stopped/);
+    process.kill(readPid(readdirPid('engine-env-')), 'SIGKILL');
     const r = rollflow('smoke', config);
     expect(r.status).toBe(1);
     expect(r.stdout).toMatch(/FAIL {2}env {7}http:\/\/127\.0\.0\.1:\d+ EngineUnavailableError: .*ECONNREFUSED/);
     expect(r.stdout.match(/^ {2}ok {4}/gm)).toHaveLength(2);
     expect(rollflow('dev', 'status', config).status).toBe(3);
+  });
+
+  it('with the supervisor back, an engine killed is started again with nobody asking, and dev status says so', async () => {
+    const up = rollflow('dev', 'up', config);
+    expect(up.status, up.stderr).toBe(0);
+    expect(up.stdout).toMatch(/engine-env-\d+: started/); // dev up starts what is down
+    const pid = readPid(readdirPid('engine-inference-'));
+    process.kill(pid, 'SIGKILL');
+    const status = await until(async () => {
+      const r = rollflow('dev', 'status', config);
+      return r.status === 0 && /engine-inference-\d+: running restarts=1 last: exited/.test(r.stdout) ? r.stdout : undefined;
+    }, 'the supervisor to restart the inference server');
+    expect(readPid(readdirPid('engine-inference-'))).not.toBe(pid);
+    expect(status).toMatch(/supervisor-cli-stack-test: running pid=\d+/);
+    expect(rollflow('smoke', config).status).toBe(0);
   });
 
   it('stops everything', () => {
