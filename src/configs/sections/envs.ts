@@ -40,7 +40,7 @@ export const CustomEnvSchema = z
     on_env_loss: z
       .enum(ENV_LOSS_POLICIES)
       .optional()
-      .describe('(rollflow) When the env server loses an episode (it restarted, or the session expired; while it is unreachable calls wait, about 10 minutes): replay (a fresh session at the same seed, the recorded actions applied again), restart (the episode starts over from turn 0; nothing of the lost one is trained), drop (the trajectory fails as an infrastructure failure, never trained). Default: what the env declares (frozen_lake and arithmetic: replay).'),
+      .describe('(rollflow) When the env server loses an episode (it restarted, or the session expired; while it cannot be reached at all, calls wait until it answers again): replay (a fresh session at the same seed, the recorded actions applied again), restart (the episode starts over from turn 0; nothing of the lost one is trained), drop (the trajectory fails as an infrastructure failure, never trained). Default: what the env declares (frozen_lake and arithmetic: replay).'),
   })
   .describe('One env definition, referenced by its key from an env manager tag.');
 
