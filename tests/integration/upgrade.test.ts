@@ -93,6 +93,7 @@ it('a run started on build A completes on build B, which takes the patched path 
     const recordedOnA = readMetrics(loaded, runId).length;
     inFlight = { workflowId: runId, history: await handle.fetchHistory() };
     say(`SIGKILL worker A (pid ${pidA}) after ${recordedOnA} steps`);
+    expect(recordedOnA, 'steps left for build B to run live').toBeLessThan(STEPS - 1);
 
     // ---- build B's worker on the same task queue, under the same pid file (dev down stops it)
     const pidB = startDetached(proc, process.execPath, [buildB.cliEntry, 'worker', file]);
