@@ -18,7 +18,8 @@ export { chaosMarkdown } from './report';
 export type { ChaosResult, CheckedRun } from './result';
 export type { FaultOrder, ScheduleOptions } from './schedule';
 
-function expectations({ config, derived }: LoadedConfig): Expectations {
+/** What checkRun expects of a run of this config. */
+export function expectations({ config, derived }: LoadedConfig): Expectations {
   return { maxSteps: config.max_steps, samplesPerStep: derived.samples_per_step, groupSize: derived.group_size, maxStaleness: derived.max_staleness, stalePolicy: config.stale_policy };
 }
 
