@@ -104,7 +104,8 @@ function buildProgram(): Command {
 
   const configOption = ['--config <file>', 'run config (for the Temporal address); default: built-in defaults'] as const;
   const setOption = ['--set <key.path=value>', 'override one value of that config, e.g. temporal.address=host:7233; repeatable', (v: string, prev: string[] = []) => [...prev, v]] as const;
-  const configOf = (opts: { config?: string; set?: string[] }) => loadFromArgs(opts.config, { set: opts.set ?? [] }).loaded.config;
+  const loadedOf = (opts: { config?: string; set?: string[] }) => loadFromArgs(opts.config, { set: opts.set ?? [] }).loaded;
+  const configOf = (opts: { config?: string; set?: string[] }) => loadedOf(opts).config;
   for (const [name, description] of [
     ['status', 'print a run\'s status (step, version, buffer, running, consumed, staleness)'],
     ['suspend', 'suspend a run: no new work or train step starts, generations in flight freeze on the inference servers'],
@@ -117,8 +118,8 @@ function buildProgram(): Command {
       .argument('<run>', 'run id')
       .option(...configOption)
       .option(...setOption)
-      .action(async (runId: string, opts: { config?: string }) => {
-        if (name === 'status') await runStatus(configOf(opts), runId, out);
+      .action(async (runId: string, opts: { config?: string; set?: string[] }) => {
+        if (name === 'status') await runStatus(loadedOf(opts), runId, out);
         else await steer(configOf(opts), runId, name, out);
       });
   }

@@ -2,7 +2,8 @@
  * `rollflow status | suspend | resume | cancel | sync-weights | wait | watch | list`: operator commands on runs,
  * each failing in one clear line; RollflowClient does the work, these print.
  */
-import type { RunConfig } from '../configs';
+import type { LoadedConfig, RunConfig } from '../configs';
+import { localStackView } from '../stack';
 import { RollflowClient } from '../client/rollflow-client';
 import { startWorkerHint } from '../client/run-handle';
 import type { RunStatus } from '../workflows/run';
@@ -18,7 +19,12 @@ async function withClient<T>(config: RunConfig, fn: (rf: RollflowClient) => Prom
   }
 }
 
-export const runStatus = (config: RunConfig, runId: string, out: (line: string) => void) => withClient(config, async (rf) => out(JSON.stringify(await rf.status(runId), null, 2)));
+/** The run's status, and (field `stack`) what the local stack of its config says: the supervisor's restarts, the engines the worker waits for. */
+export const runStatus = (loaded: LoadedConfig, runId: string, out: (line: string) => void) =>
+  withClient(loaded.config, async (rf) => {
+    const stack = localStackView(loaded);
+    out(JSON.stringify({ ...(await rf.status(runId)), ...(stack ? { stack } : {}) }, null, 2));
+  });
 
 export async function steer(config: RunConfig, runId: string, action: 'suspend' | 'resume' | 'cancel', out: (line: string) => void): Promise<void> {
   await withClient(config, async (rf) => {

@@ -12,8 +12,8 @@ import type { LoadedConfig } from '../configs';
 import { engineStatus, launchedEngines, startEngine, stopEngine } from './engines';
 import { codecProcess, codecStatus, startCodecServer, stopCodecServer } from './codec';
 import { startTemporal, stopTemporal, temporalStatus } from './temporal';
-import { startSupervisor, stopSupervisor, supervisorLines } from './supervisor';
-import { startWorker, stopWorker, workerBeatProblem, workerStatus } from './worker';
+import { readSupervisorStatus, startSupervisor, stopSupervisor, supervisorLines } from './supervisor';
+import { readWorkerBeat, startWorker, stopWorker, workerBeatProblem, workerStatus } from './worker';
 
 const embedded = ({ config, derived }: LoadedConfig) => config.temporal.embedded && derived.temporal.loopback;
 
@@ -76,3 +76,16 @@ export async function status(loaded: LoadedConfig, say: (line: string) => void):
 
 /** `rollflow probe worker`: undefined when a worker of this config beat lately (see src/worker/liveness.ts). */
 export const probeWorker = (loaded: LoadedConfig): string | undefined => workerBeatProblem(loaded);
+
+/**
+ * What the local stack of this config (its supervisor's status file, its worker's beat) says about faults:
+ * restarts and hang kills per part, and the engines the worker's calls wait for. Undefined when no such
+ * files exist here (a stack under systemd or Kubernetes, or on another machine).
+ */
+export function localStackView(loaded: LoadedConfig): { restarts: Record<string, { state: string; restarts: number; hangKills: number }>; waitingFor: string[] } | undefined {
+  const supervisor = readSupervisorStatus(loaded);
+  const beat = readWorkerBeat(loaded);
+  if (!supervisor && !beat) return undefined;
+  const restarts = Object.fromEntries(Object.entries(supervisor?.parts ?? {}).map(([name, p]) => [name, { state: p.state, restarts: p.restarts, hangKills: p.hangKills }]));
+  return { restarts, waitingFor: beat?.waitingFor ?? [] };
+}

@@ -96,7 +96,8 @@ export async function watchPart(part: Part, o: SuperviseOptions, report: (s: Par
       return;
     }
     const delay = backoffMs(fastFailures, o);
-    set({ state: 'backoff', pid: undefined, reason: why, restarts: status.restarts + 1, nextAttemptAt: Date.now() + delay, since: Date.now() });
+    const now = Date.now();
+    set({ state: 'backoff', pid: undefined, reason: why, restarts: status.restarts + 1, nextAttemptAt: now + delay, since: now });
     await sleep(delay);
     if (stopping()) return;
     set({ state: 'starting', nextAttemptAt: undefined });

@@ -41,7 +41,7 @@ export async function workerStatus(client: Client | undefined, loaded: LoadedCon
   const pid = livePid(proc);
   if (pid === undefined) return { ok: false, line: `${proc.name}: stopped` };
   const polling = client ? (await pollers(client, loaded).catch(() => [])).some((id) => id.startsWith(`${pid}@`)) : false;
-  const beat = readBeat(loaded);
+  const beat = readWorkerBeat(loaded);
   const waiting = beat?.pid === pid && beat.waitingFor?.length ? `; waiting for ${beat.waitingFor.join(', ')}` : '';
   const hung = workerBeatProblem(loaded, pid);
   return { ok: polling && !hung, line: `${proc.name}: ${polling ? 'running' : 'not polling'} pid=${pid} task_queue=${loaded.config.temporal.task_queue}${hung ? `; ${hung}` : ''}${waiting}` };
@@ -72,7 +72,7 @@ export const WORKER_BEAT_STALE_MS = 15_000;
  * that must have written the beat (the supervisor's); without it (an exec probe in a container, where no pid file
  * is kept), the beat's own pid must be alive.
  */
-function readBeat(loaded: LoadedConfig): WorkerBeat | undefined {
+export function readWorkerBeat(loaded: LoadedConfig): WorkerBeat | undefined {
   try {
     return JSON.parse(readFileSync(workerAliveFile(loaded), 'utf8')) as WorkerBeat;
   } catch {
@@ -81,7 +81,7 @@ function readBeat(loaded: LoadedConfig): WorkerBeat | undefined {
 }
 
 export function workerBeatProblem(loaded: LoadedConfig, pid?: number, now = Date.now()): string | undefined {
-  const beat = readBeat(loaded);
+  const beat = readWorkerBeat(loaded);
   if (!beat) return `no readable alive file ${workerAliveFile(loaded)}`;
   if (pid !== undefined && beat.pid !== pid) return `the alive file is from pid ${beat.pid}, not ${pid} (it has not beaten yet)`;
   if (pid === undefined && !isAlive(beat.pid)) return `the worker that last beat (pid ${beat.pid}) is not running`;
