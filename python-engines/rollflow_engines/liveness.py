@@ -11,7 +11,8 @@ signals, all cheap:
 
 The server is *stalled* when work is in flight and ``progress`` has not moved
 for ``stall_after_s`` (unless the role excuses it: a paused inference server
-holds requests by design). /health then answers 503, the inference stream
+holds requests by design), or when a piece of work that declared its own bound
+(an env step: its env's ``step_timeout_s``) runs past it by ``OVERDUE_MARGIN_S``. /health then answers 503, the inference stream
 stops its keep-alives (so the client's idle cut fires), and under systemd the
 watchdog is no longer fed. A SIGSTOPped server or a blocked event loop
 answers nothing at all, which a probe with a timeout sees the same way.
@@ -21,11 +22,14 @@ free to answer health checks and send keep-alives forever.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import socket
+import threading
 import time
+from contextlib import contextmanager
 from asyncio import sleep  # bound at import: tests that patch asyncio.sleep to count a backend's sleeps do not see these
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pydantic import Field
@@ -34,6 +38,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 UNWATCHED_PATHS = frozenset({"/health", "/metrics"})
 LAG_TICK_S = 0.5
 WATCHDOG_EVERY_S = 5.0
+# Past its own bound, work is overdue only after this much more (a loaded machine's slack).
+OVERDUE_MARGIN_S = 30.0
 
 
 def stall_after_field(default: float) -> Any:
@@ -54,6 +60,9 @@ class Liveness:
         self._excuses: list[Callable[[], bool]] = []
         self._counters: list[Callable[[], float]] = []
         self._counted = 0.0
+        self._deadlines: dict[int, float] = {}
+        self._tokens = itertools.count()
+        self._deadlines_lock = threading.Lock()  # env steps run in worker threads
 
     def watch_counter(self, read: Callable[[], float]) -> None:
         """``read()`` only grows, and grows as work advances (read when asked, so the hot path pays nothing)."""
@@ -90,7 +99,26 @@ class Liveness:
         self._read_counters()
         return self._clock() - self._moved_at
 
+    @contextmanager
+    def bounded(self, seconds: float) -> Iterator[None]:
+        """Work that should end within ``seconds``: past that and OVERDUE_MARGIN_S it makes the server stalled."""
+        token = next(self._tokens)
+        with self._deadlines_lock:
+            self._deadlines[token] = self._clock() + seconds + OVERDUE_MARGIN_S
+        try:
+            yield
+        finally:
+            with self._deadlines_lock:
+                del self._deadlines[token]
+
+    def overdue(self) -> int:
+        now = self._clock()
+        with self._deadlines_lock:
+            return sum(1 for deadline in self._deadlines.values() if deadline < now)
+
     def stalled(self) -> bool:
+        if self.overdue():
+            return True
         if self.inflight == 0 or self.idle_s() < self.stall_after_s:
             return False
         if any(excused() for excused in self._excuses):
@@ -100,7 +128,7 @@ class Liveness:
 
     def report(self) -> dict:
         return {"inflight": self.inflight, "completed": self.completed, "progress": self.progress,
-                "idle_s": round(self.idle_s(), 3), "loop_lag_ms": round(self.loop_lag_ms, 1), "loop_ticks": self.loop_ticks, "stall_after_s": self.stall_after_s}
+                "idle_s": round(self.idle_s(), 3), "loop_lag_ms": round(self.loop_lag_ms, 1), "loop_ticks": self.loop_ticks, "overdue": self.overdue(), "stall_after_s": self.stall_after_s}
 
     async def watch_loop(self) -> None:
         """Measures event-loop lag, and feeds the systemd watchdog while the server is not stalled."""

@@ -161,3 +161,39 @@ async def test_the_watchdog_is_fed_under_systemd_and_not_while_stalled(tmp_path,
 
 def test_no_notify_socket_means_no_notification():
     SystemdNotifier(None).send("READY=1")  # nothing to send to: no error
+
+
+def test_work_past_its_own_bound_is_overdue_whatever_else_moves():
+    clock = FakeClock()
+    live = Liveness(stall_after_s=180, clock=clock)
+    live.started()
+    with live.bounded(5):
+        clock.now += 5 + 29
+        live.finished()  # other requests keep completing: progress moves
+        live.started()
+        assert not live.stalled()
+        clock.now += 2
+        assert live.overdue() == 1 and live.stalled()
+    assert live.overdue() == 0 and not live.stalled()
+
+
+def test_an_env_step_past_its_env_s_step_timeout_makes_the_env_server_stalled(monkeypatch):
+    from rollflow_engines.envs.frozen_lake import FrozenLakeEnv
+
+    app = create_app(load_config(None, {"role": "env", "options": {"sandbox": "none"}}))
+    live = app.state.liveness
+    clock = live._clock = FakeClock()
+    client = TestClient(app)
+    seen: list[int] = []
+
+    def step_while_the_clock_runs_past_its_bound(self, action):  # what a deadlocked env looks like from /health
+        clock.now += self.step_timeout_s() + 31
+        seen.append(client.get("/health").status_code)
+        return original(self, action)
+
+    original = FrozenLakeEnv.step
+    monkeypatch.setattr(FrozenLakeEnv, "step", step_while_the_clock_runs_past_its_bound)
+    session = client.post("/reset", json={"env": "frozen_lake", "seed": 1, "config": {}}).json()["session"]
+    assert client.post("/step", json={"session": session, "index": 0, "action": "<answer>Left</answer>"}).status_code == 200
+    assert seen == [503]
+    assert client.get("/health").status_code == 200

@@ -5,7 +5,7 @@ import asyncio
 import logging
 import math
 import time
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Response
@@ -28,6 +28,7 @@ from .steps import ActionLog, StepRecord, action_sha256, check_index
 
 if TYPE_CHECKING:
     from .options import Options
+    from ...liveness import Liveness
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class EnvRole:
         self.metrics = EnvMetrics()
         self.sessions = SessionStore(options.max_sessions, options.session_ttl_s, on_close=self._closed)
         self.action_log = ActionLog(options.action_log) if options.action_log is not None else None
+        self.liveness: Liveness | None = None  # the app's (register_routes sets it): a step past its bound is a stall
         preload = tuple(dict.fromkeys(m for v in VERIFIERS.values() if v.isolated for m in v.preload))
         self.runner = IsolatedRunner(workers=options.reward_workers, memory_mb=options.reward_memory_mb, preload=preload)
         # Sandboxed verifiers wait on their sandboxes in server threads, each stopped at reward_timeout_s (rewards/deadline.py).
@@ -133,7 +135,7 @@ class EnvRole:
                 return self._replayed(session.id, recorded)
             if session.done:
                 raise ConflictError("session", "the episode is over (a step returned done); /close it and /reset a new one", req.session)
-            with self._counting_unavailable(session.env_name):
+            with self._counting_unavailable(session.env_name), self._bounded(session.env.step_timeout_s()):
                 observation, reward, done, info = session.env.step(req.action)
             info = {"invalid_action": False, **info}
             response = StepResponse(observation=observation, reward=reward, done=done, info=info)
@@ -147,6 +149,10 @@ class EnvRole:
         if done:
             self._episode_ended(session.env_name, info)
         return response
+
+    def _bounded(self, seconds: float):
+        """A step past its env's own bound makes the server stalled (liveness.py): a supervisor then replaces it."""
+        return self.liveness.bounded(seconds) if self.liveness is not None else nullcontext()
 
     def _replayed(self, session_id: str, record: StepRecord) -> StepResponse:
         self.metrics.steps_replayed.inc()
@@ -255,6 +261,7 @@ class EnvRole:
 
 def register_routes(app: FastAPI, role: EnvRole) -> None:
     app.state.env_role = role
+    role.liveness = app.state.liveness
 
     @app.post("/reset", response_model=ResetResponse)
     def reset(req: ResetRequest) -> ResetResponse:
