@@ -24,6 +24,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ...durable import fsync_path
+
 
 def new_lineage() -> str:
     return uuid.uuid4().hex[:16]
@@ -52,7 +54,7 @@ class StepLog:
                     self._note(record.get("run_id"), record["step"])
         else:
             self.path.touch()
-            _fsync_dir(self.path.parent)  # the new file's name survives a crash too
+            fsync_path(self.path.parent)  # the new file's name survives a crash too
 
     def _note(self, run_id: str | None, step: int) -> None:
         self._highest[run_id] = max(step, self._highest.get(run_id, -1))
@@ -73,11 +75,3 @@ class StepLog:
             f.write(json.dumps(record) + "\n")
             f.flush()
             os.fsync(f.fileno())
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
