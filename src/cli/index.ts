@@ -45,7 +45,7 @@ function buildProgram(): Command {
   const dev = program.command('dev').description('the local stack: Temporal dev server, engine servers, one worker');
   withConfigOptions(dev.command('up'))
     .description('start whatever is not running, in the background (logs under .state/logs), and the supervisor that restarts what dies or hangs')
-    .option('--no-supervise', 'stop the supervisor instead: a part that dies stays down (to look at it) until the next dev up or run')
+    .option('--no-supervise', 'stop the supervisor instead, and keep it off for rollflow run too: a part that dies stays down (to look at it) until the next plain dev up')
     .action(async (file: string | undefined, opts: ConfigOptions & { supervise: boolean }) => {
       const { loaded, args } = loadFromArgs(file, opts);
       await up(loaded, args, out, { supervise: opts.supervise });
@@ -72,10 +72,13 @@ function buildProgram(): Command {
     });
 
   withConfigOptions(program.command('probe').argument('<part>', 'worker'))
-    .description('exit 0 when the part is live (for an exec liveness probe): worker: its beat file is fresh and names a live process')
-    .action((part: string, file: string | undefined, opts: ConfigOptions) => {
+    .description('exit 0 when the part is live (for an exec liveness probe): worker: its beat file names a live process and is fresh')
+    .option('--max-age-s <s>', 'the oldest beat that counts as live', '30')
+    .action((part: string, file: string | undefined, opts: ConfigOptions & { maxAgeS: string }) => {
       if (part !== 'worker') throw new InvalidArgumentError(`probe: part ${JSON.stringify(part)}; expected worker (engines answer GET /health themselves)`);
-      const problem = probeWorker(loadFromArgs(file, opts).loaded);
+      const maxAgeS = Number(opts.maxAgeS);
+      if (!(maxAgeS > 0)) throw new InvalidArgumentError(`--max-age-s: got ${JSON.stringify(opts.maxAgeS)}; expected a number of seconds > 0`);
+      const problem = probeWorker(loadFromArgs(file, opts).loaded, maxAgeS * 1000);
       out(problem ?? 'worker: live');
       if (problem) process.exitCode = 1;
     });

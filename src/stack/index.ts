@@ -12,7 +12,7 @@ import type { LoadedConfig } from '../configs';
 import { engineStatus, launchedEngines, startEngine, stopEngine } from './engines';
 import { codecProcess, codecStatus, startCodecServer, stopCodecServer } from './codec';
 import { startTemporal, stopTemporal, temporalStatus } from './temporal';
-import { readSupervisorStatus, startSupervisor, stopSupervisor, supervisorLines } from './supervisor';
+import { readSupervisorStatus, startSupervisor, stopSupervisor, supervisionTurnedOff, supervisorLines } from './supervisor';
 import { readWorkerBeat, startWorker, stopWorker, workerBeatProblem, workerStatus } from './worker';
 
 const embedded = ({ config, derived }: LoadedConfig) => config.temporal.embedded && derived.temporal.loopback;
@@ -21,10 +21,11 @@ const embedded = ({ config, derived }: LoadedConfig) => config.temporal.embedded
 /**
  * Brings everything up; parts already running are left alone. The config is checked first, so a
  * running server is never stopped for a replacement that would refuse its settings.
- * `configArgs` re-create the config for the worker process. `supervise` false stops the supervisor
- * instead of starting it (a crashed part then stays down to be looked at, until the next up).
+ * `configArgs` re-create the config for the worker process. `supervise`: true starts the supervisor;
+ * false stops it and keeps it off (a crashed part then stays down to be looked at) until the next plain
+ * `dev up`; 'unless-off' (what `rollflow run` uses) starts it unless it was turned off that way.
  */
-export async function up(loaded: LoadedConfig, configArgs: string[], say: (line: string) => void, { supervise = true } = {}): Promise<void> {
+export async function up(loaded: LoadedConfig, configArgs: string[], say: (line: string) => void, { supervise = true as boolean | 'unless-off' } = {}): Promise<void> {
   checkConfig(loaded, { run: false });
   if (embedded(loaded)) startTemporal(loaded.derived.temporal, codecProcess(loaded)?.url);
   // Engines start in parallel: each is a Python process that takes a moment to import.
@@ -37,7 +38,8 @@ export async function up(loaded: LoadedConfig, configArgs: string[], say: (line:
   } finally {
     await client.connection.close();
   }
-  say(supervise ? await startSupervisor(loaded, configArgs) : await stopSupervisor(loaded));
+  const on = supervise === 'unless-off' ? !supervisionTurnedOff(loaded) : supervise;
+  say(on ? await startSupervisor(loaded, configArgs) : await stopSupervisor(loaded, { turnOff: supervise === false }));
 }
 
 export async function down(loaded: LoadedConfig, say: (line: string) => void): Promise<void> {
@@ -74,8 +76,8 @@ export async function status(loaded: LoadedConfig, say: (line: string) => void):
   return lines.every((l) => l.ok);
 }
 
-/** `rollflow probe worker`: undefined when a worker of this config beat lately (see src/worker/liveness.ts). */
-export const probeWorker = (loaded: LoadedConfig): string | undefined => workerBeatProblem(loaded);
+/** `rollflow probe worker`: undefined when a worker of this config beat within `maxAgeMs` (see src/worker/liveness.ts). */
+export const probeWorker = (loaded: LoadedConfig, maxAgeMs: number): string | undefined => workerBeatProblem(loaded, undefined, Date.now(), maxAgeMs);
 
 /**
  * What the local stack of this config (its supervisor's status file, its worker's beat) says about faults:

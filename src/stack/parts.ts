@@ -16,9 +16,13 @@ import type { Part } from './supervise';
 import { startTemporalInBackground, temporalHealth, temporalProcess } from './temporal';
 import { startWorker, workerBeatProblem, workerProcess } from './worker';
 
-const PROBE_TIMEOUT_MS = 5_000;
-/** Failing probes for this long (4 probes 5 s apart) make a live process hung; see docs/unattended.md for the bounds this gives. */
-const HANG_AFTER_MS = 20_000;
+const PROBE_TIMEOUT_MS = 4_000;
+/**
+ * Failing probes for this long (probes 2 s apart, each up to 4 s) make a live process hung; see docs/unattended.md
+ * for the bounds this gives. Shorter would mistake a loaded machine's slow answer for a hang; longer costs every
+ * real hang that much more of the run (a stopped engine holds its part of the run until it is replaced).
+ */
+const HANG_AFTER_MS = 10_000;
 
 const failure = (e: unknown) => (e as Error).message.split('\n')[0];
 
@@ -82,9 +86,9 @@ export function stackParts(loaded: LoadedConfig, configArgs: string[]): Part[] {
     name: worker.name,
     process: worker,
     start: async () => startWorker(await temporal.get(), loaded, configArgs),
-    // The beat is already 15 s stale when this fails, so a short extra wait suffices.
+    // The beat is already WORKER_BEAT_STALE_MS old when this fails, so a short extra wait suffices.
     probe: async (pid) => workerBeatProblem(loaded, pid),
-    hangAfterMs: 5_000,
+    hangAfterMs: 2_000,
   });
   return parts;
 }

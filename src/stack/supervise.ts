@@ -41,7 +41,7 @@ export interface SuperviseOptions {
   maxBackoffMs: number;
 }
 
-export const SUPERVISE_DEFAULTS: SuperviseOptions = { checkEveryMs: 1_000, probeEveryMs: 5_000, fastFailMs: 60_000, maxFastFailures: 5, maxBackoffMs: 30_000 };
+export const SUPERVISE_DEFAULTS: SuperviseOptions = { checkEveryMs: 1_000, probeEveryMs: 2_000, fastFailMs: 60_000, maxFastFailures: 5, maxBackoffMs: 30_000 };
 
 /** The wait before restart number `fastFailures` of a run of short lives: none for the first. */
 export const backoffMs = (fastFailures: number, o: SuperviseOptions) => (fastFailures <= 1 ? 0 : Math.min(o.maxBackoffMs, 1000 * 2 ** (fastFailures - 2)));

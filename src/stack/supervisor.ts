@@ -48,6 +48,11 @@ export function supervisorProcess(loaded: LoadedConfig, state = stateDir()): Man
 
 export const supervisorStatusFile = (loaded: LoadedConfig, state = stateDir()) => path.join(pidsDir(state), `${name(loaded)}.json`);
 const wantedFile = (loaded: LoadedConfig, state = stateDir()) => path.join(pidsDir(state), `${name(loaded)}.wanted`);
+/** Written by `dev up --no-supervise`, so a later `rollflow run` (which brings the stack up) leaves the supervisor off too. */
+const unsupervisedFile = (loaded: LoadedConfig, state = stateDir()) => path.join(pidsDir(state), `${name(loaded)}.off`);
+
+/** Whether `dev up --no-supervise` asked for no supervisor (until the next plain `dev up` or `dev down`). */
+export const supervisionTurnedOff = (loaded: LoadedConfig) => existsSync(unsupervisedFile(loaded));
 
 export function readSupervisorStatus(loaded: LoadedConfig): SupervisorStatus | undefined {
   try {
@@ -78,6 +83,7 @@ function spawnSupervisor(loaded: LoadedConfig, configArgs: string[], fingerprint
 const fingerprintOf = (configArgs: string[]) => JSON.stringify({ configArgs, built: statSync(cliEntry).mtimeMs });
 
 export async function startSupervisor(loaded: LoadedConfig, configArgs: string[]): Promise<string> {
+  rmSync(unsupervisedFile(loaded), { force: true });
   writeFileAtomic(wantedFile(loaded), JSON.stringify(configArgs));
   const { pid, action } = await ensureStarted(supervisorProcess(loaded), fingerprintOf(configArgs), () => spawnSupervisor(loaded, configArgs, fingerprintOf(configArgs)));
   return `${name(loaded)}: ${action} (pid ${pid}); it restarts whatever dies or hangs`;
@@ -90,8 +96,11 @@ export function respawnSupervisorIfWanted(loaded: LoadedConfig): number | undefi
   return spawnSupervisor(loaded, configArgs, fingerprintOf(configArgs));
 }
 
-export async function stopSupervisor(loaded: LoadedConfig): Promise<string> {
+/** `turnOff`: also keep it off for a later `rollflow run` (`dev up --no-supervise`); `dev down` clears that. */
+export async function stopSupervisor(loaded: LoadedConfig, { turnOff = false } = {}): Promise<string> {
   rmSync(wantedFile(loaded), { force: true });
+  if (turnOff) writeFileAtomic(unsupervisedFile(loaded), 'dev up --no-supervise\n');
+  else rmSync(unsupervisedFile(loaded), { force: true });
   return `${name(loaded)}: ${await stopProcess(supervisorProcess(loaded))}`;
 }
 

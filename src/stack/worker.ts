@@ -64,8 +64,8 @@ export interface WorkerBeat {
   waitingFor: string[];
 }
 
-/** A worker whose last beat is older than this is taken for hung (it beats every 2 s). */
-export const WORKER_BEAT_STALE_MS = 15_000;
+/** A worker whose last beat is older than this is taken for hung by the supervisor (it beats every 2 s). */
+export const WORKER_BEAT_STALE_MS = 10_000;
 
 /**
  * undefined when the worker beat within WORKER_BEAT_STALE_MS; otherwise why it counts as hung. `pid`: the process
@@ -80,11 +80,11 @@ export function readWorkerBeat(loaded: LoadedConfig): WorkerBeat | undefined {
   }
 }
 
-export function workerBeatProblem(loaded: LoadedConfig, pid?: number, now = Date.now()): string | undefined {
+export function workerBeatProblem(loaded: LoadedConfig, pid?: number, now = Date.now(), staleMs = WORKER_BEAT_STALE_MS): string | undefined {
   const beat = readWorkerBeat(loaded);
   if (!beat) return `no readable alive file ${workerAliveFile(loaded)}`;
   if (pid !== undefined && beat.pid !== pid) return `the alive file is from pid ${beat.pid}, not ${pid} (it has not beaten yet)`;
   if (pid === undefined && !isAlive(beat.pid)) return `the worker that last beat (pid ${beat.pid}) is not running`;
   const age = now - beat.at;
-  return age <= WORKER_BEAT_STALE_MS ? undefined : `no beat for ${(age / 1000).toFixed(1)} s (stopped, or its event loop is blocked)`;
+  return age <= staleMs ? undefined : `no beat for ${(age / 1000).toFixed(1)} s (stopped, or its event loop is blocked)`;
 }

@@ -1,9 +1,10 @@
 // The env server lost inside a run (on_env_loss), on a real dev server with sim inference and trainer and the
 // python env server playing frozen_lake (3 turns): the run is suspended with episodes open between turns, the env
-// server is killed with SIGKILL, the run resumes (its env steps wait on retries), and an operator brings the server
-// back with `rollflow dev up`. Every check reads what the run recorded: its status, its step records, the batch files
+// server is killed with SIGKILL, the run resumes (its env steps wait for the server, using up no retry attempt), and
+// an operator brings the server back with `rollflow dev up` (the stack runs with --no-supervise, so nothing else
+// does). Every check reads what the run recorded: its status, its step records, the batch files
 // the trainer read, the workflows' pending activities and results. Never elapsed time.
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +12,14 @@ import { batchDir, groupUid, METRIC, runDataDir, sampleUid } from '../../src/cor
 import { status as statusQuery, type RunStatus } from '../../src/workflows/run';
 import type { GroupResult } from '../../src/workflows/run-state';
 import { freePort, readJsonl, ROOT, TestDevServer, until } from './helpers/dev-server';
+
+const readJsonFile = <T>(file: string): T | undefined => {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as T;
+  } catch {
+    return undefined;
+  }
+};
 
 const G = 4;
 const B = 2 * G;
@@ -29,7 +38,14 @@ async function openSessions(): Promise<number> {
   return Number(/^rollflow_env_sessions_open\{env="frozen_lake"\} (\S+)$/m.exec(text)?.[1] ?? 0);
 }
 
-/** Trajectory workflows of the run with an env step retrying (attempt 2 or later): calls waiting for the env server. */
+/** Calls the worker waits on for the env server, as its beat file names them (src/activities/engine-wait.ts). */
+function envCallsWaiting(): number {
+  const beat = readJsonFile<{ waitingFor?: string[] }>(path.join(server.stateDir, 'pids', 'worker-env-loss-test.alive'));
+  const waiting = (beat?.waitingFor ?? []).find((w) => w.startsWith(`env ${envUrl} `));
+  return waiting ? Number(/(\d+) calls?\)$/.exec(waiting)![1]) : 0;
+}
+
+/** Env steps of the run's trajectories on a second attempt or later: an outage must use none up. */
 async function envStepsRetrying(runId: string): Promise<number> {
   let n = 0;
   for await (const wf of client.workflow.list({ query: `RollflowRunId = "${runId}" AND RollflowKind = "trajectory" AND ExecutionStatus = "Running"` })) {
@@ -69,11 +85,12 @@ async function loseEnvMidEpisode(runId: string, ...sets: string[]): Promise<RunS
 
   await server.killEngine('env', envUrl);
   expect(rollflow('resume', runId, '--config', config).status).toBe(0);
-  // While the server is down the env steps wait: retried, not failed.
-  await until(async () => ((await envStepsRetrying(runId)) > 0 ? true : undefined), 'env steps retrying against the dead server');
+  // While the server is down the env steps wait for it: not failed, and no retry attempt used.
+  await until(async () => (envCallsWaiting() > 0 ? true : undefined), 'env steps waiting for the dead server');
+  expect(await envStepsRetrying(runId)).toBe(0);
   expect((await handle.query(statusQuery)).totals.infraFailedGroups).toBe(0);
 
-  const up = rollflow('dev', 'up', config);
+  const up = rollflow('dev', 'up', config, '--no-supervise');
   expect(up.status, up.stderr).toBe(0);
   expect(up.stdout).toContain(`engine-env-${envPort}: started`);
   const final = await handle.result();
@@ -103,6 +120,7 @@ engines:
   trainer: { url: "http://127.0.0.1:${trainer}", backend: sim, options: { sim_seconds_per_sample: 0.02 } }
   env: { url: "${envUrl}" }
 `,
+    { supervise: false },
   ));
 });
 

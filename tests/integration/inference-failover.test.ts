@@ -56,7 +56,7 @@ engines:
   env: { url: "http://127.0.0.1:${env}" }
 `,
   );
-  const up = rollflow('dev', 'up', config);
+  const up = rollflow('dev', 'up', config, '--no-supervise');
   expect(up.status, up.stderr).toBe(0);
   client = new Client({ connection: await Connection.connect({ address: server.address }) });
 });
@@ -86,7 +86,7 @@ it('an inference server killed mid-generation, restarted, then the other killed:
   // Restart it: it comes back with its launch weights (version 0), behind the run. Once the worker's prober has
   // marked it up, kill the other server: from then on every generation (new, continued after the failover,
   // or after a sync's abort) runs on the restarted one, so weights it served too old would reach the batches.
-  const up = rollflow('dev', 'up', config);
+  const up = rollflow('dev', 'up', config, '--no-supervise');
   expect(up.status, up.stderr).toBe(0);
   expect(up.stdout).toMatch(new RegExp(`engine-inference-${ports[0]}: started`));
   const workerLog = path.join(server.stateDir, 'logs', 'worker-failover-test.log');

@@ -59,6 +59,7 @@ engines:
   trainer: { url: "http://127.0.0.1:${trainer}", backend: sim, options: { sim_seconds_per_sample: 0.02 } }
   env: { url: "${envUrl}", options: { snapshot_dir: "${snapshotDir}" } }
 `,
+    { supervise: false },
   ));
 });
 
@@ -81,7 +82,7 @@ it('a killed env server: the lost episodes resume from their snapshots on the ne
 
   await server.killEngine('env', envUrl);
   expect(rollflow('resume', runId, '--config', config).status).toBe(0);
-  const up = rollflow('dev', 'up', config);
+  const up = rollflow('dev', 'up', config, '--no-supervise'); // as an operator would: the stack runs without its supervisor
   expect(up.status, up.stderr).toBe(0);
   expect(up.stdout).toContain(`engine-env-${envPort}: started`);
 

@@ -24,7 +24,7 @@ beforeAll(async () => {
   expect(readdirSync(path.join(ROOT, 'dist')).length, 'run `make build` first').toBeGreaterThan(0);
   server = await TestDevServer.create();
   config = await writeSimRunConfig(server, 'temporal-kill', STEPS);
-  const up = rollflow('dev', 'up', config);
+  const up = rollflow('dev', 'up', config, '--no-supervise');
   expect(up.status, up.stderr).toBe(0);
 });
 
@@ -49,7 +49,7 @@ it('survives kill -9 of the Temporal dev server mid-run: restarted on the same d
   process.kill(serverPid, 'SIGKILL');
   await until(async () => (isAlive(serverPid) ? undefined : true), 'the killed server gone', 30_000);
 
-  const up = rollflow('dev', 'up', config); // what an operator runs: starts what is not running
+  const up = rollflow('dev', 'up', config, '--no-supervise'); // what an operator runs: starts what is not running
   expect(up.status, up.stderr).toBe(0);
   expect(up.stderr).toContain(`removing stale pid file`);
   expect(up.stdout).toMatch(/engine-inference-\d+: already running/);

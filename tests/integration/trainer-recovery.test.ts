@@ -51,7 +51,7 @@ engines:
   # a train step takes a while, so a kill can land in one
   trainer: { url: "http://127.0.0.1:${trainerPort}", backend: sim, options: { sim_seconds_per_sample: 0.05 } }
   env: { url: "http://127.0.0.1:${env}" }
-`));
+`, { supervise: false }));
 });
 
 afterAll(() => server?.downStack(config, client));
@@ -61,7 +61,7 @@ describe('trainer recovery', () => {
     start('trainer-killed');
     await stepReached('trainer-killed', 4); // past the state saved at version 3
     process.kill(readPid(path.join(server.stateDir, 'pids', `engine-trainer-${trainerPort}.pid`)), 'SIGKILL');
-    const up = rollflow('dev', 'up', config); // as an operator would: starts what is not running
+    const up = rollflow('dev', 'up', config, '--no-supervise'); // as an operator would: starts what is not running
     expect(up.status, up.stderr).toBe(0);
     expect(up.stdout).toContain(`engine-trainer-${trainerPort}: started`);
 
@@ -86,7 +86,7 @@ describe('trainer recovery', () => {
     const states = trainerStateDir(runDataDir(runDir(), 'state-corrupt'));
     const newest = readdirSync(states).filter((n) => /^v\d+$/.test(n)).sort((a, b) => Number(a.slice(1)) - Number(b.slice(1))).pop()!;
     writeFileSync(path.join(states, newest, 'sim_state.json'), '{"seed": -1}');
-    const up = rollflow('dev', 'up', config);
+    const up = rollflow('dev', 'up', config, '--no-supervise');
     expect(up.status, up.stderr).toBe(0);
 
     const final = (await client.workflow.getHandle('state-corrupt').result()) as { step: number; version: number };

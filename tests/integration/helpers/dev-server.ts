@@ -80,10 +80,11 @@ export class TestDevServer {
   }
 
   /** Writes `yaml` as the state dir's run.yaml, brings its stack up (`rollflow dev up`: engines, one worker) and connects a client. */
-  async upStack(yaml: string): Promise<{ config: string; client: Client }> {
+  /** `supervise` false: `dev up --no-supervise`, for tests of what an operator's `dev up` does after a kill (the supervisor would race it). */
+  async upStack(yaml: string, { supervise = true } = {}): Promise<{ config: string; client: Client }> {
     const config = path.join(this.stateDir, 'run.yaml');
     writeFileSync(config, yaml);
-    const up = this.rollflow(['dev', 'up', config], 600_000);
+    const up = this.rollflow(['dev', 'up', config, ...(supervise ? [] : ['--no-supervise'])], 600_000);
     if (up.status !== 0) throw new Error(`rollflow dev up failed: ${up.stderr}`);
     return { config, client: new Client({ connection: await Connection.connect({ address: this.address }) }) };
   }
