@@ -1,10 +1,14 @@
 /**
- * The processes the chaos harness injects faults into, one entry per kind,
- * and the two signals it sends. It restarts nothing: the stack's supervisor
- * (src/stack/supervise.ts) notices each dead or hung process and replaces
- * it, as it would with nobody watching. A Temporal cluster
- * (temporal.embedded false) is not supervised by rollflow, so its server is
- * not a kind the harness may fault. A new kind is one more entry here.
+ * What the chaos harness injects, one entry per kind. Process kinds get a
+ * signal: it restarts nothing, the stack's supervisor (src/stack/supervise.ts)
+ * notices each dead or hung process and replaces it, as it would with nobody
+ * watching. A Temporal cluster (temporal.embedded false) is not supervised by
+ * rollflow, so its server is not a kind the harness may fault. Two kinds hit
+ * the run's files instead (src/chaos/file-faults.ts): `corrupt` damages the
+ * newest saved trainer state and SIGKILLs the trainer, so its recovery must
+ * pass that state over; `disk` fills the small tmpfs mounted over the run
+ * directory (`--disk-mb`) for a while, so every write of the run meets a full
+ * disk. A new process kind is one more entry in FAULTS.
  */
 import type { LoadedConfig } from '../configs';
 import type { EngineRole } from '../gpu-bridge';
@@ -13,7 +17,14 @@ import type { ManagedProcess } from '../stack/processes';
 import { temporalProcess } from '../stack/temporal';
 import { workerProcess } from '../stack/worker';
 
-export const FAULT_KINDS = ['worker', 'temporal', 'inference', 'trainer', 'env'] as const;
+/** The kinds of process a signal hits. */
+export const PROCESS_KINDS = ['worker', 'temporal', 'inference', 'trainer', 'env'] as const;
+export type ProcessKind = (typeof PROCESS_KINDS)[number];
+/** corrupt: damage the newest saved trainer state, then SIGKILL the trainer. disk: a full disk for 30-120 s. */
+export const FILE_FAULTS = ['corrupt', 'disk'] as const;
+export type FileFault = (typeof FILE_FAULTS)[number];
+/** Every kind `--faults` takes. */
+export const FAULT_KINDS = [...PROCESS_KINDS, ...FILE_FAULTS] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** kill: SIGKILL. stop: SIGSTOP, then SIGCONT after the scheduled pause if nothing replaced the process first. */
@@ -25,13 +36,16 @@ const embedded = ({ config, derived }: LoadedConfig) => config.temporal.embedded
 const engines = (role: EngineRole) => (loaded: LoadedConfig) => launchedEngines(loaded.config).filter((e) => e.role === role).map((e) => e.process);
 
 /** The processes of each kind the stack runs (and supervises); a fault hits one of them. */
-export const FAULTS: Record<FaultKind, (loaded: LoadedConfig) => ManagedProcess[]> = {
+export const FAULTS: Record<ProcessKind, (loaded: LoadedConfig) => ManagedProcess[]> = {
   worker: (loaded) => [workerProcess(loaded)],
   temporal: (loaded) => (embedded(loaded) ? [temporalProcess()] : []),
   inference: engines('inference'),
   trainer: engines('trainer'),
   env: engines('env'),
 };
+
+/** The process kind a fault's signal goes to: its own, the trainer for `corrupt`, none for `disk`. */
+export const processKindOf = (k: FaultKind): ProcessKind | undefined => (k === 'corrupt' ? 'trainer' : k === 'disk' ? undefined : k);
 
 export const isFaultKind = (k: string): k is FaultKind => (FAULT_KINDS as readonly string[]).includes(k);
 export const isFaultSignal = (s: string): s is FaultSignal => (FAULT_SIGNALS as readonly string[]).includes(s);

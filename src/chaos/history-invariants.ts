@@ -3,6 +3,7 @@
  * the run's own executions, against the trainer's step log and the store's
  * batch files; and on the env server's action log. Pure.
  */
+import { compareSampleUids } from '../core';
 import type { Check, RunRecords } from './record-types';
 import { finalLineageSteps, uidsSha256 } from './trainer-invariants';
 
@@ -43,7 +44,8 @@ export function historyChecks(r: RunRecords, maxSteps: number): Check[] {
   const agree: string[] = 'lines' in log ? [] : [`no trainer step log: ${log.why}`];
   for (const t of r.trainSteps) {
     const logged = chain.find((l) => l.step === t.step);
-    const chosen = t.batchUids ? uidsSha256(t.batchUids) : undefined;
+    // The workflow chooses the samples; writeBatch writes them in the canonical uid order (bit-identical batch files).
+    const chosen = t.batchUids ? uidsSha256([...t.batchUids].sort(compareSampleUids)) : undefined;
     if (!chosen) agree.push(`${t.workflowId}: no writeBatch input in its history`);
     else if (chosen !== files.get(t.step)) agree.push(`${t.workflowId}: its batch differs from the store's file`);
     if (!logged) agree.push(`${t.workflowId}: the trainer's final weights never took step ${t.step}`);

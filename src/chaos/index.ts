@@ -1,18 +1,20 @@
 /**
  * `rollflow chaos`: the same run twice, fault-free and under a seeded fault
- * schedule (SIGKILL, SIGSTOP) that the stack's supervisor recovers from with
- * nobody's help, each run checked against the invariants on its own records,
- * with the effective time and a recovery time per fault.
+ * schedule (SIGKILL, SIGSTOP, a damaged trainer state, a full disk) that the
+ * stack's supervisor and the run recover from with nobody's help, each run
+ * checked against the invariants on its own records, with the effective time
+ * and a recovery time per fault.
  */
-import { ConfigError, type LoadedConfig } from '../configs';
-import { FAULTS, type FaultKind } from './faults';
-import { checkRun, type Expectations } from './invariants';
+import { ConfigError, type ConfigProblem, type LoadedConfig } from '../configs';
+import { FAULTS, processKindOf, type FaultKind } from './faults';
+import { mountSmallDisk, unmountSmallDisk } from './file-faults';
+import { checkRun, corruptionCheck, type Expectations } from './invariants';
 import { effectiveTime, normalStepS, recoveryS } from './recovery';
 import { runUnderFaults, type RunUnderFaults } from './runner';
 import type { ChaosResult, CheckedRun } from './result';
 import type { ScheduleOptions } from './schedule';
 
-export { FAULT_KINDS, FAULT_SIGNALS, isFaultKind, isFaultSignal, type FaultKind, type FaultSignal } from './faults';
+export { FAULT_KINDS, FAULT_SIGNALS, FILE_FAULTS, PROCESS_KINDS, isFaultKind, isFaultSignal, type FaultKind, type FaultSignal, type ProcessKind } from './faults';
 export { checkRun, type Check, type RunRecords } from './invariants';
 export { chaosMarkdown } from './report';
 export type { ChaosResult, CheckedRun } from './result';
@@ -23,19 +25,30 @@ export function expectations({ config, derived }: LoadedConfig): Expectations {
   return { maxSteps: config.max_steps, samplesPerStep: derived.samples_per_step, groupSize: derived.group_size, maxStaleness: derived.max_staleness, stalePolicy: config.stale_policy };
 }
 
-/** A config and fault kinds the harness can run: env_async rollout (it accounts for group workflows), a launched process of every kind. */
-export function checkChaosConfig(loaded: LoadedConfig, kinds: readonly FaultKind[]): void {
+/**
+ * A config and fault kinds the harness can run: env_async rollout (it accounts for group workflows), a launched
+ * process of every kind (a launched trainer for `corrupt`), and the size of the disk for `disk`.
+ */
+export function checkChaosConfig(loaded: LoadedConfig, kinds: readonly FaultKind[], diskMb?: number): void {
   if (loaded.config.rollout_mode !== 'env_async') {
     throw new ConfigError(loaded.source, [{ path: 'rollout_mode', given: loaded.config.rollout_mode, expected: 'env_async (the chaos checks account for group workflows)' }]);
   }
-  const missing = kinds.filter((k) => FAULTS[k](loaded).length === 0);
-  const where = (k: FaultKind) => (k === 'temporal' ? 'temporal.embedded: a Temporal cluster is not supervised by rollflow' : k === 'inference' ? 'engines.inference[i].launch' : `engines.${k}.launch`);
-  if (missing.length) throw new ConfigError('chaos options', missing.map((k) => ({ path: '--faults', given: k, expected: `a kind the stack launches; the config launches no ${k} server (${where(k)})` })));
+  const missing = kinds.filter((k) => {
+    const p = processKindOf(k);
+    return p !== undefined && FAULTS[p](loaded).length === 0;
+  });
+  const where = (k: FaultKind) => (k === 'temporal' ? 'temporal.embedded: a Temporal cluster is not supervised by rollflow' : k === 'inference' ? 'engines.inference[i].launch' : `engines.${processKindOf(k)}.launch`);
+  const problems: ConfigProblem[] = missing.map((k) => ({ path: '--faults', given: k, expected: `a kind the stack launches; the config launches no ${processKindOf(k)} server (${where(k)})` }));
+  if (kinds.includes('disk') && diskMb === undefined) problems.push({ path: '--disk-mb', given: undefined, expected: 'the size in MiB of the tmpfs mounted over the run directory, which a disk fault fills (needed with --faults disk)' });
+  if (problems.length) throw new ConfigError('chaos options', problems);
 }
 
 function checked(run: RunUnderFaults, e: Expectations): CheckedRun {
   const walls = run.records.metrics.map((m) => m.wall_s);
-  return { ...run, ...checkRun(run.records, e), ...(walls.length ? { makespanS: Math.max(...walls) } : {}) };
+  const verdict = checkRun(run.records, e);
+  const corrupted = run.faults.flatMap((f) => (f.corrupted ? [f.corrupted.version] : []));
+  if (corrupted.length) verdict.checks.push(corruptionCheck(corrupted, run.records));
+  return { ...run, ...verdict, ok: verdict.checks.every((c) => c.ok), ...(walls.length ? { makespanS: Math.max(...walls) } : {}) };
 }
 
 /** Recovery time of each kill, against the normal step interval of the fault-free run. */
@@ -56,14 +69,29 @@ export interface ChaosOptions {
   maxFaults: number;
   /** Compare against a fault-free run of the same config first (the effective time and recovery need it). */
   faultFree: boolean;
+  /** With disk faults: the MiB of the tmpfs mounted over the run directory for both runs (mounting needs root). */
+  diskMb?: number;
   say: (line: string) => void;
 }
 
 export async function chaos(loaded: LoadedConfig, configArgs: string[], o: ChaosOptions): Promise<ChaosResult> {
-  checkChaosConfig(loaded, o.schedule.kinds);
+  checkChaosConfig(loaded, o.schedule.kinds, o.diskMb);
   const e = expectations(loaded);
-  const faultFree = o.faultFree ? checked(await runUnderFaults(loaded, configArgs, `${o.runIdPrefix}-fault-free`, undefined, o, o.say), e) : undefined;
-  const underFaults = checked(await runUnderFaults(loaded, configArgs, `${o.runIdPrefix}-faults`, o.schedule, o, o.say), e);
+  // Both runs on the same small disk, so the fault-free one is a fair baseline; mounted before either starts, as a
+  // mount hides what the directory held (earlier runs' records reappear once it is undone).
+  const disk = o.schedule.kinds.includes('disk') ? loaded.derived.run_dir : undefined;
+  if (disk) {
+    mountSmallDisk(disk, o.diskMb!);
+    o.say(`rollflow chaos: ${disk} is a ${o.diskMb} MiB tmpfs until the runs end`);
+  }
+  let faultFree: CheckedRun | undefined;
+  let underFaults: CheckedRun;
+  try {
+    faultFree = o.faultFree ? checked(await runUnderFaults(loaded, configArgs, `${o.runIdPrefix}-fault-free`, undefined, o, o.say), e) : undefined;
+    underFaults = checked(await runUnderFaults(loaded, configArgs, `${o.runIdPrefix}-faults`, o.schedule, o, o.say), e);
+  } finally {
+    if (disk) unmountSmallDisk(disk);
+  }
   const walls = faultFree?.records.metrics.map((m) => m.wall_s) ?? [];
   const normalS = walls.length >= 2 ? normalStepS(walls) : undefined;
   return {

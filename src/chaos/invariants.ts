@@ -147,9 +147,23 @@ export function accountGroups(r: RunRecords, e: Expectations): { accounting: Gro
   return { accounting: a, checks };
 }
 
+/** Nothing the run wrote is half-written: what a kill mid-write or a full disk must not leave (durable writes: temp, fsync, rename; appends cut back). */
+function tornFilesCheck(r: RunRecords): Check {
+  const name = 'files: none half-written (the run\'s JSON and JSON-lines files parse)';
+  if (r.tornFiles === undefined) return { name, ok: true, detail: 'not read' };
+  return { name, ok: r.tornFiles.length === 0, detail: r.tornFiles.length ? `do not parse: ${list(r.tornFiles)}` : 'every file parses' };
+}
+
+/** Each saved trainer state the harness damaged (a corrupt fault) was passed over by the trainer's recovery, by recovery.jsonl. */
+export function corruptionCheck(corrupted: readonly number[], r: Pick<RunRecords, 'skippedStates'>): Check {
+  const skipped = new Set((r.skippedStates ?? []).map((s) => s.version));
+  const missed = corrupted.filter((v) => !skipped.has(v));
+  return { name: 'trainer recovery: every damaged state passed over (recovery.jsonl)', ok: missed.length === 0, detail: missed.length ? `never passed over: ${list(missed.map((v) => `v${v}`))}` : `${corrupted.length} damaged, passed over: ${list([...skipped].map((v) => `v${v}`))}` };
+}
+
 export function checkRun(r: RunRecords, e: Expectations): { ok: boolean; checks: Check[]; accounting: GroupAccounting } {
   const completed: Check = { name: 'run completed', ok: r.outcome === 'COMPLETED' && r.final?.step === e.maxSteps, detail: `${r.outcome}${r.final ? `, ${r.final.step} of ${e.maxSteps} steps` : ''}` };
   const { accounting, checks: groupChecks } = accountGroups(r, e);
-  const checks = [completed, metricsCheck(r, e), ...trainerChecks(r, e.maxSteps), ...storeChecks(r, e), stalenessCheck(r, e), ...historyChecks(r, e.maxSteps), envActionCheck(r), ...groupChecks];
+  const checks = [completed, metricsCheck(r, e), ...trainerChecks(r, e.maxSteps), ...storeChecks(r, e), stalenessCheck(r, e), tornFilesCheck(r), ...historyChecks(r, e.maxSteps), envActionCheck(r), ...groupChecks];
   return { ok: checks.every((c) => c.ok), checks, accounting };
 }

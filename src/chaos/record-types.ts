@@ -77,6 +77,14 @@ export interface RunRecords {
   /** Every execution of the run's trainStep workflows, and the trainStep children its executions started (workflow ids, in order). */
   trainSteps: TrainStepExecution[];
   trainStepStarts: string[];
+  /** The saved trainer states recovery passed over (recovery.jsonl beside them: version and why). */
+  skippedStates?: { version: number; reason: string }[];
+  /**
+   * The run's files that do not parse (JSON files, and JSON-lines files with a line that is not JSON) under its
+   * own directory and its sample store directory, temp files and saved trainer states left out (those carry
+   * checksums): what a crash or a full disk left half-written. Undefined: not read.
+   */
+  tornFiles?: string[];
   /** The env server's action log (one line per env step applied), if it keeps one (env option action_log). */
   envActions?: { file: string; lines: { session: string; index: number; actionSha256: string }[]; unreadableLines: number };
 }

@@ -15,7 +15,7 @@ import type { LoadedConfig } from '../configs';
 import { dataConverterOf } from '../codec/encryption';
 import { launchedEngines, stateDirOptions, trainerStepLog } from '../stack/engines';
 import { causeMessage } from '../workflows/failure';
-import { batchDir, parseBatchStep, runDataDir } from '../core';
+import { batchDir, parseBatchStep, runDataDir, trainerStateDir } from '../core';
 import type { RunStatus } from '../workflows/run';
 import type { GroupResult } from '../workflows/run-buffer';
 import type { GroupExecution, RunRecords, TrainerLogLine, TrainStepExecution } from './record-types';
@@ -110,6 +110,40 @@ export function readTrainerLog(file: string | undefined, runId: string): RunReco
   }
   return { file, lines, unreadableLines: bad };
 }
+
+/** The trainer states recovery passed over for run `runId` (recovery.jsonl, src/activities/trainer-recovery.ts). */
+export function readSkippedStates(loaded: LoadedConfig, runId: string): NonNullable<RunRecords['skippedStates']> {
+  const file = path.join(trainerStateDir(runDataDir(loaded.derived.run_dir, runId)), 'recovery.jsonl');
+  if (!existsSync(file)) return [];
+  return jsonLines(file).records.flatMap((r) => (r.run_id === runId && typeof r.version === 'number' ? [{ version: r.version, reason: String(r.reason) }] : []));
+}
+
+/** Files (recursively) under `dirs` that are JSON or JSON lines and do not parse; temp files and trainer states left out. */
+export function readTornFiles(dirs: readonly string[]): string[] {
+  const torn: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of existsSync(dir) ? readdirSync(dir, { withFileTypes: true }) : []) {
+      const file = path.join(dir, e.name);
+      if (e.isDirectory()) {
+        if (e.name !== 'trainer-state') walk(file);
+      } else if (e.isFile() && !/\.tmp-\d+-[0-9a-f]{8}$/.test(e.name)) {
+        if (e.name.endsWith('.jsonl') && jsonLines(file).unreadable > 0) torn.push(file);
+        if (e.name.endsWith('.json') && !parses(readFileSync(file, 'utf8'))) torn.push(file);
+      }
+    }
+  };
+  for (const d of dirs) walk(d);
+  return torn;
+}
+
+const parses = (text: string): boolean => {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 /** The env server's action log (env option action_log: one line per env step applied), when the config names one and it exists. */
 export function readEnvActions(file: string | undefined): RunRecords['envActions'] {
@@ -259,6 +293,8 @@ export async function readRunRecords(client: Client, loaded: LoadedConfig, runId
     groups: await Promise.all(groups.map((w) => describeGroup(client, w, runClosedAt))),
     trainerLog: readTrainerLog(trainer ? trainerStepLog(trainer) : undefined, runId),
     ...(await readTrainHistories(client, loaded, runId, runStartMs, final?.step ?? 0, settleS)),
+    skippedStates: readSkippedStates(loaded, runId),
+    tornFiles: readTornFiles([runDataDir(loaded.derived.run_dir, runId), path.join(loaded.derived.sample_store_path, runId)]),
     ...(typeof actionLog === 'string' ? { envActions: readEnvActions(actionLog) } : {}),
   };
 }

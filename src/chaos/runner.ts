@@ -2,9 +2,11 @@
  * One run under a fault schedule: the stack comes up (`rollflow dev up`,
  * which starts its supervisor), the run starts (`rollflow run`), and at each
  * scheduled time one process of the scheduled kind gets SIGKILL or SIGSTOP
- * (SIGCONT after its pause). Nothing here restarts anything: the supervisor
- * replaces what dies or hangs, and the harness only records when the part
- * was running again. Then the run's records are read back for the checker.
+ * (SIGCONT after its pause), the newest trainer state is damaged before the
+ * trainer's SIGKILL (corrupt), or the run directory's disk is filled for a
+ * while (disk). Nothing here restarts anything: the supervisor replaces what
+ * dies or hangs, and the harness only records when the part was running
+ * again. Then the run's records are read back for the checker.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WorkflowHandle } from '@temporalio/client';
@@ -12,10 +14,12 @@ import { startRun } from '../launch/run';
 import { connectClient } from '../client/connect';
 import { terminateRun } from '../client/terminate';
 import type { LoadedConfig } from '../configs';
+import { runDataDir, trainerStateDir } from '../core';
 import { up } from '../stack';
 import { isAlive, livePid } from '../stack/processes';
 import { readSupervisorStatus, type PartStatus } from '../stack/supervisor';
-import { FAULTS, type FaultKind, type FaultSignal } from './faults';
+import { FAULTS, processKindOf, type FaultKind, type FaultSignal } from './faults';
+import { corruptNewestState, diskIsFull, fillDisk, freeDisk, newestState, onTmpfs, type CorruptedState } from './file-faults';
 import type { RunRecords } from './invariants';
 import { readMetrics, readRunRecords } from './records';
 import { scheduledFault, type ScheduledFault, type ScheduleOptions } from './schedule';
@@ -23,7 +27,8 @@ import { scheduledFault, type ScheduledFault, type ScheduleOptions } from './sch
 export interface FaultRecord {
   index: number;
   kind: FaultKind;
-  signal: FaultSignal;
+  /** Absent for a disk fault (no process is signalled). */
+  signal?: FaultSignal;
   /** Seconds after the run started that the fault hit (the metrics records' wall_s clock). */
   atS: number;
   process?: string;
@@ -32,8 +37,13 @@ export interface FaultRecord {
   stopS?: number;
   /** Seconds from the fault until the supervisor reported the part running again (a new process, or the stopped one resumed and answering). */
   backS?: number;
-  /** How it came back: replaced (a new pid) or resumed (the stopped process, SIGCONT before the supervisor acted). */
-  back?: 'replaced' | 'resumed';
+  /** How it came back: replaced (a new pid), resumed (the stopped process, SIGCONT before the supervisor acted), freed (the disk's filler removed). */
+  back?: 'replaced' | 'resumed' | 'freed';
+  /** corrupt: the saved trainer state damaged (after the trainer's SIGKILL). */
+  corrupted?: CorruptedState;
+  /** disk: the filler's bytes, and whether a new one-page file then met ENOSPC. */
+  filledBytes?: number;
+  diskFull?: boolean;
   /** Why nothing was hit: no process of that kind was alive. */
   skipped?: string;
 }
@@ -57,21 +67,43 @@ async function backRunning(loaded: LoadedConfig, name: string, sinceMs: number, 
   return undefined;
 }
 
-/** Hits one process of the fault's kind; the returned promise settles once the part is back (or 10 minutes passed). */
-async function inject(loaded: LoadedConfig, f: ScheduledFault, runStartMs: number, say: (line: string) => void): Promise<FaultRecord> {
-  const live = FAULTS[f.kind](loaded).flatMap((p) => {
+/** Fills the run directory's disk (the tmpfs chaos mounted there) for the fault's hold, then frees it; settles once freed. */
+async function fillForAWhile(loaded: LoadedConfig, f: ScheduledFault, atS: () => number, say: (line: string) => void): Promise<FaultRecord> {
+  const dir = loaded.derived.run_dir;
+  if (!onTmpfs(dir)) throw new Error(`rollflow chaos: a disk fault fills the run directory's own small disk, and ${dir} is not on a tmpfs (rollflow chaos mounts one with --disk-mb)`);
+  const hitAt = Date.now();
+  const record: FaultRecord = { index: f.index, kind: f.kind, atS: atS(), stopS: f.stopS, filledBytes: fillDisk(dir, f.index), diskFull: diskIsFull(dir) };
+  say(`rollflow chaos: fault ${f.index} at ${record.atS.toFixed(1)} s: disk of ${dir} filled (${((record.filledBytes ?? 0) / 2 ** 20).toFixed(1)} MiB, ${record.diskFull ? 'full' : 'NOT full'}) for ${f.stopS.toFixed(0)} s`);
+  await sleep(f.stopS * 1000);
+  freeDisk(dir, f.index);
+  say(`rollflow chaos: fault ${f.index}: disk of ${dir} freed`);
+  return { ...record, backS: (Date.now() - hitAt) / 1000, back: 'freed' };
+}
+
+/** Hits one process of the fault's kind (or the run's disk); the returned promise settles once the part is back (or 10 minutes passed). */
+async function inject(loaded: LoadedConfig, f: ScheduledFault, runId: string, runStartMs: number, say: (line: string) => void): Promise<FaultRecord> {
+  const atS = () => (Date.now() - runStartMs) / 1000;
+  const kind = processKindOf(f.kind);
+  if (kind === undefined) return fillForAWhile(loaded, f, atS, say);
+  const stateDir = trainerStateDir(runDataDir(loaded.derived.run_dir, runId));
+  const signal = f.signal ?? 'kill';
+  const base = { index: f.index, kind: f.kind, signal };
+  if (f.kind === 'corrupt' && !newestState(stateDir)) return { ...base, atS: atS(), skipped: `no saved trainer state in ${stateDir} yet` };
+  const live = FAULTS[kind](loaded).flatMap((p) => {
     const pid = livePid(p);
     return pid === undefined ? [] : [{ p, pid }];
   });
-  const atS = () => (Date.now() - runStartMs) / 1000;
-  if (live.length === 0) return { index: f.index, kind: f.kind, signal: f.signal, atS: atS(), skipped: 'no live process of this kind' };
+  if (live.length === 0) return { ...base, atS: atS(), skipped: 'no live process of this kind' };
   const { p, pid } = live[f.pick % live.length]!;
   const hitAt = Date.now();
-  const record: FaultRecord = { index: f.index, kind: f.kind, signal: f.signal, atS: atS(), process: p.name, pid };
-  if (f.signal === 'kill') {
+  const record: FaultRecord = { ...base, atS: atS(), process: p.name, pid };
+  if (signal === 'kill') {
     process.kill(pid, 'SIGKILL');
     for (const deadline = Date.now() + 30_000; isAlive(pid) && Date.now() < deadline; ) await sleep(20);
-    say(`rollflow chaos: fault ${f.index} at ${record.atS.toFixed(1)} s: SIGKILL ${p.name} (pid ${pid})`);
+    // Damaged only now: a dead trainer saves nothing newer, so this state is the one its recovery tries first.
+    if (f.kind === 'corrupt') record.corrupted = corruptNewestState(stateDir);
+    const damaged = record.corrupted ? `, after flipping a byte of saved state v${record.corrupted.version} (${record.corrupted.file})` : '';
+    say(`rollflow chaos: fault ${f.index} at ${record.atS.toFixed(1)} s: SIGKILL ${p.name} (pid ${pid})${damaged}`);
   } else {
     process.kill(pid, 'SIGSTOP');
     record.stopS = f.stopS;
@@ -137,7 +169,7 @@ export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[],
         break;
       }
       // Not awaited: the next fault may come before this part is back (faults closer together than any timeout).
-      faults.push(inject(loaded, next!, runStartMs, say));
+      faults.push(inject(loaded, next!, runId, runStartMs, say));
     }
     const records = await readRunRecords(client, loaded, runId, runStartMs);
     // A failed run leaves its ABANDONed groups generating: end them once recorded, so the next run has the stack to itself.

@@ -2,8 +2,10 @@
  * The seeded fault schedule: fault i comes at about every·(i + 1) seconds
  * after the run's first step (±25 %, seeded), of one kind, either rotating
  * over the kinds (from a seeded first kind) or drawn at random (mixed), with
- * a signal drawn from the given ones; a stop lasts 30–120 s (seeded). The
- * same options give the same schedule.
+ * a signal drawn from the given ones; a stop lasts 30–120 s (seeded), and so
+ * does a full disk. A `corrupt` fault always ends in a kill and a `disk`
+ * fault sends no signal. The same options give the same schedule, and adding
+ * kinds or signals to a list never changes the draws of the others.
  */
 import { splitmix32 } from '../core';
 import type { FaultKind, FaultSignal } from './faults';
@@ -24,8 +26,9 @@ export interface ScheduledFault {
   /** Seconds after the run's first step ended (the runner starts the clock there). */
   atS: number;
   kind: FaultKind;
-  signal: FaultSignal;
-  /** For a stop: seconds until SIGCONT. */
+  /** What the process of the kind gets: drawn for a process kind, kill for `corrupt`, none for `disk`. */
+  signal?: FaultSignal;
+  /** For a stop: seconds until SIGCONT; for a disk fault: seconds the disk stays full. */
   stopS: number;
   /** Which of the kind's processes (modulo how many run), for kinds with several (inference servers). */
   pick: number;
@@ -46,5 +49,6 @@ export function scheduledFault(o: ScheduleOptions, index: number): ScheduledFaul
   // Drawn after the draws the kill-only schedule made, so its times, kinds and picks are unchanged.
   const signal = signals[Math.floor(draw() * signals.length)]!;
   const stopS = STOP_MIN_S + draw() * (STOP_MAX_S - STOP_MIN_S);
-  return { index, atS: o.everyS * (index + 1 + jitter), kind, signal, stopS, pick };
+  const sent = kind === 'corrupt' ? 'kill' : kind === 'disk' ? undefined : signal;
+  return { index, atS: o.everyS * (index + 1 + jitter), kind, ...(sent ? { signal: sent } : {}), stopS, pick };
 }

@@ -5,13 +5,17 @@
 // (`rollflow supervise`, started by dev up): the harness only injects. The
 // runs' own records (metrics.jsonl, batch files, group workflows' results and
 // histories) must keep every invariant. Longer schedules are in `make bench`
-// (bench/results/chaos.md).
-import { readdirSync } from 'node:fs';
+// (bench/results/chaos.md). Two more kinds hit files: the newest saved
+// trainer state damaged before the trainer's SIGKILL (its recovery must pass
+// it over), and the run directory's own small disk (a tmpfs the harness mounts,
+// as root) filled for 30 s (the run must wait, and write nothing half).
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chaos, FAULT_KINDS, type FaultSignal } from '../../src/chaos';
+import { chaos, PROCESS_KINDS as FAULT_KINDS, type FaultSignal } from '../../src/chaos';
 import { loadConfig, type LoadedConfig } from '../../src/configs';
 import { down } from '../../src/stack';
+import { workerProcess } from '../../src/stack/worker';
 import { ROOT, TestDevServer } from './helpers/dev-server';
 import { writeSimRunConfig } from './helpers/sim-run-config';
 
@@ -63,5 +67,46 @@ describe('chaos: every kind of process hit mid-run, recovered by the supervisor 
     const replaced = run.faults.filter((f) => f.back === 'replaced');
     expect(replaced.length, log.join('\n')).toBeGreaterThan(0);
     for (const f of replaced) expect(run.supervisor[f.process!]!.hangKills, f.process).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('chaos: faults on the run\'s files', () => {
+  const ok = (run: { checks: { ok: boolean; name: string; detail: string }[] }) => expect(run.checks.filter((c) => !c.ok), log.join('\n')).toEqual([]);
+
+  it('corrupt: the newest saved trainer state damaged, then the trainer killed: its recovery passes that state over, and the run keeps every invariant', { timeout: 600_000 }, async () => {
+    const result = await chaos(loaded, [file], { schedule: { kinds: ['corrupt'], everyS: 6, seed: 1, order: 'rotate' }, maxFaults: 1, runIdPrefix: 'corrupted', timeoutS: 500, faultFree: false, say: (l) => log.push(l) });
+    const run = result.underFaults;
+    ok(run);
+    const [f] = run.faults;
+    expect(f?.corrupted, log.join('\n')).toBeDefined();
+    expect(f?.back).toBe('replaced');
+    // recovery.jsonl (written by the worker's trainer recovery) names the damaged version, and the check on it ran
+    expect(run.records.skippedStates?.map((x) => x.version)).toContain(f!.corrupted!.version);
+    expect(run.records.skippedStates?.[0]?.reason).toMatch(/does not match its checksum/);
+    expect(run.checks.find((c) => c.name.startsWith('trainer recovery'))?.ok).toBe(true);
+    expect(run.records.metrics.filter((m) => m.wall_s > f!.atS).length).toBeGreaterThan(0);
+  });
+
+  it('disk: the run directory\'s disk full for 30 s mid-run: the run waits it out, leaves nothing half-written, and keeps every invariant', { timeout: 600_000 }, async () => {
+    const workerLog = workerProcess(loaded).logFile;
+    const diskFullBefore = () => readFileSync(workerLog, 'utf8').split('disk full:').length - 1;
+    const before = (() => {
+      try {
+        return diskFullBefore();
+      } catch {
+        return 0;
+      }
+    })();
+    // seed 120: the fault comes 3.5 s after the first step and holds the disk full for 30.1 s
+    const result = await chaos(loaded, [file], { schedule: { kinds: ['disk'], everyS: 4, seed: 120, order: 'rotate' }, maxFaults: 1, diskMb: 64, runIdPrefix: 'diskfull', timeoutS: 500, faultFree: false, say: (l) => log.push(l) });
+    const run = result.underFaults;
+    ok(run);
+    const [f] = run.faults;
+    expect(f, log.join('\n')).toMatchObject({ kind: 'disk', diskFull: true, back: 'freed' });
+    expect(run.records.tornFiles).toEqual([]);
+    expect(run.records.final?.totals.failedGroups, 'a full disk fails no group: its writes wait').toBe(0);
+    // The run met the full disk (the worker logged its writes refused as DiskFullError), and went on once it was freed.
+    expect(diskFullBefore() - before, log.join('\n')).toBeGreaterThan(0);
+    expect(run.records.metrics.filter((m) => m.wall_s > f!.atS + f!.backS!).length).toBeGreaterThan(0);
   });
 });

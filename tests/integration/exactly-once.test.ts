@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compareBits, readRunBits } from '../../src/chaos/exactly-once';
-import { FAULTS, type FaultKind } from '../../src/chaos/faults';
+import { FAULTS, type ProcessKind } from '../../src/chaos/faults';
 import { connectClient } from '../../src/client/connect';
 import { loadConfig, type LoadedConfig } from '../../src/configs';
 import { REPLAYED_STEPS, runDataDir, TRAINER_PREFIX } from '../../src/core';
@@ -75,7 +75,7 @@ afterAll(async () => {
 });
 
 /** SIGKILL the stack's process of `kind` and wait until it is gone. */
-async function kill(kind: FaultKind): Promise<void> {
+async function kill(kind: ProcessKind): Promise<void> {
   const p = FAULTS[kind](loaded)[0]!;
   const pid = livePid(p);
   expect(pid, `${kind} is running`).toBeDefined();
@@ -93,7 +93,7 @@ const applied = (lines: ReturnType<typeof envActions>) => lines.map((l) => `${l.
 
 const stepReached = (runId: string, step: number) => until(async () => ((await client.workflow.getHandle(runId).query(statusQuery)).step >= step ? true : undefined));
 
-async function run(runId: string, faults: [afterStep: number, kind: FaultKind][]): Promise<{ step: number; version: number }> {
+async function run(runId: string, faults: [afterStep: number, kind: ProcessKind][]): Promise<{ step: number; version: number }> {
   await startRun(loaded, [file], { runId }, say, say);
   for (const [afterStep, kind] of faults) {
     await stepReached(runId, afterStep);
@@ -108,7 +108,7 @@ describe('exactly-once at α = 0 on the torch engines', () => {
     const clean = readRunBits(loaded, 'clean', STEPS);
     const cleanActions = envActions();
 
-    const faults: [number, FaultKind][] = [[2, 'inference'], [3, 'env'], [4, 'worker'], [5, 'temporal'], [6, 'trainer']];
+    const faults: [number, ProcessKind][] = [[2, 'inference'], [3, 'env'], [4, 'worker'], [5, 'temporal'], [6, 'trainer']];
     expect(await run('faulted', faults), log.join('\n')).toMatchObject({ step: STEPS, version: STEPS });
     const faulted = readRunBits(loaded, 'faulted', STEPS);
     const faultedActions = envActions().slice(cleanActions.length);

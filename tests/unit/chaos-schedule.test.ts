@@ -39,6 +39,20 @@ describe('fault schedule', () => {
     expect(both.map(({ atS, kind, pick }) => ({ atS, kind, pick }))).toEqual(first(o, 100).map(({ atS, kind, pick }) => ({ atS, kind, pick })));
   });
 
+  it('corrupt always kills (the trainer), disk sends no signal and holds 30-120 s; adding them leaves the other kinds\' draws alone', () => {
+    const withFiles = first({ ...o, kinds: [...o.kinds, 'corrupt', 'disk'], signals: ['kill', 'stop'], order: 'mixed' }, 200);
+    expect(new Set(withFiles.map((k) => k.kind))).toEqual(new Set([...o.kinds, 'corrupt', 'disk']));
+    for (const k of withFiles.filter((f) => f.kind === 'corrupt')) expect(k.signal).toBe('kill');
+    for (const k of withFiles.filter((f) => f.kind === 'disk')) {
+      expect(k.signal).toBeUndefined();
+      expect(k.stopS >= 30 && k.stopS < 120).toBe(true);
+    }
+    expect(new Set(withFiles.filter((f) => o.kinds.includes(f.kind)).map((k) => k.signal))).toEqual(new Set(['kill', 'stop']));
+    // The same draws (times, picks, pauses) whatever the kinds: a schedule of the five process kinds is as it was.
+    const processOnly = first({ ...o, signals: ['kill', 'stop'], order: 'mixed' }, 200);
+    expect(withFiles.map(({ atS, pick, stopS }) => ({ atS, pick, stopS }))).toEqual(processOnly.map(({ atS, pick, stopS }) => ({ atS, pick, stopS })));
+  });
+
   it('refuses an empty list of kinds', () => {
     expect(() => scheduledFault({ ...o, kinds: [] }, 0)).toThrow('at least one kind');
   });

@@ -93,6 +93,10 @@ describe('chaos invariants: Temporal histories', () => {
     const r = cleanRun();
     r.trainSteps[0]!.batchUids = batchUids(1);
     expect(failed(r)).toEqual(["Temporal ↔ trainer ↔ store: each step's version and batch agree: r/train-0: its batch differs from the store's file, r/train-0: the trainer logged v1 on another batch; the history says v1"]);
+    // The same samples in the order the workflow chose them agree: writeBatch writes them in the canonical uid order.
+    const chosenOrder = cleanRun();
+    chosenOrder.trainSteps[0]!.batchUids = [...batchUids(0)].reverse();
+    expect(failed(chosenOrder)).toEqual([]);
   });
 
   it('a retried attempt is fine: one activity, several attempts', () => {
