@@ -14,13 +14,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Gauge } from 'prom-client';
 import type { EngineRole } from '../core';
-import { EngineUnavailableError, engineHealth } from '../gpu-bridge';
+import { EngineUnavailableError, type RequestOptions } from '../gpu-bridge';
 import { registry } from '../monitoring/run-metrics';
 
 export const ENGINE_WAIT_POLL_MS = 2_000;
 
 const waiting = new Gauge({ name: 'rollflow_engine_waiting', help: 'Calls waiting for an engine that cannot be reached.', labelNames: ['role', 'url'] as const, registers: [registry] });
 const waited = new Counter({ name: 'rollflow_engine_wait_seconds_total', help: 'Seconds calls spent waiting for an engine that could not be reached.', labelNames: ['role', 'url'] as const, registers: [registry] });
+
+/** An engine's client, as far as waiting for it goes: where it is, and its GET /health. */
+export interface Reachable {
+  baseUrl: string;
+  health(opts?: RequestOptions): Promise<unknown>;
+}
 
 const current = new Map<string, { role: EngineRole; url: string; since: number; calls: number }>();
 
@@ -30,13 +36,16 @@ export function enginesWaitedFor(now = Date.now()): string[] {
 }
 
 /** Resolves once the engine's /health answers: the ms waited, 0 when it answered the first time. Rejects when `signal` aborts. */
-export async function untilEngineAnswers(role: EngineRole, url: string, signal: AbortSignal, pollMs = ENGINE_WAIT_POLL_MS): Promise<number> {
+export async function untilEngineAnswers(role: EngineRole, engine: Reachable, signal: AbortSignal, pollMs = ENGINE_WAIT_POLL_MS): Promise<number> {
+  const url = engine.baseUrl;
   const start = Date.now();
   const key = `${role} ${url}`;
   let counted = false;
   try {
     for (;;) {
-      const answered = await engineHealth(url, { timeoutMs: 5_000, signal }).then(() => true, () => false);
+      const answered = await Promise.resolve()
+        .then(() => engine.health({ timeoutMs: 5_000, signal }))
+        .then(() => true, () => false);
       if (answered) return counted ? Date.now() - start : 0;
       signal.throwIfAborted();
       if (!counted) {
@@ -58,14 +67,14 @@ export async function untilEngineAnswers(role: EngineRole, url: string, signal: 
   }
 }
 
-/** `call`, called again after each outage of the engine at `url` has ended (see the module comment). */
-export async function acrossOutages<T>(role: EngineRole, url: string, signal: AbortSignal, call: () => Promise<T>, pollMs = ENGINE_WAIT_POLL_MS): Promise<T> {
+/** `call`, called again after each outage of `engine` has ended (see the module comment). */
+export async function acrossOutages<T>(role: EngineRole, engine: Reachable, signal: AbortSignal, call: () => Promise<T>, pollMs = ENGINE_WAIT_POLL_MS): Promise<T> {
   for (;;) {
     try {
       return await call();
     } catch (e) {
       if (!(e instanceof EngineUnavailableError) || signal.aborted) throw e;
-      if ((await untilEngineAnswers(role, url, signal, pollMs)) === 0) throw e;
+      if ((await untilEngineAnswers(role, engine, signal, pollMs)) === 0) throw e;
     }
   }
 }

@@ -87,7 +87,7 @@ export function rolloutActivities(deps: ActivityDeps) {
 
     async envReset(input: EnvInput & { seed: number; sample?: number }) {
       const env = envFor(input.envType);
-      const reset = await withHeartbeat((signal) => acrossOutages('env', deps.env.baseUrl, signal, () => env.reset(env.parseConfig(input.envConfig), input.seed, signal, input.sample)));
+      const reset = await withHeartbeat((signal) => acrossOutages('env', deps.env, signal, () => env.reset(env.parseConfig(input.envConfig), input.seed, signal, input.sample)));
       return guardResult('envReset', reset, deps.maxResultBytes);
     },
 
@@ -102,7 +102,7 @@ export function rolloutActivities(deps: ActivityDeps) {
       const config = env.parseConfig(input.envConfig);
       const attempt = Context.current().info.attempt - 1;
       const step = await withHeartbeat((signal) =>
-        acrossOutages('env', deps.env.baseUrl, signal, async (): Promise<EnvStep<unknown> & { replayed?: true }> => {
+        acrossOutages('env', deps.env, signal, async (): Promise<EnvStep<unknown> & { replayed?: true }> => {
           try {
             return await env.step(config, input.state, input.action, signal, attempt);
           } catch (e) {

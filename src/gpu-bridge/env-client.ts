@@ -16,6 +16,7 @@ import {
   type StepRequest,
   type StepResponse,
 } from './contracts/env';
+import { engineHealth, type EngineHealth } from './engines';
 import { callChecked, type RequestOptions } from './http';
 
 /**
@@ -31,6 +32,11 @@ export const stepTimeoutMs = (stepTimeoutS: number | undefined): number => Math.
 
 export class EnvClient {
   constructor(readonly baseUrl: string) {}
+
+  /** GET /health: answers while the server is up and not stalled. */
+  health(opts?: RequestOptions): Promise<EngineHealth> {
+    return engineHealth(this.baseUrl, opts);
+  }
 
   reset(req: ResetRequest, opts?: RequestOptions): Promise<ResetResponse> {
     return this.post('/reset', req, ResetResponseSchema, opts);

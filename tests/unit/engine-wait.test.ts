@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acrossOutages, enginesWaitedFor } from '../../src/activities/engine-wait';
-import { EngineRejectedError, EngineUnavailableError, engineHealth } from '../../src/gpu-bridge';
+import { EngineRejectedError, EngineUnavailableError, EnvClient, engineHealth } from '../../src/gpu-bridge';
 import { registry } from '../../src/monitoring/run-metrics';
 
 const HEALTH = JSON.stringify({ status: 'ok', role: 'env', backend: 'python', version: '0', pid: 1, uptime_s: 1 });
@@ -38,7 +38,7 @@ describe('calls across an engine outage', () => {
       await engineHealth(url, { timeoutMs: 2_000 }); // the "call": fails with EngineUnavailableError while down
       return 'answered';
     };
-    const result = acrossOutages('env', url, new AbortController().signal, call, 10);
+    const result = acrossOutages('env', new EnvClient(url), new AbortController().signal, call, 10);
     // The engine comes back only once the call is seen waiting for it.
     for (let i = 0; enginesWaitedFor().length === 0; i++) {
       expect(i, 'the call never started waiting').toBeLessThan(3000);
@@ -61,15 +61,15 @@ describe('calls across an engine outage', () => {
       calls++;
       throw new EngineUnavailableError(`${url}: HTTP 500 the env raised`);
     };
-    await expect(acrossOutages('env', url, new AbortController().signal, failing, 10)).rejects.toThrow('HTTP 500 the env raised');
+    await expect(acrossOutages('env', new EnvClient(url), new AbortController().signal, failing, 10)).rejects.toThrow('HTTP 500 the env raised');
     expect(calls).toBe(1);
   });
 
   it('passes other errors through untouched, and stops waiting when the call is cancelled', async () => {
     const url = `http://127.0.0.1:${await closedPort()}`;
-    await expect(acrossOutages('env', url, new AbortController().signal, () => Promise.reject(new EngineRejectedError('400 bad action', 400)), 10)).rejects.toThrow('400 bad action');
+    await expect(acrossOutages('env', new EnvClient(url), new AbortController().signal, () => Promise.reject(new EngineRejectedError('400 bad action', 400)), 10)).rejects.toThrow('400 bad action');
     const cancel = new AbortController();
-    const waiting = acrossOutages('env', url, cancel.signal, () => Promise.reject(new EngineUnavailableError('refused', true)), 10);
+    const waiting = acrossOutages('env', new EnvClient(url), cancel.signal, () => Promise.reject(new EngineUnavailableError('refused', true)), 10);
     for (let i = 0; enginesWaitedFor().length === 0; i++) {
       expect(i).toBeLessThan(3000);
       await sleep(10);

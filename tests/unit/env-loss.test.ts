@@ -1,9 +1,11 @@
 // The envStep activity under each on_env_loss, over a python env whose server (an in-memory fake of the env role's
 // session semantics: 404 for a session it does not hold; each step's index applied once, a repeat of the last
 // answered from its record, any other index a 409) loses every session, as a restarted server does.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { MockActivityEnvironment } from '../helpers/mock-activity';
 import { describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../../src/activities/deps';
+import { enginesWaitedFor } from '../../src/activities/engine-wait';
 import { rolloutActivities } from '../../src/activities/rollout';
 import type { EnvLossPolicy } from '../../src/core';
 import { EnvSessionLostError } from '../../src/envs/errors';
@@ -65,6 +67,7 @@ class FakeEnvServer {
         return answer;
       },
       close: async () => ({ closed: true as const }),
+      health: async () => (up(), { status: 'ok' }),
     } as unknown as EnvClient;
   }
 }
@@ -131,13 +134,18 @@ describe('envStep on a lost env session', () => {
     expect(server.calls).toEqual([]);
   });
 
-  it('a server that cannot be reached is not a lost session: the call fails retryably (Temporal retries it) and no policy applies', async () => {
+  it('a server that cannot be reached is not a lost session: the call waits for it (no attempt used up) and no policy applies', async () => {
     const { server, start, step } = setup();
     const state = await start();
     server.down = true;
-    await expect(step(state, 'drop')).rejects.toBeInstanceOf(EngineUnavailableError);
+    const waiting = step(state, 'drop');
+    for (let i = 0; enginesWaitedFor().length === 0; i++) {
+      expect(i, 'the step never started waiting for the server').toBeLessThan(3000);
+      await sleep(10);
+    }
     server.down = false;
-    expect(await step(state, 'drop')).toMatchObject({ observation: 'seed 5: Left Down Right' }); // back with its sessions: no loss
+    expect(await waiting).toMatchObject({ observation: 'seed 5: Left Down Right' }); // back with its sessions: no loss
+    expect(enginesWaitedFor()).toEqual([]);
   });
 
   it('a step retried after its answer was lost carries the same index and is answered from the record, not applied again', async () => {
