@@ -96,11 +96,9 @@ BENCH_W3 ?=
 BENCH_W4 ?=
 BENCH_W5 ?=
 BENCH_W7 ?=
-# Then chaos, the long schedule: a 300-step sim run (~12 min fault-free), then the same run with a fault about
-# every 60 s rotating over a SIGKILL of worker, temporal, inference, trainer and env, a damaged newest trainer state
-# (corrupt) and, as root only (it mounts a 256 MiB tmpfs over the run directory), a full disk for 30-120 s
-# (bench/results/chaos.md; its own state dir and ports). With corrupt and disk it has not run yet.
-CHAOS_CONFIG ?= examples/chaos-sim.yaml
+# Then chaos v2 (bench/chaos/v2.sh): three seeds of a 150-step sim run and one multi-turn torch run, each fault-free
+# and then with a fault about every 60 s (SIGKILL or SIGSTOP of each kind of process, a damaged trainer state and,
+# as root, a full disk), recovered by the stack's supervisor alone (bench/results/chaos-v2-*.md).
 bench: setup build
 	$(ROLLFLOW) bench w1 $(BENCH_W1) --out $(BENCH_OUT)/w1.json
 	$(ROLLFLOW) bench w1 --set 'batches=[64]' --set 'latencies=[[10,1]]' --set 'modes=["env_async"]' --set 'durability=["on","off"]' --out $(BENCH_OUT)/durability.json
@@ -112,8 +110,7 @@ bench: setup build
 	$(ROLLFLOW) bench w8 $(BENCH_W8) --out $(BENCH_OUT)/w8.json
 	for w in w1 w2 w3 w4 w5 w7 w8; do .venv/bin/python bench/report.py $$w $(BENCH_OUT)/$$w*.json; done
 	.venv/bin/python bench/sandbox/bench_sandbox.py --out $(BENCH_OUT)/sandbox.json
-	export ROLLFLOW_STATE=$(CURDIR)/.state/chaos; $(ROLLFLOW) chaos $(CHAOS_CONFIG) --every 60 --seed 1 --faults worker,temporal,inference,trainer,env,corrupt$$([ "$$(id -u)" = 0 ] && echo ,disk --disk-mb 256) --out $(BENCH_OUT)/chaos.md; \
-	  ok=$$?; $(ROLLFLOW) dev down $(CHAOS_CONFIG); [ $$ok = 0 ] || exit $$ok
+	bench/chaos/v2.sh
 	# exactly-once at α = 0: 3 seeds, a fault every 20-40 s, every export bit-identical (docs/exactly-once.md)
 	OUT=$(BENCH_OUT)/exactly-once.md node bench/exactly-once/run.cjs
 
