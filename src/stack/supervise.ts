@@ -4,10 +4,13 @@
  * again; a live one whose probe keeps failing (no answer: SIGSTOP, a blocked
  * event loop; or an answer that says its work stopped moving) for the part's
  * `hangAfterMs` is killed with SIGKILL and started again. Restarts back off
- * (at once, then 1, 2, 4 … up to 30 s) while each life is short, and after
- * `maxFastFailures` short lives in a row the part is left down in state
- * `crash-loop`, its log's last lines in the status file: restarting a
- * process that cannot start only hides why.
+ * (at once, then 1, 2, 4 … up to 30 s) while each life is short. After
+ * `maxFastFailures` short lives in a row the part is in state `crash-loop`,
+ * its log's last lines in the status file, and it is tried again only every
+ * `crashLoopRetryMs` (5 min): restarting a process that cannot start at full
+ * speed only hides why, but giving up for good would leave it down after
+ * the cause went away (a worker that could not start while Temporal was
+ * down).
  *
  * Why our own and not supervisord, s6 or runit: the checks are the point,
  * and they are rollflow's (an engine's progress, a worker's beat, Temporal's
@@ -38,10 +41,11 @@ export interface SuperviseOptions {
   /** A life shorter than this that ends in a restart counts towards a crash loop. */
   fastFailMs: number;
   maxFastFailures: number;
+  crashLoopRetryMs: number;
   maxBackoffMs: number;
 }
 
-export const SUPERVISE_DEFAULTS: SuperviseOptions = { checkEveryMs: 1_000, probeEveryMs: 2_000, fastFailMs: 60_000, maxFastFailures: 5, maxBackoffMs: 30_000 };
+export const SUPERVISE_DEFAULTS: SuperviseOptions = { checkEveryMs: 1_000, probeEveryMs: 2_000, fastFailMs: 60_000, maxFastFailures: 5, maxBackoffMs: 30_000, crashLoopRetryMs: 300_000 };
 
 /** The wait before restart number `fastFailures` of a run of short lives: none for the first. */
 export const backoffMs = (fastFailures: number, o: SuperviseOptions) => (fastFailures <= 1 ? 0 : Math.min(o.maxBackoffMs, 1000 * 2 ** (fastFailures - 2)));
@@ -90,14 +94,14 @@ export async function watchPart(part: Part, o: SuperviseOptions, report: (s: Par
       continue;
     }
     fastFailures = Date.now() - lifeStart < o.fastFailMs ? fastFailures + 1 : 1;
-    if (fastFailures > o.maxFastFailures) {
-      const reason = `${why}; ${fastFailures - 1} lives in a row each shorter than ${o.fastFailMs / 1000} s, so it is left down (see its log, fix it, then rollflow dev up)`;
-      set({ state: 'crash-loop', pid: undefined, reason, logTail: tail(part.process.logFile, 15), nextAttemptAt: undefined });
-      return;
-    }
-    const delay = backoffMs(fastFailures, o);
     const now = Date.now();
-    set({ state: 'backoff', pid: undefined, reason: why, restarts: status.restarts + 1, nextAttemptAt: now + delay, since: now });
+    if (fastFailures > o.maxFastFailures) {
+      const reason = `${why}; ${fastFailures - 1} lives in a row each shorter than ${o.fastFailMs / 1000} s: tried again every ${o.crashLoopRetryMs / 1000} s only (see its log, fix it, then rollflow dev up)`;
+      set({ state: 'crash-loop', pid: undefined, reason, restarts: status.restarts + 1, logTail: tail(part.process.logFile, 15), nextAttemptAt: now + o.crashLoopRetryMs, since: now });
+    } else {
+      set({ state: 'backoff', pid: undefined, reason: why, restarts: status.restarts + 1, nextAttemptAt: now + backoffMs(fastFailures, o), since: now });
+    }
+    const delay = status.nextAttemptAt! - now;
     await sleep(delay);
     if (stopping()) return;
     set({ state: 'starting', nextAttemptAt: undefined });

@@ -14,7 +14,7 @@ import { localStackView } from '../../src/stack';
 import { workerBeatProblem } from '../../src/stack/worker';
 import { beat } from '../../src/worker/liveness';
 
-const FAST: SuperviseOptions = { checkEveryMs: 10, probeEveryMs: 10, fastFailMs: 60_000, maxFastFailures: 3, maxBackoffMs: 20 };
+const FAST: SuperviseOptions = { checkEveryMs: 10, probeEveryMs: 10, fastFailMs: 60_000, maxFastFailures: 3, maxBackoffMs: 20, crashLoopRetryMs: 30 };
 
 function managed(name: string, marker = 'sleep 1000'): ManagedProcess {
   const dir = mkdtempSync(path.join(tmpdir(), 'rollflow-supervise-'));
@@ -76,7 +76,7 @@ describe('supervisor', () => {
     kill(livePid(p));
   });
 
-  it('leaves a part that cannot stay up in crash-loop, with its log, after backing off', async () => {
+  it('puts a part that cannot stay up in crash-loop, with its log, after backing off, and then only tries it again slowly', async () => {
     const p = managed('crashes', 'rollflow-crash-test');
     let starts = 0;
     const start = async () => {
@@ -87,13 +87,15 @@ describe('supervisor', () => {
       throw new Error('exited during start');
     };
     const part: Part = { name: 'crashes', process: p, start, probe: async () => undefined, hangAfterMs: 1_000 };
-    const seen = await watchUntil(part, () => false); // returns by itself once in crash-loop
-    const last = seen.at(-1)!;
-    expect(last.state).toBe('crash-loop');
-    expect(starts).toBe(FAST.maxFastFailures);
-    expect(last.logTail).toContain(`attempt ${FAST.maxFastFailures}: cannot bind port 1`);
-    expect(last.reason).toContain('3 lives in a row each shorter than 60 s');
+    // Until its second crash-loop report: one more start in between, after crashLoopRetryMs.
+    const seen = await watchUntil(part, (s) => s.filter((x) => x.state === 'crash-loop').length === 2);
+    const first = seen.find((s) => s.state === 'crash-loop')!;
+    expect(first.logTail).toContain(`attempt ${FAST.maxFastFailures}: cannot bind port 1`);
+    expect(first.reason).toContain('3 lives in a row each shorter than 60 s: tried again every 0.03 s only');
+    expect(first.nextAttemptAt! - first.since).toBe(FAST.crashLoopRetryMs);
+    expect(starts).toBe(FAST.maxFastFailures + 1);
     expect(seen.filter((s) => s.state === 'backoff').map((s) => s.reason)).toEqual(['exited', 'the restart failed: exited during start', 'the restart failed: exited during start']);
+    expect(seen.map((s) => s.state).filter((s) => s !== 'starting')).toEqual(['backoff', 'backoff', 'backoff', 'crash-loop', 'crash-loop']);
   });
 
   it('backs off at once, then 1, 2, 4 … s, capped', () => {
