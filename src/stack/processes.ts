@@ -26,13 +26,17 @@ export function recordedFingerprint(p: ManagedProcess): string | undefined {
 export function livePid(p: ManagedProcess): number | undefined {
   if (!existsSync(p.pidFile)) return undefined;
   const pid = Number(readFileSync(p.pidFile, 'utf8').split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  return runs(pid, p.marker) ? pid : undefined;
+}
+
+/** Whether `pid` is a live process whose command line holds `marker` (a reused pid is someone else's). */
+export function runs(pid: number, marker: string): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
-    return cmdline.includes(p.marker) ? pid : undefined;
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').includes(marker);
   } catch {
-    return undefined;
+    return false;
   }
 }
 

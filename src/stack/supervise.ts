@@ -22,7 +22,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LoadedConfig } from '../configs';
 import { isAlive, livePid, tail, type ManagedProcess } from './processes';
-import { writeSupervisorStatus, type PartStatus, type SupervisorStatus } from './supervisor';
+import { claimSupervisor, releaseSupervisor, writeSupervisorStatus, type PartStatus, type SupervisorStatus } from './supervisor';
 
 export interface Part {
   name: string;
@@ -121,6 +121,16 @@ export async function watchPart(part: Part, o: SuperviseOptions, report: (s: Par
 
 /** Watches every part until SIGTERM/SIGINT or until `stillWanted()` turns false, keeping the status file current. */
 export async function supervise(loaded: LoadedConfig, parts: Part[], stillWanted: () => boolean, o: SuperviseOptions = SUPERVISE_DEFAULTS, say: (line: string) => void = () => undefined): Promise<void> {
+  const holder = claimSupervisor(loaded);
+  if (holder !== undefined) return say(`another supervisor (pid ${holder}) watches this stack; this one (pid ${process.pid}) exits`);
+  try {
+    await superviseParts(loaded, parts, stillWanted, o, say);
+  } finally {
+    releaseSupervisor(loaded);
+  }
+}
+
+async function superviseParts(loaded: LoadedConfig, parts: Part[], stillWanted: () => boolean, o: SuperviseOptions, say: (line: string) => void): Promise<void> {
   let stop = false;
   const onSignal = () => void (stop = true);
   process.once('SIGTERM', onSignal);

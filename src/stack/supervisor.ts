@@ -7,12 +7,12 @@
  * the one process that restarts the others is not itself left unwatched.
  * The loop itself is src/stack/supervise.ts.
  */
-import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { LoadedConfig } from '../configs';
 import { cliEntry, logsDir, pidsDir, stateDir } from '../paths';
 import { writeFileAtomic } from './files';
-import { ensureStarted, livePid, startDetached, stopProcess, type ManagedProcess } from './processes';
+import { ensureStarted, livePid, recordedFingerprint, runs, startDetached, stopProcess, type ManagedProcess } from './processes';
 
 export type PartState = 'starting' | 'running' | 'unhealthy' | 'backoff' | 'crash-loop';
 
@@ -84,9 +84,44 @@ const fingerprintOf = (configArgs: string[]) => JSON.stringify({ configArgs, bui
 
 export async function startSupervisor(loaded: LoadedConfig, configArgs: string[]): Promise<string> {
   rmSync(unsupervisedFile(loaded), { force: true });
-  writeFileAtomic(wantedFile(loaded), JSON.stringify(configArgs));
   const { pid, action } = await ensureStarted(supervisorProcess(loaded), fingerprintOf(configArgs), () => spawnSupervisor(loaded, configArgs, fingerprintOf(configArgs)));
+  // Wanted only once its pid file names it: the worker's beat starts a wanted supervisor that has none.
+  writeFileAtomic(wantedFile(loaded), JSON.stringify(configArgs));
   return `${name(loaded)}: ${action} (pid ${pid}); it restarts whatever dies or hangs`;
+}
+
+const lockFile = (loaded: LoadedConfig) => path.join(pidsDir(), `${name(loaded)}.lock`);
+
+/**
+ * Makes this process the stack's one supervisor: undefined when it is, else the pid of the live one that is
+ * (two spawned at once, by `dev up` and a worker's beat: the second must not fight the first over every
+ * restart). The lock file names the holder; a holder that is gone leaves a stale one, taken over.
+ */
+export function claimSupervisor(loaded: LoadedConfig): number | undefined {
+  const file = lockFile(loaded);
+  mkdirSync(path.dirname(file), { recursive: true });
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      writeFileSync(file, `${process.pid}\n`, { flag: 'wx' });
+      return undefined;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    const holder = Number(readFileSync(file, 'utf8').split('\n')[0]);
+    if (holder !== process.pid && runs(holder, supervisorProcess(loaded).marker)) {
+      // The pid file may name this process (its spawner wrote it): point it back at the holder.
+      const p = supervisorProcess(loaded);
+      writeFileAtomic(p.pidFile, `${holder}\n${recordedFingerprint(p) ?? ''}\n`);
+      return holder;
+    }
+    rmSync(file, { force: true }); // its holder is gone
+  }
+  throw new Error(`could not take the supervisor lock ${file}`);
+}
+
+export function releaseSupervisor(loaded: LoadedConfig): void {
+  const file = lockFile(loaded);
+  if (existsSync(file) && Number(readFileSync(file, 'utf8').split('\n')[0]) === process.pid) rmSync(file, { force: true });
 }
 
 /** Starts the supervisor again if it is wanted and not running (the worker calls this on each beat). */

@@ -2,13 +2,13 @@
 // pid files: a dead one is started again, a hung one (its probe failing) is killed and replaced, and a part that
 // cannot stay up is left in crash-loop with its log. Assertions are on the statuses it reported, in order.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isAlive, livePid, startDetached, type ManagedProcess } from '../../src/stack/processes';
 import { backoffMs, watchPart, SUPERVISE_DEFAULTS, type Part, type SuperviseOptions } from '../../src/stack/supervise';
-import { writeSupervisorStatus, type PartStatus } from '../../src/stack/supervisor';
+import { claimSupervisor, releaseSupervisor, supervisorProcess, writeSupervisorStatus, type PartStatus } from '../../src/stack/supervisor';
 import { parseConfig } from '../../src/configs';
 import { localStackView } from '../../src/stack';
 import { workerBeatProblem } from '../../src/stack/worker';
@@ -117,6 +117,36 @@ describe('the local stack as `rollflow status` and `dev status` show it', () => 
       expect(workerBeatProblem(loaded, process.pid, Date.now() + 16_000)).toMatch(/^no beat for 16\.\d s/);
       expect(workerBeatProblem(loaded, process.pid + 1)).toMatch(/the alive file is from pid/);
     } finally {
+      process.env.ROLLFLOW_STATE = before;
+      if (before === undefined) delete process.env.ROLLFLOW_STATE;
+    }
+  });
+});
+
+describe('one supervisor per stack', () => {
+  it('a second supervisor finds the first holding the lock, points the pid file back at it and stands down; a stale lock is taken over', () => {
+    const before = process.env.ROLLFLOW_STATE;
+    process.env.ROLLFLOW_STATE = mkdtempSync(path.join(tmpdir(), 'rollflow-supervisor-lock-'));
+    const other = spawn('sh', ['-c', 'sleep 1000; true', 'node dist/cli/index.js supervise'], { stdio: 'ignore' });
+    try {
+      const loaded = parseConfig({ temporal: { task_queue: 'lock-test' } }, 'test.yaml');
+      const p = supervisorProcess(loaded);
+      const lock = path.join(path.dirname(p.pidFile), 'supervisor-lock-test.lock');
+      mkdirSync(path.dirname(p.pidFile), { recursive: true });
+      // Another live supervisor holds the lock; this process's spawner wrote its own pid in the pid file.
+      writeFileSync(lock, `${other.pid}\n`);
+      writeFileSync(p.pidFile, `${process.pid}\nfingerprint\n`);
+      expect(claimSupervisor(loaded)).toBe(other.pid);
+      expect(readFileSync(p.pidFile, 'utf8')).toBe(`${other.pid}\nfingerprint\n`);
+      // Its holder gone, the lock is stale: taken over, and released again only by its holder.
+      other.kill('SIGKILL');
+      writeFileSync(lock, '999999999\n');
+      expect(claimSupervisor(loaded)).toBeUndefined();
+      expect(readFileSync(lock, 'utf8')).toBe(`${process.pid}\n`);
+      releaseSupervisor(loaded);
+      expect(existsSync(lock)).toBe(false);
+    } finally {
+      other.kill('SIGKILL');
       process.env.ROLLFLOW_STATE = before;
       if (before === undefined) delete process.env.ROLLFLOW_STATE;
     }
