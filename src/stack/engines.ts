@@ -5,7 +5,7 @@ import type { RunConfig } from '../configs';
 import { engineSpecs, type EngineSpec } from '../configs/engines';
 import { engineHealth } from '../gpu-bridge';
 import { logsDir, pidsDir, pythonBin, pythonEnginesEnv, stateDir } from '../paths';
-import { ensureStarted, livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
+import { adoptOrStop, ensureStarted, livePid, startDetached, stopProcess, waitUntil, type ManagedProcess } from './processes';
 
 /** A launched engine: what the config asks for, and the process that serves it. */
 export interface LaunchedEngine extends EngineSpec {
@@ -47,6 +47,13 @@ export async function startEngine(e: LaunchedEngine): Promise<string> {
   const options = { ...stateDirOptions(e), ...e.options };
   const args = ['-m', 'rollflow_engines', 'serve', '--role', e.role, '--backend', e.backend, '--host', hostname.replace(/^\[|\]$/g, ''), '--port', port];
   for (const [k, v] of Object.entries(options)) args.push('--option', `${k}=${JSON.stringify(v)}`);
+  if (livePid(e.process) === undefined) {
+    // Something answers on the port though the pid file names no live server: an engine of ours the pid file lost.
+    const answering = await engineHealth(e.url, { timeoutMs: 2_000 }).then((h) => h.pid, () => undefined);
+    if (answering !== undefined && (await adoptOrStop(e.process, answering, args, JSON.stringify(args))) !== undefined) {
+      return `${e.process.name}: already running (pid ${answering}, found on its port and taken back into its pid file)`;
+    }
+  }
   const { pid, action } = await ensureStarted(e.process, JSON.stringify(args), () => startDetached(e.process, pythonBin(), args, pythonEnginesEnv(), JSON.stringify(args)));
   if (action === 'already running') return `${e.process.name}: already running (pid ${pid})`;
   // A model-backed server may first build its model (a tiny model's warm-start takes minutes on 2

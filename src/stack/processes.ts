@@ -55,8 +55,9 @@ export function startDetached(p: ManagedProcess, command: string, args: string[]
   }
 }
 
-export async function stopProcess(p: ManagedProcess, graceMs = 30_000): Promise<'stopped' | 'not running'> {
-  const pid = livePid(p);
+/** `known`: a pid to stop that the pid file does not name (an orphan; see adoptOrStop). */
+export async function stopProcess(p: ManagedProcess, graceMs = 30_000, known?: number): Promise<'stopped' | 'not running'> {
+  const pid = known ?? livePid(p);
   rmSync(p.pidFile, { force: true });
   if (pid === undefined) return 'not running';
   process.kill(pid, 'SIGTERM');
@@ -75,6 +76,22 @@ export function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * A live process of ours that holds `p`'s place (its port) but is not in the pid file (its pid file was
+ * overwritten, or lost): adopted into the pid file when its command line is `args` exactly, else stopped,
+ * so a fresh start does not fail to bind behind it. Returns the pid adopted.
+ */
+export async function adoptOrStop(p: ManagedProcess, pid: number, args: string[], fingerprint: string): Promise<number | undefined> {
+  if (!runs(pid, p.marker)) return undefined;
+  const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  if (cmdline.slice(-args.length).join('\0') === args.join('\0')) {
+    writeFileSync(p.pidFile, `${pid}\n${fingerprint}\n`);
+    return pid;
+  }
+  await stopProcess({ ...p, pidFile: `${p.pidFile}.orphan` }, 30_000, pid);
+  return undefined;
 }
 
 /**

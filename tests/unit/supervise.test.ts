@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isAlive, livePid, startDetached, type ManagedProcess } from '../../src/stack/processes';
+import { adoptOrStop, isAlive, livePid, startDetached, type ManagedProcess } from '../../src/stack/processes';
 import { backoffMs, watchPart, SUPERVISE_DEFAULTS, type Part, type SuperviseOptions } from '../../src/stack/supervise';
 import { claimSupervisor, releaseSupervisor, supervisorProcess, writeSupervisorStatus, type PartStatus } from '../../src/stack/supervisor';
 import { parseConfig } from '../../src/configs';
@@ -149,6 +149,26 @@ describe('one supervisor per stack', () => {
       other.kill('SIGKILL');
       process.env.ROLLFLOW_STATE = before;
       if (before === undefined) delete process.env.ROLLFLOW_STATE;
+    }
+  });
+});
+
+describe('a server the pid file lost', () => {
+  it('is taken back into its pid file when its command line is the one asked for, and stopped when it is not', async () => {
+    const p = managed('orphan');
+    const same = spawn('sleep', ['1000'], { stdio: 'ignore' });
+    const other = spawn('sleep', ['999'], { stdio: 'ignore' });
+    try {
+      expect(await adoptOrStop(p, same.pid!, ['1000'], 'fp')).toBe(same.pid);
+      expect(readFileSync(p.pidFile, 'utf8')).toBe(`${same.pid}\nfp\n`);
+      expect(livePid(p)).toBe(same.pid);
+      const gone = new Promise((resolve) => other.once('exit', resolve));
+      expect(await adoptOrStop({ ...p, marker: 'sleep 999' }, other.pid!, ['1000'], 'fp')).toBeUndefined();
+      await gone;
+      expect(readFileSync(p.pidFile, 'utf8')).toBe(`${same.pid}\nfp\n`); // the adopted one's, untouched
+    } finally {
+      same.kill('SIGKILL');
+      other.kill('SIGKILL');
     }
   });
 });
