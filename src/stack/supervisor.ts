@@ -136,7 +136,9 @@ export async function stopSupervisor(loaded: LoadedConfig, { turnOff = false } =
   rmSync(wantedFile(loaded), { force: true });
   if (turnOff) writeFileAtomic(unsupervisedFile(loaded), 'dev up --no-supervise\n');
   else rmSync(unsupervisedFile(loaded), { force: true });
-  return `${name(loaded)}: ${await stopProcess(supervisorProcess(loaded))}`;
+  const stopped = await stopProcess(supervisorProcess(loaded));
+  rmSync(supervisorStatusFile(loaded), { force: true }); // what it said of parts it no longer watches
+  return `${name(loaded)}: ${stopped}`;
 }
 
 /** The supervisor's own status line, then one for each part it did not find simply running all along. */

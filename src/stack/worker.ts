@@ -2,7 +2,7 @@
  * The background worker of `rollflow dev up`: `rollflow worker` in its own
  * process. It is ready when Temporal lists it as a poller of the task queue.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { taskQueuePollers } from '../client/run-handle';
@@ -47,7 +47,11 @@ export async function workerStatus(client: Client | undefined, loaded: LoadedCon
   return { ok: polling && !hung, line: `${proc.name}: ${polling ? 'running' : 'not polling'} pid=${pid} task_queue=${loaded.config.temporal.task_queue}${hung ? `; ${hung}` : ''}${waiting}` };
 }
 
-export const stopWorker = (loaded: LoadedConfig) => stopProcess(workerProcess(loaded));
+export async function stopWorker(loaded: LoadedConfig): Promise<'stopped' | 'not running'> {
+  const stopped = await stopProcess(workerProcess(loaded));
+  rmSync(workerAliveFile(loaded), { force: true }); // a stopped worker's last beat must not read as a live one's
+  return stopped;
+}
 
 /** What the worker writes to its alive file. */
 export interface WorkerBeat {
