@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import path from 'node:path';
 import type { LoadedConfig } from '../configs';
 import { cliEntry, logsDir, pidsDir, stateDir } from '../paths';
-import { writeFileAtomic } from './files';
+import { readJsonFile, writeFileAtomic } from './files';
 import { ensureStarted, livePid, recordedFingerprint, runs, startDetached, stopProcess, type ManagedProcess } from './processes';
 
 export type PartState = 'starting' | 'running' | 'unhealthy' | 'backoff' | 'crash-loop';
@@ -54,26 +54,14 @@ const unsupervisedFile = (loaded: LoadedConfig, state = stateDir()) => path.join
 /** Whether `dev up --no-supervise` asked for no supervisor (until the next plain `dev up` or `dev down`). */
 export const supervisionTurnedOff = (loaded: LoadedConfig) => existsSync(unsupervisedFile(loaded));
 
-export function readSupervisorStatus(loaded: LoadedConfig): SupervisorStatus | undefined {
-  try {
-    return JSON.parse(readFileSync(supervisorStatusFile(loaded), 'utf8')) as SupervisorStatus;
-  } catch {
-    return undefined;
-  }
-}
+export const readSupervisorStatus = (loaded: LoadedConfig) => readJsonFile<SupervisorStatus>(supervisorStatusFile(loaded));
 
 export function writeSupervisorStatus(loaded: LoadedConfig, status: SupervisorStatus): void {
   writeFileAtomic(supervisorStatusFile(loaded), JSON.stringify(status));
 }
 
 /** The config arguments the supervisor was wanted with, or undefined once `dev down` said it should stop. */
-export function supervisorWanted(loaded: LoadedConfig): string[] | undefined {
-  try {
-    return JSON.parse(readFileSync(wantedFile(loaded), 'utf8')) as string[];
-  } catch {
-    return undefined;
-  }
-}
+export const supervisorWanted = (loaded: LoadedConfig) => readJsonFile<string[]>(wantedFile(loaded));
 
 function spawnSupervisor(loaded: LoadedConfig, configArgs: string[], fingerprint: string): number {
   const proc = supervisorProcess(loaded);

@@ -2,7 +2,8 @@
  * The background worker of `rollflow dev up`: `rollflow worker` in its own
  * process. It is ready when Temporal lists it as a poller of the task queue.
  */
-import { readFileSync, rmSync, statSync } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
+import { readJsonFile } from './files';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { taskQueuePollers } from '../client/run-handle';
@@ -76,13 +77,7 @@ export const WORKER_BEAT_STALE_MS = 10_000;
  * that must have written the beat (the supervisor's); without it (an exec probe in a container, where no pid file
  * is kept), the beat's own pid must be alive.
  */
-export function readWorkerBeat(loaded: LoadedConfig): WorkerBeat | undefined {
-  try {
-    return JSON.parse(readFileSync(workerAliveFile(loaded), 'utf8')) as WorkerBeat;
-  } catch {
-    return undefined;
-  }
-}
+export const readWorkerBeat = (loaded: LoadedConfig) => readJsonFile<WorkerBeat>(workerAliveFile(loaded));
 
 export function workerBeatProblem(loaded: LoadedConfig, pid?: number, now = Date.now(), staleMs = WORKER_BEAT_STALE_MS): string | undefined {
   const beat = readWorkerBeat(loaded);
