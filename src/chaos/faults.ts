@@ -8,7 +8,9 @@
  * newest saved trainer state and SIGKILLs the trainer, so its recovery must
  * pass that state over; `disk` fills the small tmpfs mounted over the run
  * directory (`--disk-mb`) for a while, so every write of the run meets a full
- * disk. A new process kind is one more entry in FAULTS.
+ * disk. `partition` cuts one engine off from the run for a while
+ * (src/chaos/partition-proxy.ts) and kills nothing. A new process kind is one
+ * more entry in FAULTS.
  */
 import type { LoadedConfig } from '../configs';
 import type { EngineRole } from '../gpu-bridge';
@@ -23,8 +25,8 @@ export type ProcessKind = (typeof PROCESS_KINDS)[number];
 /** corrupt: damage the newest saved trainer state, then SIGKILL the trainer. disk: a full disk for 30-120 s. */
 export const FILE_FAULTS = ['corrupt', 'disk'] as const;
 export type FileFault = (typeof FILE_FAULTS)[number];
-/** Every kind `--faults` takes. */
-export const FAULT_KINDS = [...PROCESS_KINDS, ...FILE_FAULTS] as const;
+/** Every kind `--faults` takes; partition: one engine unreachable from the run for 30-120 s, then healed. */
+export const FAULT_KINDS = [...PROCESS_KINDS, ...FILE_FAULTS, 'partition'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** kill: SIGKILL. stop: SIGSTOP, then SIGCONT after the scheduled pause if nothing replaced the process first. */
@@ -44,8 +46,8 @@ export const FAULTS: Record<ProcessKind, (loaded: LoadedConfig) => ManagedProces
   env: engines('env'),
 };
 
-/** The process kind a fault's signal goes to: its own, the trainer for `corrupt`, none for `disk`. */
-export const processKindOf = (k: FaultKind): ProcessKind | undefined => (k === 'corrupt' ? 'trainer' : k === 'disk' ? undefined : k);
+/** The process kind a fault's signal goes to: its own, the trainer for `corrupt`, none for `disk` and `partition`. */
+export const processKindOf = (k: FaultKind): ProcessKind | undefined => (k === 'corrupt' ? 'trainer' : k === 'disk' || k === 'partition' ? undefined : k);
 
 export const isFaultKind = (k: string): k is FaultKind => (FAULT_KINDS as readonly string[]).includes(k);
 export const isFaultSignal = (s: string): s is FaultSignal => (FAULT_SIGNALS as readonly string[]).includes(s);

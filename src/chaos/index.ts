@@ -1,13 +1,14 @@
 /**
  * `rollflow chaos`: the same run twice, fault-free and under a seeded fault
- * schedule (SIGKILL, SIGSTOP, a damaged trainer state, a full disk) that the
- * stack's supervisor and the run recover from with nobody's help, each run
- * checked against the invariants on its own records, with the effective time
- * and a recovery time per fault.
+ * schedule (SIGKILL, SIGSTOP, a damaged trainer state, a full disk, an
+ * engine cut off by a partition) that the stack's supervisor and the run
+ * recover from with nobody's help, each run checked against the invariants on
+ * its own records, with the effective time and a recovery time per fault.
  */
 import { ConfigError, type ConfigProblem, type LoadedConfig } from '../configs';
 import { FAULTS, processKindOf, type FaultKind } from './faults';
 import { mountSmallDisk, unmountSmallDisk } from './file-faults';
+import { proxiableEngines, startPartitionProxies, type ProxiedEngine } from './partition-proxy';
 import { checkRun, corruptionCheck, type Expectations } from './invariants';
 import { effectiveTime, normalStepS, recoveryS } from './recovery';
 import { runUnderFaults, type RunUnderFaults } from './runner';
@@ -39,6 +40,9 @@ export function checkChaosConfig(loaded: LoadedConfig, kinds: readonly FaultKind
   });
   const where = (k: FaultKind) => (k === 'temporal' ? 'temporal.embedded: a Temporal cluster is not supervised by rollflow' : k === 'inference' ? 'engines.inference[i].launch' : `engines.${processKindOf(k)}.launch`);
   const problems: ConfigProblem[] = missing.map((k) => ({ path: '--faults', given: k, expected: `a kind the stack launches; the config launches no ${processKindOf(k)} server (${where(k)})` }));
+  if (kinds.includes('partition') && proxiableEngines(loaded).length === 0) {
+    problems.push({ path: '--faults', given: 'partition', expected: 'a launched engine whose listen address differs from its url (engines.*.listen): the harness puts its partition proxy at the url the run calls, in front of the server' });
+  }
   if (kinds.includes('disk') && diskMb === undefined) problems.push({ path: '--disk-mb', given: undefined, expected: 'the size in MiB of the tmpfs mounted over the run directory, which a disk fault fills (needed with --faults disk)' });
   if (problems.length) throw new ConfigError('chaos options', problems);
 }
@@ -86,10 +90,17 @@ export async function chaos(loaded: LoadedConfig, configArgs: string[], o: Chaos
   }
   let faultFree: CheckedRun | undefined;
   let underFaults: CheckedRun;
+  // An engine that listens apart from its url is reached through the harness's proxy, whatever the kinds (the config
+  // says something stands in between), in both runs, so the fault-free one pays the same extra hop.
+  let proxied: ProxiedEngine[] = [];
   try {
-    faultFree = o.faultFree ? checked(await runUnderFaults(loaded, configArgs, `${o.runIdPrefix}-fault-free`, undefined, o, o.say), e) : undefined;
-    underFaults = checked(await runUnderFaults(loaded, configArgs, `${o.runIdPrefix}-faults`, o.schedule, o, o.say), e);
+    proxied = await startPartitionProxies(loaded);
+    for (const p of proxied) o.say(`rollflow chaos: ${p.name} is reached through a partition proxy at ${p.proxy.from} (it listens at ${p.proxy.to})`);
+    const limits = { ...o, proxied };
+    faultFree = o.faultFree ? checked(await runUnderFaults(loaded, configArgs, `${o.runIdPrefix}-fault-free`, undefined, limits, o.say), e) : undefined;
+    underFaults = checked(await runUnderFaults(loaded, configArgs, `${o.runIdPrefix}-faults`, o.schedule, limits, o.say), e);
   } finally {
+    await Promise.all(proxied.map((p) => p.proxy.close()));
     if (disk) unmountSmallDisk(disk);
   }
   const walls = faultFree?.records.metrics.map((m) => m.wall_s) ?? [];

@@ -43,6 +43,7 @@ function byKindTable(r: ChaosResult): string[] {
 
 /** What a fault did, in words: the signal (and a stop's pause), the state damaged, the disk filled. */
 function what(f: ChaosResult['recoveries'][number]): string {
+  if (f.kind === 'partition') return `cut off${f.stopS ? ` ${s(f.stopS, 0)} s` : ''}`;
   if (f.kind === 'disk') return `full${f.stopS ? ` ${s(f.stopS, 0)} s` : ''}${f.filledBytes !== undefined ? ` (${s(f.filledBytes / 2 ** 20)} MiB${f.diskFull ? '' : ', NOT full'})` : ''}`;
   const signal = `${f.signal ?? '-'}${f.stopS ? ` ${s(f.stopS, 0)} s` : ''}`;
   return f.corrupted ? `${signal}, v${f.corrupted.version} damaged (${f.corrupted.file.split('/').pop()})` : signal;
@@ -52,7 +53,7 @@ function what(f: ChaosResult['recoveries'][number]): string {
 function title(r: ChaosResult): string {
   const signals = (r.schedule.signals ?? ['kill']).map((x) => (x === 'kill' ? 'SIGKILL' : 'SIGSTOP'));
   const kinds = r.schedule.kinds;
-  const parts = [...(kinds.some((k) => k !== 'corrupt' && k !== 'disk') ? [`processes hit with ${signals.join(' and ')}`] : []), ...(kinds.includes('corrupt') ? ['the newest trainer state damaged'] : []), ...(kinds.includes('disk') ? ['the disk filled'] : [])];
+  const parts = [...(kinds.some((k) => k !== 'corrupt' && k !== 'disk' && k !== 'partition') ? [`processes hit with ${signals.join(' and ')}`] : []), ...(kinds.includes('corrupt') ? ['the newest trainer state damaged'] : []), ...(kinds.includes('disk') ? ['the disk filled'] : []), ...(kinds.includes('partition') ? ['an engine cut off'] : [])];
   return `# Chaos: ${parts.join(', ')} mid-run, recovered without an operator`;
 }
 
@@ -64,16 +65,16 @@ export function chaosMarkdown(r: ChaosResult, header: { command: string; date: s
     '',
     `\`${header.command}\` — ${header.date}, ${header.machine}; config ${header.config}.`,
     '',
-    `Schedule: a fault about every ${o.everyS} s (±25 %, seed ${o.seed}, counted from the end of the first step), ${o.order === 'rotate' ? 'rotating over' : 'drawn at random from'} ${o.kinds.join(', ')}, signal drawn from ${signals.join(', ')} (a stop lasts 30–120 s, then SIGCONT unless the process was replaced)${o.kinds.includes('corrupt') ? '; corrupt: the trainer is SIGKILLed, then a byte of the largest file of its newest saved state is flipped' : ''}${o.kinds.includes('disk') ? '; disk: the tmpfs over the run directory is filled for 30–120 s, then freed' : ''}. Nothing is restarted by the harness: the stack's supervisor (\`rollflow supervise\`) replaces each dead or hung process.`,
+    `Schedule: a fault about every ${o.everyS} s (±25 %, seed ${o.seed}, counted from the end of the first step), ${o.order === 'rotate' ? 'rotating over' : 'drawn at random from'} ${o.kinds.join(', ')}, signal drawn from ${signals.join(', ')} (a stop lasts 30–120 s, then SIGCONT unless the process was replaced)${o.kinds.includes('corrupt') ? '; corrupt: the trainer is SIGKILLed, then a byte of the largest file of its newest saved state is flipped' : ''}${o.kinds.includes('disk') ? '; disk: the tmpfs over the run directory is filled for 30–120 s, then freed' : ''}${o.kinds.includes('partition') ? '; partition: the proxy between the run and one engine carries nothing for 30–120 s, then heals (src/chaos/partition-proxy.ts)' : ''}. Nothing is restarted by the harness: the stack's supervisor (\`rollflow supervise\`) replaces each dead or hung process.`,
     `Result: **${r.ok ? 'every invariant held' : 'invariants violated'}**; effective time ${s(r.effectiveTime, 3)} (fault-free makespan / makespan under faults); normal step interval ${s(r.normalStepS, 2)} s (median of the fault-free run, its first step left out).`,
     '',
     '## Faults',
     '',
-    'Back: from the fault until the supervisor reported the part running again (a new process, or the stopped one resumed), or for a full disk until it was freed. Recovery: from the fault until three steps in a row ran at most 1.5× the normal step interval again (its figure ends where the first of them started; src/chaos/recovery.ts).',
+    'Back: from the fault until the supervisor reported the part running again (a new process, or the stopped one resumed), or for a full disk until it was freed, for a partition until it healed. Recovery: from the fault until three steps in a row ran at most 1.5× the normal step interval again (its figure ends where the first of them started; src/chaos/recovery.ts).',
     '',
     '| # | at s | kind | fault | process (pid) | back s | recovery s | note |',
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
-    ...r.recoveries.map((k) => `| ${k.index} | ${s(k.atS)} | ${k.kind} | ${what(k)} | ${k.process ? `${k.process} (${k.pid})` : '-'} | ${s(k.backS)}${k.back ? ` (${k.back})` : ''} | ${s(k.recoveryS)} | ${k.skipped ?? (k.backS === undefined ? 'not reported running again' : k.recoveryS === undefined ? 'not back to the normal rate before the run ended' : '')} |`),
+    ...r.recoveries.map((k) => `| ${k.index} | ${s(k.atS)} | ${k.kind} | ${what(k)} | ${k.process ? `${k.process}${k.pid !== undefined ? ` (${k.pid})` : ''}` : '-'} | ${s(k.backS)}${k.back ? ` (${k.back})` : ''} | ${s(k.recoveryS)} | ${k.skipped ?? (k.backS === undefined ? 'not reported running again' : k.recoveryS === undefined ? 'not back to the normal rate before the run ended' : '')} |`),
     '',
     ...byKindTable(r),
     '',

@@ -22,6 +22,7 @@ import { FAULTS, processKindOf, type FaultKind, type FaultSignal } from './fault
 import { corruptNewestState, diskIsFull, fillDisk, freeDisk, newestState, onTmpfs, type CorruptedState } from './file-faults';
 import type { RunRecords } from './invariants';
 import { readMetrics, readRunRecords } from './records';
+import type { ProxiedEngine } from './partition-proxy';
 import { scheduledFault, type ScheduledFault, type ScheduleOptions } from './schedule';
 
 export interface FaultRecord {
@@ -37,8 +38,8 @@ export interface FaultRecord {
   stopS?: number;
   /** Seconds from the fault until the supervisor reported the part running again (a new process, or the stopped one resumed and answering). */
   backS?: number;
-  /** How it came back: replaced (a new pid), resumed (the stopped process, SIGCONT before the supervisor acted), freed (the disk's filler removed). */
-  back?: 'replaced' | 'resumed' | 'freed';
+  /** How it came back: replaced (a new pid), resumed (the stopped process, SIGCONT before the supervisor acted), freed (the disk's filler removed), healed (the partition ended). */
+  back?: 'replaced' | 'resumed' | 'freed' | 'healed';
   /** corrupt: the saved trainer state damaged (after the trainer's SIGKILL). */
   corrupted?: CorruptedState;
   /** disk: the filler's bytes, and whether a new one-page file then met ENOSPC. */
@@ -80,9 +81,25 @@ async function fillForAWhile(loaded: LoadedConfig, f: ScheduledFault, atS: () =>
   return { ...record, backS: (Date.now() - hitAt) / 1000, back: 'freed' };
 }
 
-/** Hits one process of the fault's kind (or the run's disk); the returned promise settles once the part is back (or 10 minutes passed). */
-async function inject(loaded: LoadedConfig, f: ScheduledFault, runId: string, runStartMs: number, say: (line: string) => void): Promise<FaultRecord> {
+/** Cuts one proxied engine off from the run for the fault's hold, then heals the partition; settles once healed. */
+async function cutOffForAWhile(proxied: readonly ProxiedEngine[], f: ScheduledFault, atS: () => number, say: (line: string) => void): Promise<FaultRecord> {
+  const base = { index: f.index, kind: f.kind };
+  if (proxied.length === 0) return { ...base, atS: atS(), skipped: 'no engine behind a partition proxy' };
+  const { name, proxy } = proxied[f.pick % proxied.length]!;
+  const hitAt = Date.now();
+  proxy.partition();
+  const record: FaultRecord = { ...base, atS: atS(), process: name, stopS: f.stopS };
+  say(`rollflow chaos: fault ${f.index} at ${record.atS.toFixed(1)} s: ${name} cut off from the run (proxy ${proxy.from} -> ${proxy.to}) for ${f.stopS.toFixed(0)} s`);
+  await sleep(f.stopS * 1000);
+  proxy.heal();
+  say(`rollflow chaos: fault ${f.index}: partition of ${name} healed`);
+  return { ...record, backS: (Date.now() - hitAt) / 1000, back: 'healed' };
+}
+
+/** Hits one process of the fault's kind (or the run's disk, or an engine's link); the returned promise settles once the part is back (or 10 minutes passed). */
+async function inject(loaded: LoadedConfig, f: ScheduledFault, runId: string, runStartMs: number, proxied: readonly ProxiedEngine[], say: (line: string) => void): Promise<FaultRecord> {
   const atS = () => (Date.now() - runStartMs) / 1000;
+  if (f.kind === 'partition') return cutOffForAWhile(proxied, f, atS, say);
   const kind = processKindOf(f.kind);
   if (kind === undefined) return fillForAWhile(loaded, f, atS, say);
   const stateDir = trainerStateDir(runDataDir(loaded.derived.run_dir, runId));
@@ -144,8 +161,11 @@ async function firstStepWallS(loaded: LoadedConfig, runId: string, handle: Workf
   }
 }
 
-/** Runs `runId` with the config, with faults on `schedule` (none: the fault-free run), at most `maxFaults` of them. */
-export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[], runId: string, schedule: ScheduleOptions | undefined, limits: { timeoutS: number; maxFaults: number }, say: (line: string) => void): Promise<RunUnderFaults> {
+/**
+ * Runs `runId` with the config, with faults on `schedule` (none: the fault-free run), at most `maxFaults` of them;
+ * a partition cuts off one of the `proxied` engines.
+ */
+export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[], runId: string, schedule: ScheduleOptions | undefined, limits: { timeoutS: number; maxFaults: number; proxied?: readonly ProxiedEngine[] }, say: (line: string) => void): Promise<RunUnderFaults> {
   const { timeoutS } = limits;
   await up(loaded, configArgs, say); // `rollflow run` brings up only an embedded stack; engines and worker beside a cluster too
   await startRun(loaded, configArgs, { runId }, say, say); // refuses a run id that has records already (client/run-id.ts)
@@ -169,7 +189,7 @@ export async function runUnderFaults(loaded: LoadedConfig, configArgs: string[],
         break;
       }
       // Not awaited: the next fault may come before this part is back (faults closer together than any timeout).
-      faults.push(inject(loaded, next!, runId, runStartMs, say));
+      faults.push(inject(loaded, next!, runId, runStartMs, limits.proxied ?? [], say));
     }
     const records = await readRunRecords(client, loaded, runId, runStartMs);
     // A failed run leaves its ABANDONed groups generating: end them once recorded, so the next run has the stack to itself.

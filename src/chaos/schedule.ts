@@ -3,9 +3,10 @@
  * after the run's first step (±25 %, seeded), of one kind, either rotating
  * over the kinds (from a seeded first kind) or drawn at random (mixed), with
  * a signal drawn from the given ones; a stop lasts 30–120 s (seeded), and so
- * does a full disk. A `corrupt` fault always ends in a kill and a `disk`
- * fault sends no signal. The same options give the same schedule, and adding
- * kinds or signals to a list never changes the draws of the others.
+ * do a full disk and a partition. A `corrupt` fault always ends in a kill;
+ * `disk` and `partition` faults send no signal. The same options give the
+ * same schedule, and adding kinds or signals to a list never changes the
+ * draws of the others.
  */
 import { splitmix32 } from '../core';
 import type { FaultKind, FaultSignal } from './faults';
@@ -28,9 +29,9 @@ export interface ScheduledFault {
   kind: FaultKind;
   /** What the process of the kind gets: drawn for a process kind, kill for `corrupt`, none for `disk`. */
   signal?: FaultSignal;
-  /** For a stop: seconds until SIGCONT; for a disk fault: seconds the disk stays full. */
+  /** For a stop: seconds until SIGCONT; for a disk fault: seconds the disk stays full; for a partition: seconds until it heals. */
   stopS: number;
-  /** Which of the kind's processes (modulo how many run), for kinds with several (inference servers). */
+  /** Which of the kind's processes (modulo how many run), for kinds with several (inference servers); for a partition, which proxied engine. */
   pick: number;
 }
 
@@ -49,6 +50,6 @@ export function scheduledFault(o: ScheduleOptions, index: number): ScheduledFaul
   // Drawn after the draws the kill-only schedule made, so its times, kinds and picks are unchanged.
   const signal = signals[Math.floor(draw() * signals.length)]!;
   const stopS = STOP_MIN_S + draw() * (STOP_MAX_S - STOP_MIN_S);
-  const sent = kind === 'corrupt' ? 'kill' : kind === 'disk' ? undefined : signal;
+  const sent = kind === 'corrupt' ? 'kill' : kind === 'disk' || kind === 'partition' ? undefined : signal;
   return { index, atS: o.everyS * (index + 1 + jitter), kind, ...(sent ? { signal: sent } : {}), stopS, pick };
 }

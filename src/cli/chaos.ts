@@ -58,8 +58,8 @@ export function parseChaosFlags(f: Pick<ChaosFlags, 'faults' | 'signals' | 'ever
 
 export function chaosCommand(out: (line: string) => void, err: (line: string) => void): Command {
   return withConfigOptions(new Command('chaos').exitOverride())
-    .description('run the config fault-free, then again with processes killed (SIGKILL) or stopped (SIGSTOP), the newest trainer state damaged or the disk filled on a seeded schedule, recovered without an operator; check the invariants on both runs\' records')
-    .option('--faults <kinds>', `comma-separated kinds to hit: processes ${PROCESS_KINDS.join(',')}; corrupt (damage the newest saved trainer state, then SIGKILL the trainer); disk (fill the run directory's tmpfs for 30-120 s, needs --disk-mb and root)`, PROCESS_KINDS.join(','))
+    .description('run the config fault-free, then again with processes killed (SIGKILL) or stopped (SIGSTOP), the newest trainer state damaged, the disk filled or an engine cut off on a seeded schedule, recovered without an operator; check the invariants on both runs\' records')
+    .option('--faults <kinds>', `comma-separated kinds to hit: processes ${PROCESS_KINDS.join(',')}; corrupt (damage the newest saved trainer state, then SIGKILL the trainer); disk (fill the run directory's tmpfs for 30-120 s, needs --disk-mb and root); partition (cut one engine off from the run for 30-120 s through a proxy at its url, needs engines whose listen differs from url)`, PROCESS_KINDS.join(','))
     .option('--signals <signals>', 'comma-separated, for the process kinds: kill (SIGKILL), stop (SIGSTOP for 30-120 s, then SIGCONT unless replaced)', 'kill')
     .option('--disk-mb <n>', 'with --faults disk: mount a tmpfs of n MiB over the run directory for both runs (as root), which each disk fault fills')
     .option('--every <s>', 'seconds between faults (each ±25 %, seeded)', '60')

@@ -13,6 +13,8 @@ export interface EngineSpec {
   /** Where the engine is in the run config, e.g. engines.inference[0]. */
   configPath: string;
   url: string;
+  /** Where the launched server listens: `listen`, else `url` (the worker always calls `url`). */
+  listen: string;
   backend: string;
   options: Record<string, unknown>;
   /** The run-config path each option comes from (actor_train.training_args.learning_rate, or <configPath>.options.<key>). */
@@ -102,6 +104,7 @@ export function engineSpecs(config: RunConfig): EngineSpec[] {
         role: e.role,
         configPath: e.configPath,
         url: e.url,
+        listen: e.listen ?? e.url,
         backend: e.backend,
         options: { ...Object.fromEntries(Object.entries(fromConfig).map(([k, v]) => [k, v.value])), ...e.options },
         optionPaths: { ...Object.fromEntries(Object.entries(fromConfig).map(([k, v]) => [k, v.from])), ...Object.fromEntries(own.map((k) => [k, `${e.configPath}.options.${k}`])) },

@@ -43,13 +43,13 @@ export function stateDirOptions(e: LaunchedEngine, state = stateDir()): Record<s
 }
 
 export async function startEngine(e: LaunchedEngine): Promise<string> {
-  const { hostname, port } = new URL(e.url);
+  const { hostname, port } = new URL(e.listen);
   const options = { ...stateDirOptions(e), ...e.options };
   const args = ['-m', 'rollflow_engines', 'serve', '--role', e.role, '--backend', e.backend, '--host', hostname.replace(/^\[|\]$/g, ''), '--port', port];
   for (const [k, v] of Object.entries(options)) args.push('--option', `${k}=${JSON.stringify(v)}`);
   if (livePid(e.process) === undefined) {
     // Something answers on the port though the pid file names no live server: an engine of ours the pid file lost.
-    const answering = await engineHealth(e.url, { timeoutMs: 2_000 }).then((h) => h.pid, () => undefined);
+    const answering = await engineHealth(e.listen, { timeoutMs: 2_000 }).then((h) => h.pid, () => undefined);
     if (answering !== undefined && (await adoptOrStop(e.process, answering, args, JSON.stringify(args))) !== undefined) {
       return `${e.process.name}: already running (pid ${answering}, found on its port and taken back into its pid file)`;
     }
@@ -59,16 +59,16 @@ export async function startEngine(e: LaunchedEngine): Promise<string> {
   // A model-backed server may first build its model (a tiny model's warm-start takes minutes on 2
   // loaded cores); it is watched all along, so a crash still fails fast with its log.
   const readyWithinMs = e.backend === 'sim' || e.role === 'env' ? 120_000 : 900_000;
-  await waitUntil(e.process, () => engineHealth(e.url, { timeoutMs: 2_000 }), readyWithinMs);
-  return `${e.process.name}: ${action === 'restarted' ? 'restarted with new settings' : 'started'} (pid ${pid}) at ${e.url}`;
+  await waitUntil(e.process, () => engineHealth(e.listen, { timeoutMs: 2_000 }), readyWithinMs);
+  return `${e.process.name}: ${action === 'restarted' ? 'restarted with new settings' : 'started'} (pid ${pid}) at ${e.listen}${e.listen === e.url ? '' : ` (the run calls ${e.url})`}`;
 }
 
 export async function engineStatus(e: LaunchedEngine): Promise<{ ok: boolean; line: string }> {
   const pid = livePid(e.process);
   if (pid === undefined) return { ok: false, line: `${e.process.name}: stopped` };
   try {
-    const h = await engineHealth(e.url, { timeoutMs: 2_000 });
-    return { ok: true, line: `${e.process.name}: running pid=${pid} url=${e.url} backend=${h.backend}` };
+    const h = await engineHealth(e.listen, { timeoutMs: 2_000 });
+    return { ok: true, line: `${e.process.name}: running pid=${pid} url=${e.listen} backend=${h.backend}` };
   } catch (err) {
     return { ok: false, line: `${e.process.name}: unhealthy pid=${pid} (${(err as Error).message})` };
   }

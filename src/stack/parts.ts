@@ -67,7 +67,7 @@ export function stackParts(loaded: LoadedConfig, configArgs: string[]): Part[] {
       name: e.process.name,
       process: e.process,
       start: () => startEngine(e),
-      probe: () => engineHealth(e.url, { timeoutMs: PROBE_TIMEOUT_MS }).then(() => undefined, failure),
+      probe: () => engineHealth(e.listen, { timeoutMs: PROBE_TIMEOUT_MS }).then(() => undefined, failure),
       hangAfterMs: HANG_AFTER_MS,
     });
   }

@@ -8,7 +8,9 @@
 // (bench/results/chaos.md). Two more kinds hit files: the newest saved
 // trainer state damaged before the trainer's SIGKILL (its recovery must pass
 // it over), and the run directory's own small disk (a tmpfs the harness mounts,
-// as root) filled for 30 s (the run must wait, and write nothing half).
+// as root) filled for 30 s (the run must wait, and write nothing half). And
+// the network: the inference server, then the trainer, cut off from the run
+// for about 30 s each by the harness's proxy, then healed.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -108,5 +110,37 @@ describe('chaos: faults on the run\'s files', () => {
     // The run met the full disk (the worker logged its writes refused as DiskFullError), and went on once it was freed.
     expect(diskFullBefore() - before, log.join('\n')).toBeGreaterThan(0);
     expect(run.records.metrics.filter((m) => m.wall_s > f!.atS + f!.backS!).length).toBeGreaterThan(0);
+  });
+});
+
+describe('chaos: an engine cut off from the run', () => {
+  let partitioned: LoadedConfig | undefined;
+  afterAll(async () => {
+    if (partitioned) await down(partitioned, (l) => log.push(l));
+  });
+
+  it('partition: the inference server, then the trainer, unreachable for about 30 s each: nothing is restarted, the run waits and keeps every invariant', { timeout: 900_000 }, async () => {
+    const partitionFile = await writeSimRunConfig(server, 'chaos-partition', 16, { listen: true });
+    partitioned = loadConfig(partitionFile);
+    // seed 1690: the inference server cut 4.7 s after the first step for 31.5 s, the trainer at 7.3 s for 31.7 s
+    const result = await chaos(partitioned, [partitionFile], { schedule: { kinds: ['partition'], everyS: 4, seed: 1690, order: 'rotate' }, maxFaults: 2, runIdPrefix: 'partitioned', timeoutS: 600, faultFree: false, say: (l) => log.push(l) });
+    const run = result.underFaults;
+    expect(run.checks.filter((c) => !c.ok), log.join('\n')).toEqual([]);
+    expect(run.faults.map((f) => [f.process?.replace(/-\d+$/, ''), f.back])).toEqual([
+      ['engine-inference', 'healed'],
+      ['engine-trainer', 'healed'],
+    ]);
+    // A partition is not a dead process: the supervisor (which probes each engine where it listens) restarted none.
+    for (const f of run.faults) expect(run.supervisor[f.process!], f.process).toMatchObject({ restarts: 0, hangKills: 0 });
+    // Steps ran before the first cut and after the last heal, and the run did all of its steps once.
+    const healedAtS = Math.max(...run.faults.map((f) => f.atS + f.backS!));
+    expect(run.records.metrics.filter((m) => m.wall_s < run.faults[0]!.atS).length).toBeGreaterThan(0);
+    expect(run.records.metrics.filter((m) => m.wall_s > healedAtS).length, log.join('\n')).toBeGreaterThan(0);
+    expect(run.accounting.consumed).toBe(16 * 2);
+    expect(run.records.final?.totals.failedGroups, 'an unreachable engine fails no group').toBe(0);
+    // The cut was real: while the trainer was unreachable no train step finished, bar one whose answer crossed as it fell.
+    const trainerCut = run.faults[1]!;
+    const duringCut = run.records.metrics.filter((m) => m.wall_s > trainerCut.atS && m.wall_s < trainerCut.atS + trainerCut.backS!);
+    expect(duringCut.length, JSON.stringify(run.records.metrics.map((m) => m.wall_s))).toBeLessThanOrEqual(1);
   });
 });

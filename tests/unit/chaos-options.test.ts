@@ -14,10 +14,10 @@ describe('rollflow chaos options', () => {
   });
 
   it('names every bad flag, its value and what was expected', () => {
-    expect(() => parseChaosFlags({ faults: 'worker,partition', signals: 'kill,hup', every: '0', seed: '-1', order: 'random', timeout: 'x', maxFaults: '1.5', diskMb: '8' })).toThrow(
+    expect(() => parseChaosFlags({ faults: 'worker,netsplit', signals: 'kill,hup', every: '0', seed: '-1', order: 'random', timeout: 'x', maxFaults: '1.5', diskMb: '8' })).toThrow(
       [
         'invalid config chaos options:',
-        '  --faults: got "partition"; a comma-separated list of worker, temporal, inference, trainer, env, corrupt, disk',
+        '  --faults: got "netsplit"; a comma-separated list of worker, temporal, inference, trainer, env, corrupt, disk, partition',
         '  --signals: got "hup"; a comma-separated list of kill, stop',
         '  --every: got "0"; a number of seconds > 0',
         '  --timeout: got "x"; a number of seconds > 0',
@@ -38,6 +38,8 @@ describe('rollflow chaos options', () => {
     expect(() => checkChaosConfig(noTrainer, ['worker', 'corrupt'])).toThrow('--faults: got "corrupt"; a kind the stack launches; the config launches no trainer server (engines.trainer.launch)');
     expect(() => checkChaosConfig(config({}), ['worker', 'disk'])).toThrow('--disk-mb: got (missing); the size in MiB of the tmpfs mounted over the run directory, which a disk fault fills (needed with --faults disk)');
     expect(() => checkChaosConfig(config({}), ['worker', 'disk', 'corrupt'], 64)).not.toThrow();
+    expect(() => checkChaosConfig(config({}), ['partition'])).toThrow('--faults: got "partition"; a launched engine whose listen address differs from its url (engines.*.listen)');
+    expect(() => checkChaosConfig(config({ engines: { env: { url: 'http://127.0.0.1:8501', listen: 'http://127.0.0.1:18501' } } }), ['partition'])).not.toThrow();
     const cluster = config({ temporal: { address: '127.0.0.1:7333', embedded: false } });
     expect(() => checkChaosConfig(cluster, ['temporal'])).toThrow('--faults: got "temporal"; a kind the stack launches; the config launches no temporal server (temporal.embedded: a Temporal cluster is not supervised by rollflow)');
   });

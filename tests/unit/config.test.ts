@@ -4,6 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { ConfigError, loadConfig, parseConfig, RunConfigSchema } from '../../src/configs';
+import { engineSpecs } from '../../src/configs/engines';
 
 function problemsOf(fn: () => unknown) {
   try {
@@ -128,6 +129,19 @@ describe('run config', () => {
     expect(problems[0]?.expected).toContain('launch: true needs a loopback URL');
     expect(problems[1]?.expected).toBe('no custom_envs entry named "sokoban"; defined: lake');
     expect(problems[3]?.expected).toBe("needs exactly one training env, of env_type dataset (the shares are of its rows' domains); training draws from lake (frozen_lake), sokoban (undefined)");
+  });
+
+  it('engines.*.listen: a launched server listens there while the run calls url; it needs launch and a loopback address', () => {
+    const { config } = parseConfig({ engines: { trainer: { url: 'http://127.0.0.1:8401', listen: 'http://127.0.0.1:18401' } } }, 't');
+    const trainer = engineSpecs(config).find((e) => e.role === 'trainer')!;
+    expect([trainer.url, trainer.listen]).toEqual(['http://127.0.0.1:8401', 'http://127.0.0.1:18401']);
+    expect(engineSpecs(config).find((e) => e.role === 'env')!.listen, 'defaults to url').toBe('http://127.0.0.1:8501');
+    const notLaunched = problemsOf(() => parseConfig({ engines: { env: { url: 'http://10.0.0.5:8501', launch: false, listen: 'http://127.0.0.1:18501' } } }, 't'));
+    expect(notLaunched.map((p) => [p.path, p.given])).toEqual([['engines.env.listen', 'http://127.0.0.1:18501']]);
+    expect(notLaunched[0]?.expected).toContain('with launch: false rollflow starts nothing');
+    const remote = problemsOf(() => parseConfig({ engines: { inference: [{ url: 'http://127.0.0.1:8301', listen: 'http://10.0.0.5:8301' }] } }, 't'));
+    expect(remote.map((p) => p.path)).toEqual(['engines.inference[0].listen']);
+    expect(remote[0]?.expected).toContain('loopback');
   });
 
   it('domain_interleave_probs: shares ≥ 0 summing to 1 (± 1e-6), of the rows of one training dataset env; each problem names the key and the value', () => {

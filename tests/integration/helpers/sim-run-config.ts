@@ -7,9 +7,13 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, type TestDevServer } from './dev-server';
 
-/** Writes <state dir>/<name>.yaml for `server` and returns its path. */
-export async function writeSimRunConfig(server: TestDevServer, name: string, maxSteps: number): Promise<string> {
+/**
+ * Writes <state dir>/<name>.yaml for `server` and returns its path. With `listen`, each engine listens on a port of
+ * its own besides the url the run calls (the chaos harness's partition proxy stands at the url).
+ */
+export async function writeSimRunConfig(server: TestDevServer, name: string, maxSteps: number, o: { listen?: boolean } = {}): Promise<string> {
   const [inference, trainer, env] = [await freePort(), await freePort(), await freePort()];
+  const listen = async () => (o.listen ? `, listen: "http://127.0.0.1:${await freePort()}"` : '');
   const file = path.join(server.stateDir, `${name}.yaml`);
   writeFileSync(
     file,
@@ -26,9 +30,9 @@ custom_envs:
 train_env_manager: { num_env_groups: 2, group_size: 4, tags: [arith] }
 temporal: { address: "${server.address}", ui_url: "http://127.0.0.1:${server.uiPort}", task_queue: ${name} }
 engines:
-  inference: [{ url: "http://127.0.0.1:${inference}", backend: sim, options: { sim: { c0: 0.02, c1: 0.002, length: { dist: lognormal, mean: 32, sigma: 0.8 } } } }]
-  trainer: { url: "http://127.0.0.1:${trainer}", backend: sim, options: { sim_seconds_per_sample: 0.05 } }
-  env: { url: "http://127.0.0.1:${env}" }
+  inference: [{ url: "http://127.0.0.1:${inference}"${await listen()}, backend: sim, options: { sim: { c0: 0.02, c1: 0.002, length: { dist: lognormal, mean: 32, sigma: 0.8 } } } }]
+  trainer: { url: "http://127.0.0.1:${trainer}"${await listen()}, backend: sim, options: { sim_seconds_per_sample: 0.05 } }
+  env: { url: "http://127.0.0.1:${env}"${await listen()} }
 `,
   );
   return file;
