@@ -22,15 +22,18 @@ free to answer health checks and send keep-alives forever.
 """
 from __future__ import annotations
 
+import asyncio
 import itertools
+import logging
 import os
 import socket
 import threading
 import time
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from asyncio import sleep  # bound at import: tests that patch asyncio.sleep to count a backend's sleeps do not see these
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import Field
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -46,6 +49,15 @@ def stall_after_field(default: float) -> Any:
     """The ``stall_after_s`` option, with the role's own default."""
     return Field(default=default, gt=0, le=86_400, description="Work in flight with no progress for this long makes the server stalled: "
                                                                "/health answers 503 and a supervisor replaces the process.")
+
+
+async def deadlock(what: str) -> NoReturn:
+    """A sim backend's modelled deadlock (its ``deadlock_after_steps`` options): says once what hangs, then waits for
+    ever, leaving the event loop free to answer, as a backend stuck in a lock or a dead collective does. Cancellable."""
+    at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")  # in the line itself: the hang bound is measured from it
+    logging.getLogger(__name__).warning("sim deadlock: %s at %s; the server goes on answering, and /health reports the stall after stall_after_s", what, at)
+    await asyncio.Event().wait()
+    raise AssertionError("unreachable: nothing sets the event")
 
 
 class Liveness:

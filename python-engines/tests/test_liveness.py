@@ -197,3 +197,51 @@ def test_an_env_step_past_its_env_s_step_timeout_makes_the_env_server_stalled(mo
     assert client.post("/step", json={"session": session, "index": 0, "action": "<answer>Left</answer>"}).status_code == 200
     assert seen == [503]
     assert client.get("/health").status_code == 200
+
+
+@pytest.mark.anyio
+async def test_a_sim_inference_server_modelling_a_deadlock_stops_its_tokens_but_answers_and_reports_the_stall():
+    app = create_app(ServeConfig(role="inference", backend="sim", options={"stall_after_s": 30, "sim": {"deadlock_after_steps": 3}}))
+    live = app.state.liveness
+    clock = live._clock = FakeClock()
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://inference", timeout=60) as client:
+            request = asyncio.create_task(client.post("/v1/completions", json={"prompt": [1, 2, 3], "max_tokens": 20, **LONG["sim"]}))
+            await wait_until(lambda: live.report()["progress"] >= 3, "three decode steps")
+            for _ in range(20):  # the loop goes on turning; the fourth step never returns
+                await asyncio.sleep(0)
+            assert live.report()["progress"] == 3 and not request.done()
+            assert (await client.get("/health")).status_code == 200, "no stall before stall_after_s"
+            clock.now += 31
+            health = await client.get("/health")
+            assert health.status_code == 503 and health.json()["status"] == "stalled"
+            request.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_sim_trainer_modelling_a_deadlock_hangs_its_next_step_and_reports_the_stall():
+    from trainer.helpers import group_batch, make_app
+
+    app = make_app(stall_after_s=90, sim_deadlock_after_steps=1)
+    live = app.state.liveness
+    clock = live._clock = FakeClock()
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://trainer", timeout=60) as client:
+        first = await client.post("/train_step", json={"step": 0, "batch": group_batch()})
+        assert first.status_code == 200 and first.json()["version"] == 1
+        second = asyncio.create_task(client.post("/train_step", json={"step": 1, "batch": group_batch(prefix="x")}))
+        await wait_until(lambda: app.state.trainer.training_step is not None, "the second step inside the trainer")
+        clock.now += 91
+        health = await client.get("/health")
+        assert health.status_code == 503 and health.json()["liveness"]["inflight"] == 1
+        assert app.state.trainer.backend.version == 1, "the hung step changed nothing"
+        second.cancel()
+
+
+def test_sim_deadlock_options_belong_to_the_sim_backends():
+    from rollflow_engines.roles.trainer import Options
+
+    with pytest.raises(ValueError, match="(?s)sim_deadlock_after_steps.*backend torch trains for real"):
+        Options(backend="torch", sim_deadlock_after_steps=3)
+    with pytest.raises(ValueError, match="sim_seconds_per_sample"):
+        Options(backend="torch", sim_seconds_per_sample=0.1)
+    assert Options(backend="sim", sim_deadlock_after_steps=3).sim_deadlock_after_steps == 3

@@ -48,6 +48,10 @@ class SimOptions(BaseModel):
     c1: float = Field(default=0.0, ge=0, description="Extra seconds per decode step per running sequence.")
     prefill_per_token: float = Field(default=0.0, ge=0, description="Seconds per prompt token when a sequence joins.")
     time_scale: float = Field(default=1.0, ge=0, description="Multiplies every sim latency; 0 = no waiting at all.")
+    deadlock_after_steps: int | None = Field(
+        default=None, ge=0, description="Models a deadlocked backend, to exercise stall detection: after this many decode steps "
+                                        "since the server started, a step never returns, while the server goes on answering "
+                                        "(its /health reports the stall once stall_after_s passes). None: never.")
     policy: Annotated[SweOracleOptions | SweEscapeOptions, Field(discriminator="kind")] | None = Field(
         default=None, description="A scripted policy instead of random tokens: swe_oracle answers SWE-lite episodes with valid actions "
                                   "(swe_oracle.py); swe_escape sends sandbox-escape attempts (swe_escape.py).")

@@ -22,6 +22,7 @@ from time import monotonic
 
 from ...errors import RequestError
 from ...exports import ServedModel
+from ...liveness import deadlock
 from .engine import SamplingParams, Seq, derive_seed
 from .stepped import SteppedEngine
 from . import swe_escape, swe_oracle
@@ -80,6 +81,7 @@ class SimEngine(SteppedEngine):
         self.eos_id = options.sim.eos_token_id
         self.eos_token_ids = frozenset({self.eos_id})
         self.served = ServedModel(self.backend_name, frozenset({"sim"}), model=None, vocab_size=self.vocab_size)
+        self._steps_done = 0
 
     def check_request(self, prompt: list[int], params: SamplingParams) -> None:
         for field, ids in (("prompt", prompt), ("stop_token_ids", params.stop_token_ids)):
@@ -140,6 +142,9 @@ class SimEngine(SteppedEngine):
         return (s.c0 + s.c1 * batch_size + s.prefill_per_token * prefill_tokens) * s.time_scale
 
     async def _step(self, batch: list[Seq]) -> list[tuple[int, float]]:
+        if self.sim.deadlock_after_steps is not None and self._steps_done >= self.sim.deadlock_after_steps:
+            await deadlock(f"inference: decode step {self._steps_done + 1} never returns (sim.deadlock_after_steps {self.sim.deadlock_after_steps})")
+        self._steps_done += 1
         started = monotonic()
         prefill = 0
         for seq in batch:

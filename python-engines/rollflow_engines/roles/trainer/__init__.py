@@ -72,6 +72,10 @@ class Options(PolicyModelOptions):
     # A micro-batch is progress; a save or export of a large model completes within it too.
     stall_after_s: float = stall_after_field(90.0)
     sim_seconds_per_sample: float = Field(default=0.0, ge=0, description="sim: train time per sample (μ_train), in seconds.")
+    sim_deadlock_after_steps: int | None = Field(
+        default=None, ge=0, description="sim: models a deadlocked backend, to exercise stall detection: after this many train "
+                                        "steps since the server started, a step never finishes, while the server goes on "
+                                        "answering (its /health reports the stall once stall_after_s passes). None: never.")
     megatron: MegatronOptions = Field(default_factory=MegatronOptions, description="megatron backend only.")
 
     @model_validator(mode="after")
@@ -101,6 +105,9 @@ class Options(PolicyModelOptions):
         if self.backend != "torch" and "device" in self.model_fields_set:
             where = "it places the model by its parallel settings" if self.backend == "megatron" else "the sim backend loads no model"
             raise option_error(Options, "device", self.device, f"only the torch backend takes device ({where})")
+        for key in ("sim_seconds_per_sample", "sim_deadlock_after_steps"):
+            if self.backend != "sim" and key in self.model_fields_set:
+                raise option_error(Options, key, getattr(self, key), f"a setting of the sim backend's model of training; backend {self.backend} trains for real")
         if self.backend == "torch" and DTYPE_NAMES[self.dtype] == "float16":
             # No loss scaling and fp16 AdamW states: gradients underflow and updates round to zero (on CPU or GPU).
             raise option_error(Options, "dtype", self.dtype, f"dtype {self.dtype!r}: the torch trainer does not train in float16 "

@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from ...algorithms import objective
+from ...liveness import deadlock
 from .backend import RecordedStep, TrainerBackend
 from .batch import PreparedBatch, batch_metrics, fill_advantages, micro_inputs
 from .contracts import TokenSequence, TrainStepRequest, TrainStepResponse
@@ -38,7 +39,15 @@ def sim_logprob(seed: int, version: int, position: int, token: int) -> float:
 class SimTrainer(TrainerBackend):
     name = "sim"
 
+    def __init__(self, options):
+        super().__init__(options)
+        self._steps_started = 0  # this server's, for sim_deadlock_after_steps
+
     async def train_step(self, req: TrainStepRequest, batch: PreparedBatch) -> TrainStepResponse:
+        limit = self.options.sim_deadlock_after_steps
+        if limit is not None and self._steps_started >= limit:
+            await deadlock(f"trainer: train step {req.step} never finishes (sim_deadlock_after_steps {limit})")
+        self._steps_started += 1
         started = time.perf_counter()
         await asyncio.sleep(self.options.sim_seconds_per_sample * len(batch.samples))
         m = micro_inputs(batch, list(range(len(batch.samples))), pad_id=0)
