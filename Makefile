@@ -10,7 +10,7 @@ DEMO_CONFIG ?= examples/learn-arith.yaml
 DEMO_SETS ?= --set max_steps=100 --set eval_steps=20
 TS_SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
-.PHONY: help setup node python temporal-cli system-packages build lint typecheck test demo down status clean python-lock cluster-up cluster-down cluster-status bench bench-learning bench-cluster-tls record-histories
+.PHONY: help setup node python temporal-cli object-store system-packages build lint typecheck test demo down status clean python-lock cluster-up cluster-down cluster-status bench bench-learning bench-cluster-tls record-histories
 
 help:
 	@echo "make demo   - set up, start the embedded stack (Temporal + torch engines + worker), run a real learning run (GRPO on addition)"
@@ -22,7 +22,7 @@ help:
 	@echo "make bench-cluster-tls - a run on the local PostgreSQL cluster serving mTLS, payloads encrypted (builds the server once)"
 	@echo "make bench-learning - the learning runs (sync vs async, long tail, FrozenLake, SWE-lite) on the torch engines (about two hours)"
 
-setup: node python temporal-cli system-packages
+setup: node python temporal-cli object-store system-packages
 
 node: node_modules/.installed
 # A checkout whose node_modules or .venv is a link to another's (a git worktree) never installs into it:
@@ -38,6 +38,10 @@ python: .venv/.installed
 
 temporal-cli:
 	@temporal/ensure-cli.sh >/dev/null
+
+# The S3-compatible object store of the data plane (versitygw, built from the Go module proxy once).
+object-store:
+	@object-store/versitygw.sh path >/dev/null
 
 # Debian packages: docker-compose validates docker-compose.yml offline in the tests, bubblewrap is the
 # sandbox (libseccomp2 builds its seccomp filter), chromium is the browser the UI test drives.

@@ -39,8 +39,26 @@ TEMPORAL_CLUSTER_PG_SYNC_COMMIT="${TEMPORAL_CLUSTER_PG_SYNC_COMMIT:-on}"
 TEMPORAL_CLUSTER_LOG_LEVEL="${TEMPORAL_CLUSTER_LOG_LEVEL:-warn}"
 TEMPORAL_CLUSTER_START_TIMEOUT="${TEMPORAL_CLUSTER_START_TIMEOUT:-120}"
 
-rf_say() { echo "rollflow/temporal: $*" >&2; }
+rf_say() { echo "rollflow/${RF_WHO:-temporal}: $*" >&2; }
 rf_die() { rf_say "error: $*"; exit 1; }
+
+# rf_go_install MODULE/CMD VERSION BINARY: builds BINARY from the Go module proxy into the project cache (module
+# and build caches there too, so a rebuild after a `make clean` of the binary takes seconds) unless the cached
+# one was built from VERSION; prints its path.
+rf_go_install() {
+  local bin_dir="$ROLLFLOW_CACHE/go/bin" cached="$ROLLFLOW_CACHE/go/bin/$3"
+  if [ -x "$cached" ] && [ "$(cat "$cached.version" 2>/dev/null)" = "$2" ]; then echo "$cached"; return 0; fi
+  command -v go >/dev/null 2>&1 || rf_die "no $3 built in $bin_dir and no Go toolchain to build it.
+  Install Go 1.24 or newer (https://go.dev/doc/install, or 'apt-get install golang-go' on Debian 13+), then run this again."
+  mkdir -p "$bin_dir"
+  rf_say "building $3 $2 with $(go version | cut -d' ' -f3) (first time only, a few minutes)"
+  local start; start=$(date +%s)
+  GOBIN="$bin_dir" GOMODCACHE="$ROLLFLOW_CACHE/go/mod" GOCACHE="$ROLLFLOW_CACHE/go/build" GOFLAGS="-modcacherw" \
+    go install "$1@$2" >&2
+  echo "$2" >"$cached.version"
+  rf_say "built $cached in $(( $(date +%s) - start ))s"
+  echo "$cached"
+}
 
 # Is something accepting TCP connections on $1:$2?
 rf_port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
