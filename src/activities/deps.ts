@@ -6,7 +6,7 @@
 import type { LoadedConfig } from '../configs';
 import { EnvClient, HealthProber, InferenceClient, InferencePool, InferenceRouter, TrainerClient } from '../gpu-bridge';
 import type { Logger } from '../logging';
-import { DirectorySampleStore, type SampleStore } from '../store';
+import { openSampleStore, type SampleStore } from '../store';
 import { createLogger } from '../logging';
 import { RunTrackers } from '../trackers';
 import { LatestWeights } from './weights';
@@ -31,7 +31,7 @@ export interface ActivityDeps {
 
 export function createDeps({ config, derived }: LoadedConfig, log?: Logger): ActivityDeps {
   const urls = config.engines.inference.map((e) => e.url);
-  const store = new DirectorySampleStore(derived.sample_store_path);
+  const store = openSampleStore(derived.sample_store);
   const pool = new InferencePool(urls);
   const inference = new Map(urls.map((u) => [u, new InferenceClient(u)]));
   const weights = new LatestWeights(store);

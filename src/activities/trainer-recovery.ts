@@ -109,7 +109,7 @@ export async function bringTrainerTo(deps: ActivityDeps, b: TrainerBinding, vers
   }
   for (let step = from; step < version; step++) {
     const batch = deps.store.locate(batchKey(b.runId, step));
-    if (!existsSync(batch)) throw new TrainerRecoveryError(`run ${b.runId}: cannot replay step ${step} to recover the trainer: its batch ${batch} is missing`);
+    if (!(await deps.store.has(batchKey(b.runId, step)))) throw new TrainerRecoveryError(`run ${b.runId}: cannot replay step ${step} to recover the trainer: its batch ${batch} is missing`);
     await deps.trainer.trainStep({ step, batch_ref: batch, run_id: b.runId, ...b.options }, { signal });
   }
   const how = state.run_id === b.runId && state.version > version ? 'trainer ahead of the run, brought back' : 'trainer recovered';

@@ -12,7 +12,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { LoadedConfig } from '../configs';
-import { batchDir } from '../core';
+import { batchDir, storeDirectory } from '../core';
 import { launchedEngines, trainerExportDir } from '../stack/engines';
 import { weightsHash } from './state-hash';
 
@@ -43,7 +43,7 @@ export function exportDirOf(loaded: LoadedConfig): string {
 export function readRunBits(loaded: LoadedConfig, runId: string, versions: number): RunBits {
   const exports = exportDirOf(loaded);
   const versionHashes = Array.from({ length: versions }, (_, i) => weightsHash(path.join(exports, `v${i + 1}`)));
-  const dir = path.join(loaded.derived.sample_store_path, batchDir(runId));
+  const dir = path.join(storeDirectory(loaded.derived.sample_store, 'rollflow chaos'), batchDir(runId));
   const files = existsSync(dir) ? readdirSync(dir).sort() : [];
   const batches = files.map((f) => readFileSync(path.join(dir, f), 'utf8').split(runId).join('<run>'));
   return { runId, versionHashes, batches };

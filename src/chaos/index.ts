@@ -40,6 +40,9 @@ export function checkChaosConfig(loaded: LoadedConfig, kinds: readonly FaultKind
   });
   const where = (k: FaultKind) => (k === 'temporal' ? 'temporal.embedded: a Temporal cluster is not supervised by rollflow' : k === 'inference' ? 'engines.inference[i].launch' : `engines.${processKindOf(k)}.launch`);
   const problems: ConfigProblem[] = missing.map((k) => ({ path: '--faults', given: k, expected: `a kind the stack launches; the config launches no ${processKindOf(k)} server (${where(k)})` }));
+  if (loaded.derived.sample_store.kind !== 'dir') {
+    problems.push({ path: 'sample_store.kind', given: loaded.derived.sample_store.kind, expected: 'dir: the chaos checks read the store\'s batch and sample files from its directory' });
+  }
   if (kinds.includes('partition') && proxiableEngines(loaded).length === 0) {
     problems.push({ path: '--faults', given: 'partition', expected: 'a launched engine whose listen address differs from its url (engines.*.listen): the harness puts its partition proxy at the url the run calls, in front of the server' });
   }

@@ -15,7 +15,7 @@ import type { LoadedConfig } from '../configs';
 import { dataConverterOf } from '../codec/encryption';
 import { launchedEngines, stateDirOptions, trainerStepLog } from '../stack/engines';
 import { causeMessage } from '../workflows/failure';
-import { batchDir, parseBatchStep, runDataDir, trainerStateDir } from '../core';
+import { batchDir, parseBatchStep, runDataDir, storeDirectory, trainerStateDir } from '../core';
 import type { RunStatus } from '../workflows/run';
 import type { GroupResult } from '../workflows/run-buffer';
 import type { GroupExecution, RunRecords, TrainerLogLine, TrainStepExecution } from './record-types';
@@ -70,7 +70,7 @@ export function oldestTokenVersion(s: StoredSample): number | undefined | null {
 }
 
 export function readBatches(loaded: LoadedConfig, runId: string): RunRecords['batches'] {
-  const dir = path.join(loaded.derived.sample_store_path, batchDir(runId));
+  const dir = path.join(storeDirectory(loaded.derived.sample_store, 'rollflow chaos'), batchDir(runId));
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .sort()
@@ -87,7 +87,7 @@ export function readBatches(loaded: LoadedConfig, runId: string): RunRecords['ba
 
 /** The uids of the run's sample files in the store (sampleKey: <run>/samples/<uid>.json). */
 export function readSampleUids(loaded: LoadedConfig, runId: string): string[] {
-  const dir = path.join(loaded.derived.sample_store_path, runId, 'samples');
+  const dir = path.join(storeDirectory(loaded.derived.sample_store, 'rollflow chaos'), runId, 'samples');
   if (!existsSync(dir)) return [];
   return readdirSync(dir).flatMap((f) => (f.endsWith('.json') ? [f.slice(0, -'.json'.length)] : []));
 }
@@ -294,7 +294,7 @@ export async function readRunRecords(client: Client, loaded: LoadedConfig, runId
     trainerLog: readTrainerLog(trainer ? trainerStepLog(trainer) : undefined, runId),
     ...(await readTrainHistories(client, loaded, runId, runStartMs, final?.step ?? 0, settleS)),
     skippedStates: readSkippedStates(loaded, runId),
-    tornFiles: readTornFiles([runDataDir(loaded.derived.run_dir, runId), path.join(loaded.derived.sample_store_path, runId)]),
+    tornFiles: readTornFiles([runDataDir(loaded.derived.run_dir, runId), path.join(storeDirectory(loaded.derived.sample_store, 'rollflow chaos'), runId)]),
     ...(typeof actionLog === 'string' ? { envActions: readEnvActions(actionLog) } : {}),
   };
 }

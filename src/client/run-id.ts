@@ -27,9 +27,11 @@ export function checkNewRunId({ derived }: LoadedConfig, runId: string): void {
   // It becomes a directory name and a store key segment.
   if (!RUN_ID.test(runId) || runId === '.' || runId === '..') refuse('letters, digits, ".", "_" or "-" (one path segment)');
   const dataDir = runDataDir(derived.run_dir, runId);
-  const store = path.relative(dataDir, derived.sample_store_path);
-  if (!store.startsWith('..') && !path.isAbsolute(store)) refuse(`another id: ${dataDir} would be the sample store's directory (${derived.sample_store_path})`);
-  for (const dir of [dataDir, path.join(derived.sample_store_path, runId)]) {
+  // A bucket store is not listed here (this check is synchronous); the run directory holds the run's records either way.
+  const storeDir = derived.sample_store.kind === 'dir' ? derived.sample_store.path : undefined;
+  const store = storeDir === undefined ? '..' : path.relative(dataDir, storeDir);
+  if (!store.startsWith('..') && !path.isAbsolute(store)) refuse(`another id: ${dataDir} would be the sample store's directory (${storeDir})`);
+  for (const dir of [dataDir, ...(storeDir === undefined ? [] : [path.join(storeDir, runId)])]) {
     if (hasData(dir)) refuse(`an id with no data yet: ${dir} holds an earlier run's data. Choose another --run-id; to continue that run, --resume-from one of its checkpoints (the resumed run gets a new id)`);
   }
 }

@@ -3,6 +3,7 @@
  * rollflow recomputes them, so admission control, the CLI and the benchmarks
  * cannot disagree on, say, the batch size.
  */
+import type { SampleStoreLocation } from '../core';
 import type { RunConfig } from './schema';
 
 export interface Derived {
@@ -23,9 +24,10 @@ export interface Derived {
   max_staleness: number;
   /** Model the inference servers load. */
   infer_model: string;
-  /** Absolute run directory and sample store path. */
+  /** Absolute run directory. */
   run_dir: string;
-  sample_store_path: string;
+  /** The sample store: its absolute directory, or its bucket and key prefix ("" or ending in "/"). */
+  sample_store: SampleStoreLocation;
   temporal: { host: string; port: number; ui_port: number; loopback: boolean };
 }
 
@@ -52,7 +54,7 @@ export function derive(c: RunConfig, cwd: string, path: PathApi): Derived {
     max_staleness: Math.max(0, Math.ceil(c.async_generation_ratio - 1e-9)),
     infer_model: c.actor_infer.model_args?.model_name_or_path ?? c.actor_train.model_args.model_name_or_path,
     run_dir,
-    sample_store_path: path.resolve(run_dir, c.sample_store.path ?? 'samples'),
+    sample_store: c.sample_store.kind === 's3' ? { kind: 's3', bucket: c.sample_store.bucket!, prefix: c.sample_store.prefix ? `${c.sample_store.prefix.replace(/\/$/, '')}/` : '' } : { kind: 'dir', path: path.resolve(run_dir, c.sample_store.path ?? 'samples') },
     temporal: {
       host,
       port: Number(port),

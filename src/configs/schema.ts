@@ -15,6 +15,7 @@ import { AlgorithmSettings } from './sections/algorithm';
 import { EnginesSchema } from './sections/engines';
 import { CustomEnvSchema, EnvManagerSchema, RewardSchema } from './sections/envs';
 import { count } from './sections/fields';
+import { SampleStoreSchema } from './sections/sample-store';
 import { TemporalSchema } from './sections/temporal';
 
 export { ActorInferSchema, ActorTrainSchema, LR_SCHEDULER_TYPES, warmupSteps } from './sections/actors';
@@ -88,13 +89,7 @@ export const RunConfigSchema = z
     stale_policy: z.enum(['accept', 'drop', 'restart']).default('drop').describe('(rollflow) What to do with a sample staler than ⌈α⌉ steps at consumption.'),
     temporal: TemporalSchema,
     engines: EnginesSchema,
-    sample_store: z
-      .strictObject({
-        kind: z.enum(['dir']).default('dir').describe('Storage backend: a directory (an S3-compatible bucket is planned).'),
-        path: z.string().min(1).optional().describe('Where samples are written; defaults to <run_dir>/samples.'),
-      })
-      .prefault({})
-      .describe('(rollflow) Where token ids, logprobs and observations live; workflows carry only keys.'),
+    sample_store: SampleStoreSchema,
     track_with: z
       .union([z.enum(TRACKERS), z.array(z.enum(TRACKERS)).min(1)])
       .optional()

@@ -8,4 +8,5 @@ export * from './heartbeat';
 export * from './ids';
 export * from './metrics';
 export * from './seeds';
+export * from './store-location';
 export type * from './tracking';

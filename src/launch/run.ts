@@ -1,6 +1,4 @@
 /** Starts a training run as `rollflow run` does and follows it to its end; the CLI, the live bench and chaos all start runs through it. */
-import { readdir, readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { workflowUrl } from '../client/connect';
 import { checkConfig } from '../client/preflight';
 import { prepareRun, RollflowClient } from '../client/rollflow-client';
@@ -8,6 +6,7 @@ import { batchDir } from '../core';
 import type { LoadedConfig, RunConfig } from '../configs';
 import { describeIndex } from '../envs/dataset-rows';
 import { up } from '../stack';
+import { openSampleStore, type SampleStore } from '../store';
 import { status, type RunStatus } from '../workflows/run';
 import { cancelledNote, progressSink, type ProgressSink } from './progress';
 
@@ -31,7 +30,7 @@ export async function startRun(loaded: LoadedConfig, configArgs: string[], opts:
     out(`run ${runId} started${resumedFrom ? ` from step ${resumedFrom.step} of ${resumedFrom.runId}` : ''}: ${url}`);
     if (!opts.wait && !opts.json) return;
     const final = await follow(rf, runId, opts.json ? undefined : progressSink(out, process.stdout.isTTY === true));
-    if (opts.json) out(JSON.stringify(await summary(config, loaded.derived.sample_store_path, final, (Date.now() - started) / 1000)));
+    if (opts.json) out(JSON.stringify(await summary(config, openSampleStore(loaded.derived.sample_store), final, (Date.now() - started) / 1000)));
     else for (const line of await closingLines(rf, config, prepared.plan.runDir, runId)) out(line);
   } finally {
     await rf.close();
@@ -92,13 +91,13 @@ async function closingLines(rf: RollflowClient, config: RunConfig, runDir: strin
 }
 
 /** The one-line JSON summary; unique uids are counted from the batch files the trainer read, not from the run's own counters. */
-async function summary(config: RunConfig, storeDir: string, s: RunStatus, wall_s: number) {
-  const batches = path.join(storeDir, batchDir(s.runId));
+async function summary(config: RunConfig, store: SampleStore, s: RunStatus, wall_s: number) {
+  const batches = batchDir(s.runId);
   const uids = new Set<string>();
   let lines = 0;
-  for (const f of (await readdir(batches)).filter((n) => n.endsWith('.jsonl'))) {
-    for (const line of (await readFile(path.join(batches, f), 'utf8')).split('\n').filter(Boolean)) {
-      uids.add((JSON.parse(line) as { uid: string }).uid);
+  for (const f of (await store.keys(batches)).filter((n) => n.endsWith('.jsonl'))) {
+    for (const sample of await store.getLines<{ uid: string }>(`${batches}/${f}`)) {
+      uids.add(sample.uid);
       lines++;
     }
   }

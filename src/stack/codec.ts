@@ -24,7 +24,7 @@ export async function startCodecServer(loaded: LoadedConfig, configArgs: string[
   const proc = codecProcess(loaded);
   if (!proc) return undefined;
   // Its settings (where the store is, the UI it serves, the payload codecs) and a rebuilt dist/ make a running one stale.
-  const fingerprint = JSON.stringify({ temporal: loaded.config.temporal, store: loaded.derived.sample_store_path, built: statSync(cliEntry).mtimeMs });
+  const fingerprint = JSON.stringify({ temporal: loaded.config.temporal, store: loaded.derived.sample_store, built: statSync(cliEntry).mtimeMs });
   const { pid, action } = await ensureStarted(proc, fingerprint, () => startDetached(proc, process.execPath, [cliEntry, 'codec-server', ...configArgs], process.env, fingerprint));
   if (action !== 'already running') await waitUntil(proc, () => answers(proc.url), 60_000);
   return `${proc.name}: ${action} (pid ${pid}) at ${proc.url}`;

@@ -30,7 +30,7 @@ export async function startWorker(client: Client, loaded: LoadedConfig, configAr
   // A rebuilt dist/ or other connection/engine/store settings mean the running worker is stale; run-level
   // settings (α, steps, …) travel in each run's plan, so they do not.
   const { temporal, engines } = loaded.config;
-  const fingerprint = JSON.stringify({ temporal, engines, store: loaded.derived.sample_store_path, built: statSync(cliEntry).mtimeMs });
+  const fingerprint = JSON.stringify({ temporal, engines, store: loaded.derived.sample_store, built: statSync(cliEntry).mtimeMs });
   const { pid, action } = await ensureStarted(proc, fingerprint, () => startDetached(proc, process.execPath, [cliEntry, 'worker', ...configArgs], process.env, fingerprint));
   if (action === 'already running') return `${proc.name}: already running (pid ${pid})`;
   await waitUntil(proc, async () => ((await pollers(client, loaded)).some((id) => id.startsWith(`${pid}@`)) ? true : undefined), 180_000);

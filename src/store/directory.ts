@@ -1,6 +1,6 @@
-import { access, mkdir, readFile } from 'node:fs/promises';
+import { access, mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { cleanStaleTemps, diskFullOr, writeFileDurable } from './durable';
+import { cleanStaleTemps, diskFullOr, isTempName, writeFileDurable } from './durable';
 import { SampleNotFoundError } from './errors';
 import { checkKey, type SampleStore } from './store';
 
@@ -26,14 +26,34 @@ export class DirectorySampleStore implements SampleStore {
   }
 
   async get<T>(key: string): Promise<T> {
-    let text: string;
+    return JSON.parse(await this.read(key)) as T;
+  }
+
+  async getLines<T>(key: string): Promise<T[]> {
+    return (await this.read(key))
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as T);
+  }
+
+  async keys(dir: string): Promise<string[]> {
+    const entries = await readdir(this.locate(dir), { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') return [];
+      throw e;
+    });
+    return entries
+      .filter((e) => e.isFile() && !isTempName(e.name))
+      .map((e) => e.name)
+      .sort();
+  }
+
+  private async read(key: string): Promise<string> {
     try {
-      text = await readFile(this.locate(key), 'utf8');
+      return await readFile(this.locate(key), 'utf8');
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new SampleNotFoundError(`no object "${key}" in ${this.root}`);
       throw e;
     }
-    return JSON.parse(text) as T;
   }
 
   async has(key: string): Promise<boolean> {

@@ -13,6 +13,9 @@ import path from 'node:path';
 import { DiskFullError } from './errors';
 
 const TEMP = /\.tmp-(\d+)-[0-9a-f]{8}$/;
+
+/** A writer's temp file (writeFileDurable's), not an object of the store. */
+export const isTempName = (name: string): boolean => TEMP.test(name);
 const DISK_FULL_CODES = new Set(['ENOSPC', 'EDQUOT']);
 
 /** A full disk's error as DiskFullError naming `file`; any other error as is. */

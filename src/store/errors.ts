@@ -15,4 +15,9 @@ export class DiskFullError extends Error {
   override readonly name = 'DiskFullError';
 }
 
-export const NON_RETRYABLE_STORE_ERRORS = [SampleNotFoundError.name, InvalidKeyError.name];
+/** Thrown when an object's body does not match the digest it was written with (or carries none): reading it again returns the same damage. */
+export class ObjectCorruptError extends Error {
+  override readonly name = 'ObjectCorruptError';
+}
+
+export const NON_RETRYABLE_STORE_ERRORS = [SampleNotFoundError.name, InvalidKeyError.name, ObjectCorruptError.name];

@@ -1,9 +1,9 @@
 /**
  * The sample store: token ids, logprobs, versions and env observations live
  * here, written and read by activities; workflows carry only keys (Temporal
- * payloads are capped at 2 MB, histories at 50 MB). A directory is the
- * only implementation (a bucket for a cluster would implement this interface;
- * none exists yet).
+ * payloads are capped at 2 MB, histories at 50 MB). Two implementations: a
+ * directory (directory.ts, the embedded default) and an S3-compatible bucket
+ * (s3.ts), for hosts that share no disk.
  */
 import { InvalidKeyError } from './errors';
 
@@ -14,8 +14,12 @@ export interface SampleStore {
   putLines(key: string, values: readonly unknown[]): Promise<void>;
   /** Reads the JSON object under `key`; throws SampleNotFoundError. */
   get<T>(key: string): Promise<T>;
+  /** Reads the newline-delimited JSON under `key` (putLines's), one value per line; throws SampleNotFoundError. */
+  getLines<T>(key: string): Promise<T[]>;
   has(key: string): Promise<boolean>;
-  /** Where an engine on this machine reads `key` from (a file path; a URL for remote stores). */
+  /** The keys directly under `dir` (relative to it, sorted); none when there are none. */
+  keys(dir: string): Promise<string[]>;
+  /** Where an engine reads `key` from: a file path (on this machine), or an s3:// URL. */
   locate(key: string): string;
 }
 

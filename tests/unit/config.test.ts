@@ -30,7 +30,7 @@ describe('run config', () => {
     expect(config.engines.trainer.backend).toBe('sim');
     expect(config.actor_train.training_args.per_device_train_batch_size).toBe(1);
     expect(derived.run_dir).toBe('/work/runs/rollflow');
-    expect(derived.sample_store_path).toBe('/work/runs/rollflow/samples');
+    expect(derived.sample_store).toEqual({ kind: 'dir', path: '/work/runs/rollflow/samples' });
     expect(derived.infer_model).toBe('tiny:default');
   });
 
@@ -129,6 +129,21 @@ describe('run config', () => {
     expect(problems[0]?.expected).toContain('launch: true needs a loopback URL');
     expect(problems[1]?.expected).toBe('no custom_envs entry named "sokoban"; defined: lake');
     expect(problems[3]?.expected).toBe("needs exactly one training env, of env_type dataset (the shares are of its rows' domains); training draws from lake (frozen_lake), sokoban (undefined)");
+  });
+
+  it('sample_store: a directory by default, or a bucket with a key prefix; each misplaced or missing key is named', () => {
+    const store = (raw: Record<string, unknown>) => parseConfig({ run_dir: '/r', sample_store: raw }, 't').derived.sample_store;
+    expect(store({})).toEqual({ kind: 'dir', path: '/r/samples' });
+    expect(store({ kind: 's3', bucket: 'rollflow' })).toEqual({ kind: 's3', bucket: 'rollflow', prefix: '' });
+    expect(store({ kind: 's3', bucket: 'rollflow', prefix: 'team-a/runs' })).toEqual({ kind: 's3', bucket: 'rollflow', prefix: 'team-a/runs/' });
+    expect(store({ kind: 's3', bucket: 'rollflow', prefix: 'team-a/' })).toEqual({ kind: 's3', bucket: 'rollflow', prefix: 'team-a/' });
+    const problems = (raw: Record<string, unknown>) => problemsOf(() => parseConfig({ sample_store: raw }, 't')).map((p) => [p.path, p.given]);
+    expect(problems({ kind: 's3' })).toEqual([['sample_store.bucket', undefined]]);
+    expect(problems({ kind: 's3', bucket: 'rollflow', path: '/x' })).toEqual([['sample_store.path', '/x']]);
+    expect(problems({ bucket: 'rollflow', prefix: 'p' })).toEqual([['sample_store.bucket', 'rollflow'], ['sample_store.prefix', 'p']]);
+    expect(problems({ kind: 's3', bucket: 'No_Such' })).toEqual([['sample_store.bucket', 'No_Such']]);
+    expect(problems({ kind: 's3', bucket: 'rollflow', prefix: 'a/../b' })).toEqual([['sample_store.prefix', 'a/../b']]);
+    expect(problems({ kind: 's3', bucket: 'rollflow', access_key: 'x' }).map(([p]) => p)).toEqual(['sample_store.access_key'] /* unknown: credentials never come from the config */);
   });
 
   it('engines.*.listen: a launched server listens there while the run calls url; it needs launch and a loopback address', () => {

@@ -9,7 +9,7 @@ import { readCheckpoint } from '../../src/client/checkpoint';
 import { buildPlan } from '../../src/client/plan';
 import { checkNewRunId } from '../../src/client/run-id';
 import { ConfigError, parseConfig } from '../../src/configs';
-import { checkpointDir, runDataDir } from '../../src/core';
+import { checkpointDir, runDataDir, storeDirectory } from '../../src/core';
 
 const custom_envs = { c: { env_type: 'arithmetic' } };
 const loadedIn = (runDir: string, extra: Record<string, unknown> = {}) => parseConfig({ custom_envs, run_dir: runDir, ...extra }, 'test', '/work');
@@ -43,7 +43,7 @@ describe('run data layout', () => {
     writeFileSync(path.join(runDataDir(runDir, 'ran'), 'metrics.jsonl'), '{"run_id":"ran","step":0}\n');
     expect(refusal(() => checkNewRunId(loaded, 'ran'))).toContain(`--run-id: got "ran"; an id with no data yet: ${runDataDir(runDir, 'ran')} holds an earlier run's data`);
 
-    mkdirSync(path.join(loaded.derived.sample_store_path, 'sampled', 'trajectories'), { recursive: true });
+    mkdirSync(path.join(storeDirectory(loaded.derived.sample_store, 'this test'), 'sampled', 'trajectories'), { recursive: true });
     expect(refusal(() => checkNewRunId(loaded, 'sampled'))).toContain(`${path.join(runDir, 'samples', 'sampled')} holds an earlier run's data`);
   });
 

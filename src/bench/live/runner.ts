@@ -20,7 +20,7 @@ import { cliEntry, logsDir, pidsDir, ROOT, stateDir } from '../../paths';
 import { down, up } from '../../stack';
 import { ensureStarted, startDetached, stopProcess, waitUntil, type ManagedProcess } from '../../stack/processes';
 import { pollers } from '../../stack/worker';
-import { runDataDir } from '../../core';
+import { runDataDir, storeDirectory } from '../../core';
 import { status as statusQuery, type RunStatus } from '../../workflows/run';
 import type { Metrics } from './report';
 
@@ -167,7 +167,7 @@ export class BenchStack {
    */
   private async ensureWorkers(loaded: LoadedConfig, file: string, workers: number): Promise<void> {
     const { temporal, engines } = loaded.config;
-    const fingerprint = JSON.stringify({ temporal, engines, store: loaded.derived.sample_store_path, built: statSync(cliEntry).mtimeMs, file });
+    const fingerprint = JSON.stringify({ temporal, engines, store: loaded.derived.sample_store, built: statSync(cliEntry).mtimeMs, file });
     const client = await connectClient(loaded.config);
     try {
       for (let k = 2; k <= Math.max(workers, this.extraWorkers + 1); k++) {
@@ -193,7 +193,7 @@ export class BenchStack {
       await up(loaded, [file], this.say); // engines and worker restart only when their settings changed
       await this.ensureWorkers(loaded, file, workers);
     } catch (e) {
-      return { run_id: runId, ok: false, error: `stack: ${(e as Error).message}`, metrics: [], store_dir: loaded.derived.sample_store_path, wall_s: 0, load1_before: round(loadavg()[0]!, 2), load1_after: round(loadavg()[0]!, 2), cpu_s: { server: 0, worker: 0, engines: 0 }, logged: { server: {}, worker: {} } };
+      return { run_id: runId, ok: false, error: `stack: ${(e as Error).message}`, metrics: [], store_dir: storeDirectory(loaded.derived.sample_store, 'the live bench'), wall_s: 0, load1_before: round(loadavg()[0]!, 2), load1_after: round(loadavg()[0]!, 2), cpu_s: { server: 0, worker: 0, engines: 0 }, logged: { server: {}, worker: {} } };
     }
     const serverLog = path.join(this.dir, 'temporal', 'server.log');
     const workerLog = path.join(this.dir, 'logs', `worker-${loaded.config.temporal.task_queue}.log`);
@@ -230,7 +230,7 @@ export class BenchStack {
       ...(!error && last ? { summary: JSON.parse(last) as Record<string, unknown> } : {}),
       metrics,
       ...(status ? { status } : {}),
-      store_dir: loaded.derived.sample_store_path,
+      store_dir: storeDirectory(loaded.derived.sample_store, 'the live bench'),
       wall_s: round(wall_s),
       load1_before: round(load1_before, 2),
       load1_after: round(loadavg()[0]!, 2),

@@ -1,0 +1,11 @@
+/** Where a run's sample store is (config sample_store, resolved): a directory, or a bucket and a key prefix. */
+export type SampleStoreLocation = { kind: 'dir'; path: string } | { kind: 's3'; bucket: string; prefix: string };
+
+/** The store in words and as one string (a log line, a fingerprint): a directory's path or an s3:// URL. */
+export const describeStore = (s: SampleStoreLocation): string => (s.kind === 'dir' ? s.path : `s3://${s.bucket}/${s.prefix}`);
+
+/** The directory of a directory store, for a reader of its files (`who`); a bucket has none: an Error naming both. */
+export function storeDirectory(s: SampleStoreLocation, who: string): string {
+  if (s.kind === 'dir') return s.path;
+  throw new Error(`${who} reads the sample store's files from its directory; this run's store is the bucket ${describeStore(s)} (sample_store.kind s3)`);
+}
