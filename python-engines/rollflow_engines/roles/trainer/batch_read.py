@@ -1,5 +1,5 @@
-"""Reading a train step's samples: inline or from a file (``batch_ref``), each checked against the
-request, with the batch's fingerprint.
+"""Reading a train step's samples: inline, or from a file or an object in the store (``batch_ref``), each
+checked against the request, with the batch's fingerprint.
 
 Every problem with the input is a RequestError naming the field (``batch[3].old_logprobs``,
 ``batch_ref``, ``batch_ref[7].reward``), never a 500.
@@ -8,26 +8,49 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pydantic import TypeAdapter, ValidationError
 
-from ...errors import NotFoundError, RequestError
+from ...errors import NotFoundError, RequestError, UnavailableError
+from ...objects import CorruptObjectError, ObjectNotFoundError, ObjectRefError, ObjectStoreError, is_object_ref, read_object
 from .contracts import Sample, TrainStepRequest
 
 _SAMPLE = TypeAdapter(Sample)
 
 
 def read_batch_ref(ref: str) -> list[Sample]:
-    """Samples from a .jsonl file (one Sample a line) or a .json file (an array, or {"samples": [...]})."""
+    """Samples from a .jsonl (one Sample a line) or .json (an array, or {"samples": [...]}) file or object
+    (s3://<bucket>/<key>); both are read by the same rules."""
+    text = _object_text(ref) if is_object_ref(ref) else _file_text(ref)
+    return _parse_samples(text, ref)
+
+
+def _file_text(ref: str) -> str:
     path = Path(ref)
     if not path.is_file():
         raise NotFoundError("batch_ref", f"no such file: {ref}", ref)
     try:
-        text = path.read_text()
+        return path.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise RequestError("batch_ref", f"cannot read {ref}: {e}", ref) from e
-    if path.suffix == ".jsonl":
+
+
+def _object_text(ref: str) -> str:
+    try:
+        return read_object(ref).decode()
+    except ObjectNotFoundError as e:
+        raise NotFoundError("batch_ref", str(e), ref) from e
+    except (ObjectRefError, CorruptObjectError) as e:
+        raise RequestError("batch_ref", str(e), ref) from e
+    except UnicodeDecodeError as e:
+        raise RequestError("batch_ref", f"cannot read {ref}: {e}", ref) from e
+    except ObjectStoreError as e:  # the store's trouble, not the request's: a 503 the caller retries
+        raise UnavailableError("batch_ref", str(e), ref) from e
+
+
+def _parse_samples(text: str, ref: str) -> list[Sample]:
+    if PurePosixPath(ref).suffix == ".jsonl":
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
         raw = []
         for n, line in lines:

@@ -89,7 +89,7 @@ class TrainStepRequest(_Wire):
     step: int = Field(ge=0, description="0-based step; must equal the trainer's version (repeating the last step replays its response).")
     run_id: str | None = Field(default=None, min_length=1, description="The run this call belongs to; a trainer that holds another run, or none (it restarted), refuses with 409 (code trainer_held / trainer_behind).")
     batch: list[Sample] | None = Field(default=None, description="The samples, inline.")
-    batch_ref: str | None = Field(default=None, min_length=1, description="Path of a .jsonl (one Sample a line) or .json (array of Sample, or {\"samples\": [...]}) file on the trainer's machine.")
+    batch_ref: str | None = Field(default=None, min_length=1, description="Path of a .jsonl (one Sample a line) or .json (array of Sample, or {\"samples\": [...]}) file on the trainer's machine, or the ref s3://<bucket>/<key> of such an object in the store.")
     pg_variant: str = Field(default="ppo", description="Policy-gradient loss (run config pg_variant).")
     adv_estimator: str = Field(default="grpo", description="Advantage estimator (run config adv_estimator); gae trains a value head.")
     reward_norm: str | None = Field(default=None, description="Reward normalisation applied once, before the estimator (run config reward_norm); null: the estimator's own (grpo, reinforce, gae: group; rloo, reinforce_plus_plus_baseline: none).")

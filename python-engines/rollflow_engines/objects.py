@@ -1,0 +1,141 @@
+"""Objects in the S3-compatible store of the data plane, named by refs ``s3://<bucket>/<key>``.
+
+The format is a contract the TypeScript writer follows too: every object carries user metadata ``sha256``
+(the lowercase hex SHA-256 of its whole body), writes ask the server to check the upload
+(``ChecksumAlgorithm=SHA256``), objects over 8 MiB are written multipart, and a reader refuses an object
+whose body does not match its ``sha256`` or that has none.
+
+Endpoint, region and credentials come only from the standard AWS environment variables and files
+(``object-store/versitygw.sh env`` prints the two that point at a local store), never from a run config.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import threading
+from dataclasses import dataclass
+
+import boto3
+from boto3.s3.transfer import TransferConfig
+from botocore.client import BaseClient
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+SCHEME = "s3://"
+SHA256_METADATA = "sha256"
+# Bucket names as S3 allows them (lowercase letters, digits, dots, hyphens; 3-63 characters).
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_MISSING = {"NoSuchKey", "NoSuchBucket"}
+
+MULTIPART_ABOVE = 8 * 1024 * 1024
+_TRANSFER = TransferConfig(
+    # s3transfer goes multipart at size >= threshold; the contract (and lib-storage) at size > one part.
+    multipart_threshold=MULTIPART_ABOVE + 1,
+    multipart_chunksize=MULTIPART_ABOVE,
+    # The CRT transfer client, where installed, chooses its own part sizes.
+    preferred_transfer_client="classic",
+)
+
+
+class ObjectRefError(ValueError):
+    """Thrown when a ref is not of the form s3://<bucket>/<key>."""
+
+
+class ObjectNotFoundError(Exception):
+    """Thrown when the store has no object (or no bucket) at a ref."""
+
+
+class CorruptObjectError(Exception):
+    """Thrown when an object's body does not match its sha256 metadata, or it has none: its bytes are not trusted."""
+
+    def __init__(self, ref: str, expected: str | None, actual: str):
+        wanted = f"sha256 metadata {expected}" if expected else "no sha256 metadata"
+        super().__init__(f"{ref} is corrupt: its body has sha256 {actual}, the object has {wanted}")
+        self.ref, self.expected, self.actual = ref, expected, actual
+
+
+class ObjectStoreError(Exception):
+    """Thrown when the store could not serve a request (unreachable, refused the credentials, misconfigured):
+    the ref may be fine and a retry may succeed. Names the endpoint."""
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    bucket: str
+    key: str
+
+    def __str__(self) -> str:
+        return f"{SCHEME}{self.bucket}/{self.key}"
+
+
+def is_object_ref(ref: str) -> bool:
+    return ref.startswith(SCHEME)
+
+
+def parse_object_ref(ref: str) -> ObjectRef:
+    bucket, slash, key = ref[len(SCHEME):].partition("/") if is_object_ref(ref) else ("", "", "")
+    if not (_BUCKET.fullmatch(bucket) and slash and key and not key.startswith("/")):
+        raise ObjectRefError(f"{ref!r} is not an object ref: expected s3://<bucket>/<key>")
+    return ObjectRef(bucket, key)
+
+
+_client: BaseClient | None = None
+_client_lock = threading.Lock()
+
+
+def client() -> BaseClient:
+    """The process's one S3 client (boto3 clients are thread-safe once made; making one is not)."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            # Response checksum validation off: the sha256 check below is the one check, over single-part and
+            # multipart objects alike, and its error names both digests.
+            config = Config(response_checksum_validation="when_required")
+            try:
+                _client = boto3.session.Session().client("s3", config=config)
+            except BotoCoreError as e:
+                raise ObjectStoreError(f"cannot make an S3 client from the AWS environment variables and files: {e}") from e
+        return _client
+
+
+def reset_client() -> None:
+    """Close and forget the client, so the next one reads the AWS environment again (tests that start their own store)."""
+    global _client
+    with _client_lock:
+        if _client is not None:
+            _client.close()
+        _client = None
+
+
+def read_object(ref: str) -> bytes:
+    """The object's body, verified against its sha256 metadata."""
+    where, s3 = parse_object_ref(ref), client()
+    try:
+        got = s3.get_object(Bucket=where.bucket, Key=where.key)
+        body = got["Body"].read()
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") in _MISSING:
+            raise ObjectNotFoundError(f"no such object: {ref} ({e.response['Error'].get('Message', '')})") from e
+        raise _store_error(s3, "reading", ref, e) from e
+    except BotoCoreError as e:
+        raise _store_error(s3, "reading", ref, e) from e
+    expected = got.get("Metadata", {}).get(SHA256_METADATA)
+    actual = hashlib.sha256(body).hexdigest()
+    if expected != actual:
+        raise CorruptObjectError(ref, expected, actual)
+    return body
+
+
+def write_object(ref: str, data: bytes) -> None:
+    """Writes the whole object or nothing: a single put, or a multipart upload that is aborted if any part fails."""
+    where, s3 = parse_object_ref(ref), client()
+    extra = {"Metadata": {SHA256_METADATA: hashlib.sha256(data).hexdigest()}, "ChecksumAlgorithm": "SHA256"}
+    try:
+        s3.upload_fileobj(io.BytesIO(data), where.bucket, where.key, ExtraArgs=extra, Config=_TRANSFER)
+    except (ClientError, BotoCoreError) as e:
+        raise _store_error(s3, "writing", ref, e) from e
+
+
+def _store_error(s3: BaseClient, doing: str, ref: str, e: Exception) -> ObjectStoreError:
+    return ObjectStoreError(f"object store at {s3.meta.endpoint_url} failed {doing} {ref}: {e}")
