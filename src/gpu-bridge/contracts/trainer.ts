@@ -53,7 +53,7 @@ export const TrainStepRequestSchema = z.strictObject({
   step: z.number().int().min(0).describe("0-based step; must equal the trainer's version."),
   run_id: RunId,
   batch: z.array(SampleSchema).nullable().optional().describe('The samples, inline; give batch or batch_ref.'),
-  batch_ref: z.string().min(1).nullable().optional().describe('Path of a .jsonl (one Sample a line) or .json (array, or {"samples": [...]}) file on the trainer host.'),
+  batch_ref: z.string().min(1).nullable().optional().describe('Path of a .jsonl (one Sample a line) or .json (array, or {"samples": [...]}) file on the trainer host, or the s3:// ref of such an object (read with the standard AWS variables and files, verified against its sha256 metadata).'),
   pg_variant: z.string().optional().describe('Run config pg_variant; default ppo: vanilla | ppo | decoupled_ppo | tis | cispo | topr | gspo | clip_cov | kl_cov.'),
   adv_estimator: z.string().optional().describe('Run config adv_estimator; default grpo: grpo | reinforce | rloo | reinforce_plus_plus_baseline | gae (value head).'),
   reward_norm: z.string().optional().describe('Run config reward_norm, applied once before the estimator; default: the estimator\'s own.'),
