@@ -12,7 +12,10 @@
 # carries endpoint_url and the region). The root key is AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY when they are
 # set at the first start, else a random one generated then and kept in the credentials file.
 # Settings (environment): ROLLFLOW_S3_ADDRESS (127.0.0.1:7470), ROLLFLOW_S3_DIR (<state>/object-store),
-# ROLLFLOW_S3_BUCKETS (rollflow; space-separated), ROLLFLOW_S3_CERT and ROLLFLOW_S3_KEY (serve TLS with them).
+# ROLLFLOW_S3_BUCKETS (rollflow; space-separated), ROLLFLOW_S3_CERT and ROLLFLOW_S3_KEY (serve TLS with them),
+# ROLLFLOW_S3_CA (the CA that signed the certificate, default the certificate itself): with TLS the config file
+# names it (ca_bundle, which boto3 reads) and `env` adds NODE_EXTRA_CA_CERTS (what Node's TLS trusts besides its
+# own roots; the AWS SDK for JavaScript reads no CA setting of its own).
 set -euo pipefail
 RF_WHO=object-store
 source "$(dirname "$0")/../temporal/env.sh"
@@ -23,8 +26,8 @@ dir="${ROLLFLOW_S3_DIR:-$ROLLFLOW_STATE/object-store}"
 buckets="${ROLLFLOW_S3_BUCKETS:-rollflow}"
 data="$dir/data" pidfile="$dir/versitygw.pid" log="$dir/versitygw.log"
 credentials="$dir/aws/credentials" config="$dir/aws/config"
-scheme=http
-[ -n "${ROLLFLOW_S3_CERT:-}" ] && scheme=https
+scheme=http ca=
+if [ -n "${ROLLFLOW_S3_CERT:-}" ]; then scheme=https ca="${ROLLFLOW_S3_CA:-$ROLLFLOW_S3_CERT}"; fi
 endpoint="$scheme://$address"
 
 EMPTY_SHA256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  # of the empty body S3 wants named
@@ -42,13 +45,14 @@ write_client_files() {
     (umask 077; printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$id" "$secret" >"$credentials")
   fi
   printf '[default]\nregion = us-east-1\nendpoint_url = %s\n' "$endpoint" >"$config"
+  [ -z "$ca" ] || printf 'ca_bundle = %s\n' "$ca" >>"$config"
 }
 
 create_buckets() {
   local id secret b code
   id=$(key_of aws_access_key_id) secret=$(key_of aws_secret_access_key)
   for b in $buckets; do
-    code=$(curl -s -o /dev/null -w '%{http_code}' ${ROLLFLOW_S3_CERT:+--cacert "$ROLLFLOW_S3_CERT"} \
+    code=$(curl -s -o /dev/null -w '%{http_code}' ${ca:+--cacert "$ca"} \
       --aws-sigv4 "aws:amz:us-east-1:s3" --user "$id:$secret" -H "x-amz-content-sha256: $EMPTY_SHA256" -X PUT "$endpoint/$b")
     case "$code" in
       200|409) ;;  # created, or there already (BucketAlreadyOwnedByYou)
@@ -85,6 +89,7 @@ case "${1:-}" in
   start) start ;;
   stop) pid=$(live_pid); if [ -n "$pid" ]; then rf_stop_pid "$pid"; rf_say "versitygw stopped (pid $pid)"; else rf_say "versitygw not running"; fi; rm -f "$pidfile" ;;
   status) pid=$(live_pid); if [ -n "$pid" ]; then echo "versitygw running (pid $pid) at $endpoint, data in $data"; else echo "versitygw stopped"; exit 1; fi ;;
-  env) printf 'export AWS_SHARED_CREDENTIALS_FILE=%q\nexport AWS_CONFIG_FILE=%q\n' "$credentials" "$config" ;;
+  env) printf 'export AWS_SHARED_CREDENTIALS_FILE=%q\nexport AWS_CONFIG_FILE=%q\n' "$credentials" "$config"
+       [ -z "$ca" ] || printf 'export NODE_EXTRA_CA_CERTS=%q\n' "$ca" ;;
   *) echo "usage: $0 path|start|stop|status|env" >&2; exit 2 ;;
 esac

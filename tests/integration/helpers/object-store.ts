@@ -15,16 +15,20 @@ export class TestObjectStore {
   private constructor(
     readonly dir: string,
     readonly address: string,
-    readonly env: { AWS_SHARED_CREDENTIALS_FILE: string; AWS_CONFIG_FILE: string },
+    private readonly settings: NodeJS.ProcessEnv,
+    readonly env: Record<string, string>,
   ) {}
 
-  static async start(): Promise<TestObjectStore> {
+  /** With `tls`, it serves HTTPS with that certificate and key, signed by `ca`. */
+  static async start(tls?: { cert: string; key: string; ca: string }): Promise<TestObjectStore> {
     const dir = mkdtempSync(path.join(tmpdir(), 'rollflow-s3-'));
     const address = `127.0.0.1:${await freePort()}`;
-    const settings = { ...process.env, ROLLFLOW_S3_DIR: dir, ROLLFLOW_S3_ADDRESS: address };
+    const settings = { ...process.env, ROLLFLOW_S3_DIR: dir, ROLLFLOW_S3_ADDRESS: address, ...(tls ? { ROLLFLOW_S3_CERT: tls.cert, ROLLFLOW_S3_KEY: tls.key, ROLLFLOW_S3_CA: tls.ca } : {}) };
     execFileSync(SCRIPT, ['start'], { env: settings, stdio: ['ignore', 'ignore', 'pipe'] });
-    const env = { AWS_SHARED_CREDENTIALS_FILE: path.join(dir, 'aws', 'credentials'), AWS_CONFIG_FILE: path.join(dir, 'aws', 'config') };
-    return new TestObjectStore(dir, address, env);
+    // What `versitygw.sh env` prints, as variables.
+    const exports = execFileSync(SCRIPT, ['env'], { env: settings, encoding: 'utf8' });
+    const env = Object.fromEntries([...exports.matchAll(/^export (\w+)=(.*)$/gm)].map(([, k, v]) => [k!, v!.replace(/\\(.)/g, '$1')]));
+    return new TestObjectStore(dir, address, settings, env);
   }
 
   /** The file versitygw's posix backend keeps the object `key` of `bucket` in. */
@@ -33,6 +37,6 @@ export class TestObjectStore {
   }
 
   stop(): void {
-    execFileSync(SCRIPT, ['stop'], { env: { ...process.env, ROLLFLOW_S3_DIR: this.dir, ROLLFLOW_S3_ADDRESS: this.address }, stdio: 'ignore' });
+    execFileSync(SCRIPT, ['stop'], { env: this.settings, stdio: 'ignore' });
   }
 }
