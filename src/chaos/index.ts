@@ -54,7 +54,7 @@ function checked(run: RunUnderFaults, e: Expectations): CheckedRun {
   const walls = run.records.metrics.map((m) => m.wall_s);
   const verdict = checkRun(run.records, e);
   const corrupted = run.faults.flatMap((f) => (f.corrupted ? [f.corrupted.version] : []));
-  if (corrupted.length) verdict.checks.push(corruptionCheck(corrupted, run.records));
+  if (corrupted.length) verdict.checks.push(corruptionCheck(corrupted, run.records, e.maxSteps));
   return { ...run, ...verdict, ok: verdict.checks.every((c) => c.ok), ...(walls.length ? { makespanS: Math.max(...walls) } : {}) };
 }
 

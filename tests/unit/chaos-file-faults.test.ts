@@ -53,13 +53,15 @@ describe('corrupt: the newest saved trainer state damaged', () => {
     const stateDir = path.join(runDir, 'r', 'trainer-state');
     mkdirSync(stateDir, { recursive: true });
     expect(readSkippedStates(loaded, 'r')).toEqual([]);
-    expect(corruptionCheck([10], { skippedStates: [] })).toMatchObject({ ok: false, detail: 'never passed over: v10' });
+    expect(corruptionCheck([10], { skippedStates: [] }, 150)).toMatchObject({ ok: false, detail: 'never passed over: v10' });
     // recovery.jsonl as src/activities/trainer-recovery.ts writes it; another run's line is not this run's
     writeFileSync(path.join(stateDir, 'recovery.jsonl'), [{ run_id: 'other', version: 10, skipped: 'corrupt', reason: 'x' }, { run_id: 'r', version: 10, skipped: 'corrupt', reason: 'does not match its checksum' }].map((l) => JSON.stringify(l)).join('\n'));
     const skippedStates = readSkippedStates(loaded, 'r');
     expect(skippedStates).toEqual([{ version: 10, reason: 'does not match its checksum' }]);
-    expect(corruptionCheck([10], { skippedStates }).ok).toBe(true);
-    expect(corruptionCheck([10, 15], { skippedStates })).toMatchObject({ ok: false, detail: 'never passed over: v15' });
+    expect(corruptionCheck([10], { skippedStates }, 150).ok).toBe(true);
+    expect(corruptionCheck([10, 15], { skippedStates }, 150)).toMatchObject({ ok: false, detail: 'never passed over: v15' });
+    // The last version, damaged as the run ended: no step followed, so no recovery needed it.
+    expect(corruptionCheck([10, 150], { skippedStates }, 150)).toMatchObject({ ok: true, detail: '1 damaged, passed over: v10; v150 damaged after the last step, which no recovery needed' });
   });
 });
 
