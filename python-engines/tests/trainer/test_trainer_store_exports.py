@@ -63,3 +63,30 @@ def test_a_malformed_export_ref_or_an_unused_scratch_dir_is_refused_at_start(opt
     with pytest.raises(Exception, match="export_") as refused:
         load_config(None, {"role": "trainer", "backend": "sim"}, options)
     assert words in str(refused.value)
+
+
+def test_a_differing_re_export_cut_short_leaves_no_manifest_and_its_retry_completes(model_cache, object_store, prefix, monkeypatch):
+    from rollflow_engines.objects import ObjectNotFoundError, ObjectStoreError
+    from rollflow_engines.roles.trainer import store_exports
+
+    c = torch_client(model_cache, export_dir=prefix)
+    ok(c.post("/train_step", json={"step": 0, "batch": group_batch()}))
+    ok(c.post("/export_weights", json={"version": 1}))
+    first = read_object(f"{prefix}/v1/{EXPORT_MANIFEST}")
+    # A new run on this trainer: version 1 again, other weights. Its upload dies at the first file.
+    ok(c.post("/reset", json={}))
+    flipped = [{**s, "reward": 1.0 - s["reward"]} for s in group_batch(prefix="other-")]  # the other response is the good one
+    ok(c.post("/train_step", json={"step": 0, "batch": flipped}))
+
+    def unreachable(ref, path):
+        raise ObjectStoreError(f"object store failed writing {ref}")
+
+    upload = store_exports.write_object_from_file
+    monkeypatch.setattr(store_exports, "write_object_from_file", unreachable)
+    assert c.post("/export_weights", json={"version": 1}).status_code == 503
+    with pytest.raises(ObjectNotFoundError):  # the old manifest went first: no export stands over mixed files
+        read_object(f"{prefix}/v1/{EXPORT_MANIFEST}")
+    monkeypatch.setattr(store_exports, "write_object_from_file", upload)
+    ok(c.post("/export_weights", json={"version": 1}))
+    second = json.loads(read_object(f"{prefix}/v1/{EXPORT_MANIFEST}"))
+    assert second["files"]["model.safetensors"] != json.loads(first)["files"]["model.safetensors"]
