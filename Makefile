@@ -114,6 +114,8 @@ bench: setup build
 	$(ROLLFLOW) bench w8 $(BENCH_W8) --out $(BENCH_OUT)/w8.json
 	for w in w1 w2 w3 w4 w5 w7 w8; do .venv/bin/python bench/report.py $$w $(BENCH_OUT)/$$w*.json; done
 	.venv/bin/python bench/sandbox/bench_sandbox.py --out $(BENCH_OUT)/sandbox.json
+	# one weight sync through the object store against a local directory, 1 MB to 1 GB (bench/results/weights-sync.md)
+	OUT=$(BENCH_OUT)/weights-sync.md bench/weights-sync/run.sh
 	bench/chaos/v2.sh
 	# exactly-once at α = 0: 3 seeds, a fault every 20-40 s, every export bit-identical (docs/exactly-once.md)
 	OUT=$(BENCH_OUT)/exactly-once.md node bench/exactly-once/run.cjs

@@ -3,7 +3,9 @@ an inference server checks before it loads them.
 
 ``rollflow_export.json`` records the trainer backend that wrote the weights, the model they
 belong to, its vocabulary size, its LoRA settings (null: the export is the whole model; else it
-is an adapter, models/lora.py) and the policy version. An inference server refuses a path
+is an adapter, models/lora.py) and the policy version; an export to the object store also lists
+every other file with its size and sha256 (``files``), which a server that pulls it checks
+(roles/inference/weights_cache.py). An inference server refuses a path
 that is not such a directory, or whose weights belong to another model, before it changes
 anything: it keeps serving the weights it has.
 """
@@ -18,13 +20,17 @@ from .errors import ConflictError, NotFoundError, RequestError
 from .models.names import split_name
 
 EXPORT_MANIFEST = "rollflow_export.json"
+EXPORT_FILES = "files"  # {relative path: {"size": bytes, "sha256": hex}}, as a trainer state's meta file lists them
 # Trainer backends that export Hugging Face directories (safetensors + config + tokenizer).
 HF_EXPORTERS = frozenset({"torch", "megatron"})
 
 
-def write_export_manifest(directory: Path, description: dict[str, Any], version: int) -> None:
-    """``description``: the trainer backend's describe() (backend, model, vocab_size, ...)."""
-    (directory / EXPORT_MANIFEST).write_text(json.dumps({**description, "version": version}, indent=1))
+def write_export_manifest(directory: Path, description: dict[str, Any], version: int,
+                          files: dict[str, dict[str, Any]] | None = None) -> None:
+    """``description``: the trainer backend's describe() (backend, model, vocab_size, ...); ``files``: the export's
+    other files (EXPORT_FILES), listed only by an export that goes to the object store."""
+    listed = {EXPORT_FILES: files} if files is not None else {}
+    (directory / EXPORT_MANIFEST).write_text(json.dumps({**description, "version": version, **listed}, indent=1))
 
 
 def read_export_manifest(path: str) -> tuple[Path, dict[str, Any]]:

@@ -15,6 +15,8 @@ import io
 import re
 import threading
 from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
 
 import boto3
 from boto3.s3.transfer import TransferConfig
@@ -29,6 +31,7 @@ _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _MISSING = {"NoSuchKey", "NoSuchBucket"}
 
 MULTIPART_ABOVE = 8 * 1024 * 1024
+_CHUNK = 8 * 1024 * 1024  # streamed reads and file digests go this many bytes at a time
 _TRANSFER = TransferConfig(
     # s3transfer goes multipart at size >= threshold; the contract (and lib-storage) at size > one part.
     multipart_threshold=MULTIPART_ABOVE + 1,
@@ -114,27 +117,94 @@ def read_object(ref: str) -> bytes:
     try:
         got = s3.get_object(Bucket=where.bucket, Key=where.key)
         body = got["Body"].read()
-    except ClientError as e:
-        if e.response.get("Error", {}).get("Code") in _MISSING:
-            raise ObjectNotFoundError(f"no such object: {ref} ({e.response['Error'].get('Message', '')})") from e
-        raise _store_error(s3, "reading", ref, e) from e
-    except BotoCoreError as e:
-        raise _store_error(s3, "reading", ref, e) from e
-    expected = got.get("Metadata", {}).get(SHA256_METADATA)
-    actual = hashlib.sha256(body).hexdigest()
-    if expected != actual:
-        raise CorruptObjectError(ref, expected, actual)
+    except (ClientError, BotoCoreError) as e:
+        raise _read_error(s3, ref, e) from e
+    _verify(ref, got, hashlib.sha256(body).hexdigest())
     return body
+
+
+def read_object_to_file(ref: str, path: Path) -> str:
+    """Streams the object into a new file at ``path`` (a large object never sits in memory whole), verified against
+    its sha256 metadata as read_object verifies it; returns the sha256. A refused object leaves no file."""
+    where, s3 = parse_object_ref(ref), client()
+    digest = hashlib.sha256()
+    try:
+        try:
+            got = s3.get_object(Bucket=where.bucket, Key=where.key)
+            with open(path, "wb") as f:
+                for chunk in got["Body"].iter_chunks(_CHUNK):
+                    digest.update(chunk)
+                    f.write(chunk)
+        except (ClientError, BotoCoreError) as e:
+            raise _read_error(s3, ref, e) from e
+        _verify(ref, got, digest.hexdigest())
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return digest.hexdigest()
 
 
 def write_object(ref: str, data: bytes) -> None:
     """Writes the whole object or nothing: a single put, or a multipart upload that is aborted if any part fails."""
-    where, s3 = parse_object_ref(ref), client()
-    extra = {"Metadata": {SHA256_METADATA: hashlib.sha256(data).hexdigest()}, "ChecksumAlgorithm": "SHA256"}
+    _upload(ref, io.BytesIO(data), hashlib.sha256(data).hexdigest())
+
+
+def write_object_from_file(ref: str, path: Path) -> str:
+    """write_object of the file at ``path``, streamed from the disk rather than read into memory; returns its sha256."""
+    digest = file_sha256(path)
+    with open(path, "rb") as f:
+        _upload(ref, f, digest)
+    return digest
+
+
+def list_objects(prefix: str) -> list[str]:
+    """The refs of every object whose key starts with the key of ``prefix`` (an s3:// ref), in key order."""
+    where, s3 = parse_object_ref(prefix), client()
+    refs: list[str] = []
     try:
-        s3.upload_fileobj(io.BytesIO(data), where.bucket, where.key, ExtraArgs=extra, Config=_TRANSFER)
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=where.bucket, Prefix=where.key):
+            refs.extend(str(ObjectRef(where.bucket, o["Key"])) for o in page.get("Contents", []))
+    except (ClientError, BotoCoreError) as e:
+        raise _read_error(s3, prefix, e) from e
+    return refs
+
+
+def delete_object(ref: str) -> None:
+    """Removes the object (nothing to do if there is none)."""
+    where, s3 = parse_object_ref(ref), client()
+    try:
+        s3.delete_object(Bucket=where.bucket, Key=where.key)
+    except (ClientError, BotoCoreError) as e:
+        raise _store_error(s3, "deleting", ref, e) from e
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _upload(ref: str, body: BinaryIO, sha256: str) -> None:
+    where, s3 = parse_object_ref(ref), client()
+    extra = {"Metadata": {SHA256_METADATA: sha256}, "ChecksumAlgorithm": "SHA256"}
+    try:
+        s3.upload_fileobj(body, where.bucket, where.key, ExtraArgs=extra, Config=_TRANSFER)
     except (ClientError, BotoCoreError) as e:
         raise _store_error(s3, "writing", ref, e) from e
+
+
+def _verify(ref: str, got: dict, actual: str) -> None:
+    expected = got.get("Metadata", {}).get(SHA256_METADATA)
+    if expected != actual:
+        raise CorruptObjectError(ref, expected, actual)
+
+
+def _read_error(s3: BaseClient, ref: str, e: Exception) -> Exception:
+    if isinstance(e, ClientError) and e.response.get("Error", {}).get("Code") in _MISSING:
+        return ObjectNotFoundError(f"no such object: {ref} ({e.response['Error'].get('Message', '')})")
+    return _store_error(s3, "reading", ref, e)
 
 
 def _store_error(s3: BaseClient, doing: str, ref: str, e: Exception) -> ObjectStoreError:

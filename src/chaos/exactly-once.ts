@@ -12,7 +12,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { LoadedConfig } from '../configs';
-import { batchDir, storeDirectory } from '../core';
+import { batchDir, isObjectRef, storeDirectory } from '../core';
 import { launchedEngines, trainerExportDir } from '../stack/engines';
 import { weightsHash } from './state-hash';
 
@@ -32,11 +32,13 @@ export interface BitsComparison {
   firstDifferentStep?: number;
 }
 
-/** The export directory of the config's launched trainer. */
+/** The export directory of the config's launched trainer; its weights files are read here, so not a bucket. */
 export function exportDirOf(loaded: LoadedConfig): string {
-  const trainer = launchedEngines(loaded.config).find((e) => e.role === 'trainer');
+  const trainer = launchedEngines(loaded).find((e) => e.role === 'trainer');
   if (!trainer) throw new Error('exactly-once checks need a trainer the stack launches (engines.trainer.launch)');
-  return trainerExportDir(trainer);
+  const dir = trainerExportDir(trainer);
+  if (isObjectRef(dir)) throw new Error(`exactly-once checks read the weights exports' files from a directory; this trainer exports to the bucket ${dir} (engines.trainer.options.export_dir, or sample_store.kind s3)`);
+  return dir;
 }
 
 /** What run `runId` (now finished, `versions` weight versions trained) left: read it before another run exports. */

@@ -35,7 +35,7 @@ export type FaultSignal = (typeof FAULT_SIGNALS)[number];
 
 const embedded = ({ config, derived }: LoadedConfig) => config.temporal.embedded && derived.temporal.loopback;
 
-const engines = (role: EngineRole) => (loaded: LoadedConfig) => launchedEngines(loaded.config).filter((e) => e.role === role).map((e) => e.process);
+const engines = (role: EngineRole) => (loaded: LoadedConfig) => launchedEngines(loaded).filter((e) => e.role === role).map((e) => e.process);
 
 /** The processes of each kind the stack runs (and supervises); a fault hits one of them. */
 export const FAULTS: Record<ProcessKind, (loaded: LoadedConfig) => ManagedProcess[]> = {

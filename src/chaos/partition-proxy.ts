@@ -140,7 +140,7 @@ export interface ProxiedEngine {
 }
 
 /** The launched engines whose `listen` differs from their `url`: where a partition proxy can stand between them and the run. */
-export const proxiableEngines = (loaded: LoadedConfig) => launchedEngines(loaded.config).filter((e) => e.listen !== e.url);
+export const proxiableEngines = (loaded: LoadedConfig) => launchedEngines(loaded).filter((e) => e.listen !== e.url);
 
 /** A partition proxy at each proxiable engine's url, forwarding to where it listens. */
 export async function startPartitionProxies(loaded: LoadedConfig): Promise<ProxiedEngine[]> {

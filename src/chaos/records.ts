@@ -279,7 +279,7 @@ export async function readRunRecords(client: Client, loaded: LoadedConfig, runId
   const runClosedAt = desc.closeTime?.getTime() ?? Date.now();
   // A run that did not complete cancels nothing: its groups are taken as they are.
   const groups = final ? await settledGroups(client, runId, runStartMs, final.totals.dispatchedGroups, settleS) : await groupExecutions(client, runId, runStartMs);
-  const engines = launchedEngines(loaded.config);
+  const engines = launchedEngines(loaded);
   const trainer = engines.find((e) => e.role === 'trainer');
   const env = engines.find((e) => e.role === 'env');
   const actionLog = env ? { ...stateDirOptions(env), ...env.options }.action_log : undefined; // what dev up gave it

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { checkConfig } from '../client/preflight';
 import { ConfigError } from '../configs';
+import { isObjectRef } from '../core';
 import { down, probeWorker, status, up } from '../stack';
 import { stackParts } from '../stack/parts';
 import { supervise, SUPERVISE_DEFAULTS } from '../stack/supervise';
@@ -161,10 +162,10 @@ function buildProgram(): Command {
     .command('sync-weights')
     .description('load external weights (an exported weights directory) on every inference server of a run, between train steps')
     .argument('<run>', 'run id')
-    .argument('<path>', 'weights directory, as written by the trainer\'s /export_weights')
+    .argument('<path>', 'weights directory, as written by the trainer\'s /export_weights, or its s3://<bucket>/<prefix>/v<N> ref')
     .option(...configOption)
       .option(...setOption)
-    .action(async (runId: string, weightsPath: string, opts: { config?: string }) => syncRunWeights(configOf(opts), runId, path.resolve(weightsPath), out));
+    .action(async (runId: string, weightsPath: string, opts: { config?: string }) => syncRunWeights(configOf(opts), runId, isObjectRef(weightsPath) ? weightsPath : path.resolve(weightsPath), out));
 
   program.addCommand(benchCommand(out, (line) => process.stderr.write(`${line}\n`)));
   program.addCommand(chaosCommand(out, (line) => process.stderr.write(`${line}\n`)));

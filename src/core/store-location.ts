@@ -4,6 +4,9 @@ export type SampleStoreLocation = { kind: 'dir'; path: string } | { kind: 's3'; 
 /** The store in words and as one string (a log line, a fingerprint): a directory's path or an s3:// URL. */
 export const describeStore = (s: SampleStoreLocation): string => (s.kind === 'dir' ? s.path : `s3://${s.bucket}/${s.prefix}`);
 
+/** True for an s3://<bucket>/<key> ref (objects in a bucket), false for a path on some machine. */
+export const isObjectRef = (p: string): boolean => p.startsWith('s3://');
+
 /** The directory of a directory store, for a reader of its files (`who`); a bucket has none: an Error naming both. */
 export function storeDirectory(s: SampleStoreLocation, who: string): string {
   if (s.kind === 'dir') return s.path;

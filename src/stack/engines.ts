@@ -1,7 +1,7 @@
 /** The python-engines servers a config asks rollflow to launch (engines.*.launch: true): their processes. */
 import path from 'node:path';
-import type { EngineRole } from '../core';
-import type { RunConfig } from '../configs';
+import { isObjectRef, type EngineRole, type SampleStoreLocation } from '../core';
+import type { LoadedConfig } from '../configs';
 import { engineSpecs, type EngineSpec } from '../configs/engines';
 import { engineHealth } from '../gpu-bridge';
 import { logsDir, pidsDir, pythonBin, pythonEnginesEnv, stateDir } from '../paths';
@@ -10,6 +10,8 @@ import { adoptOrStop, ensureStarted, livePid, startDetached, stopProcess, waitUn
 /** A launched engine: what the config asks for, and the process that serves it. */
 export interface LaunchedEngine extends EngineSpec {
   process: ManagedProcess;
+  /** The run's sample store: a launched trainer exports its weights into it when it is a bucket. */
+  sampleStore: SampleStoreLocation;
 }
 
 /** The process of the engine serving `url` in `role`, with its pid and log files under the state dir `state`. */
@@ -18,7 +20,8 @@ export function engineProcess(role: EngineRole, url: string, state = stateDir())
   return { name, pidFile: path.join(pidsDir(state), `${name}.pid`), logFile: path.join(logsDir(state), `${name}.log`), marker: 'rollflow_engines serve' };
 }
 
-export const launchedEngines = (config: RunConfig): LaunchedEngine[] => engineSpecs(config).map((e) => ({ ...e, process: engineProcess(e.role, e.url) }));
+export const launchedEngines = ({ config, derived }: Pick<LoadedConfig, 'config' | 'derived'>): LaunchedEngine[] =>
+  engineSpecs(config).map((e) => ({ ...e, process: engineProcess(e.role, e.url), sampleStore: derived.sample_store }));
 
 /**
  * The step log of a launched trainer (python-engines roles/trainer/step_log.py): its `step_log` option, else a file
@@ -27,17 +30,30 @@ export const launchedEngines = (config: RunConfig): LaunchedEngine[] => engineSp
 export const trainerStepLog = (e: LaunchedEngine, state = stateDir()): string =>
   typeof e.options.step_log === 'string' ? e.options.step_log : path.join(state, 'trainer-steps', `${e.process.name}.jsonl`);
 
-/** Where a launched trainer writes its weights exports (v<N>/): under the state dir unless the config says otherwise. */
-export const trainerExportDir = (e: LaunchedEngine, state = stateDir()): string =>
-  typeof e.options.export_dir === 'string' ? e.options.export_dir : path.join(state, 'weights', e.process.name);
+/**
+ * Where a launched trainer writes its weights exports (v<N>/) unless the config says otherwise (its export_dir): with a
+ * bucket store, in the bucket, s3://<bucket>/<prefix>weights/<process>, so inference servers on hosts that share no disk
+ * with it pull them (docs/object-store.md); else under the state dir.
+ */
+export function trainerExportDir(e: LaunchedEngine, state = stateDir()): string {
+  if (typeof e.options.export_dir === 'string') return e.options.export_dir;
+  const store = e.sampleStore;
+  return store.kind === 's3' ? `s3://${store.bucket}/${store.prefix}weights/${e.process.name}` : path.join(state, 'weights', e.process.name);
+}
 
 /**
  * What a launched engine writes under the state dir unless the config says otherwise: a trainer its exported
- * weights and its step log; an env server its action log (one line per applied step: the record that none was
+ * weights (or, exporting to a bucket, each export before its upload) and its step log; an inference server the
+ * exports it pulls from a bucket; an env server its action log (one line per applied step: the record that none was
  * applied twice).
  */
 export function stateDirOptions(e: LaunchedEngine, state = stateDir()): Record<string, unknown> {
-  if (e.role === 'trainer') return { export_dir: trainerExportDir(e, state), step_log: trainerStepLog(e, state) };
+  const weights = path.join(state, 'weights', e.process.name);
+  if (e.role === 'trainer') {
+    const exportDir = trainerExportDir(e, state);
+    return { export_dir: exportDir, ...(isObjectRef(exportDir) ? { export_scratch_dir: weights } : {}), step_log: trainerStepLog(e, state) };
+  }
+  if (e.role === 'inference') return { weights_cache_dir: path.join(state, 'weights-cache', e.process.name) };
   if (e.role === 'env') return { action_log: path.join(state, 'env-actions', `${e.process.name}.jsonl`) };
   return {};
 }

@@ -29,7 +29,7 @@ export async function up(loaded: LoadedConfig, configArgs: string[], say: (line:
   checkConfig(loaded, { run: false });
   if (embedded(loaded)) startTemporal(loaded.derived.temporal, codecProcess(loaded)?.url);
   // Engines start in parallel: each is a Python process that takes a moment to import.
-  for (const line of await Promise.all(launchedEngines(loaded.config).map(startEngine))) say(line);
+  for (const line of await Promise.all(launchedEngines(loaded).map(startEngine))) say(line);
   const codec = await startCodecServer(loaded, configArgs);
   if (codec) say(codec);
   const client = await connectClient(loaded.config);
@@ -45,7 +45,7 @@ export async function up(loaded: LoadedConfig, configArgs: string[], say: (line:
 export async function down(loaded: LoadedConfig, say: (line: string) => void): Promise<void> {
   say(await stopSupervisor(loaded)); // first, or it would restart what is stopped next
   say(`worker: ${await stopWorker(loaded)}`);
-  const engines = launchedEngines(loaded.config);
+  const engines = launchedEngines(loaded);
   const results = await Promise.all(engines.map(stopEngine)); // each takes uvicorn's ~1.5 s graceful exit
   engines.forEach((e, i) => say(`${e.process.name}: ${results[i]}`));
   const codec = await stopCodecServer(loaded);
@@ -57,7 +57,7 @@ export async function down(loaded: LoadedConfig, say: (line: string) => void): P
 export async function status(loaded: LoadedConfig, say: (line: string) => void): Promise<boolean> {
   const lines: { ok: boolean; line: string }[] = [];
   if (embedded(loaded)) lines.push(temporalStatus(loaded.derived.temporal));
-  lines.push(...(await Promise.all(launchedEngines(loaded.config).map(engineStatus))));
+  lines.push(...(await Promise.all(launchedEngines(loaded).map(engineStatus))));
   const codec = await codecStatus(loaded);
   if (codec) lines.push(codec);
   let client: Client | undefined;

@@ -62,7 +62,7 @@ export function stackParts(loaded: LoadedConfig, configArgs: string[]): Part[] {
       hangAfterMs: HANG_AFTER_MS,
     });
   }
-  for (const e of launchedEngines(config)) {
+  for (const e of launchedEngines(loaded)) {
     parts.push({
       name: e.process.name,
       process: e.process,

@@ -86,7 +86,7 @@ async function kill(kind: ProcessKind): Promise<void> {
 
 /** The env server's action log (dev up gives it one under the state dir): each applied step's index, action hash, reward. */
 const envActions = () => {
-  const env = launchedEngines(loaded.config).find((e) => e.role === 'env')!;
+  const env = launchedEngines(loaded).find((e) => e.role === 'env')!;
   return readJsonl<{ session: string; index: number; action_sha256: string; reward: number; done: boolean }>(stateDirOptions(env).action_log as string);
 };
 const applied = (lines: ReturnType<typeof envActions>) => lines.map((l) => `${l.index} ${l.action_sha256} ${l.reward} ${l.done}`).sort();

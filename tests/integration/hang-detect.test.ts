@@ -51,7 +51,7 @@ describe('a live engine that stops making progress', () => {
     expect(run.checks.filter((c) => !c.ok), log.join('\n')).toEqual([]);
     expect(run.accounting.consumed).toBe(STEPS * 2);
     for (const role of ['inference', 'trainer'] as const) {
-      const e = launchedEngines(loaded.config).find((x) => x.role === role)!;
+      const e = launchedEngines(loaded).find((x) => x.role === role)!;
       const part = run.supervisor[e.process.name];
       // Killed for the hang, never found dead: the process answered all along, only its progress stopped.
       expect(part?.hangKills, `${role}: ${JSON.stringify(part)}\n${log.join('\n')}`).toBeGreaterThanOrEqual(1);

@@ -2,7 +2,9 @@
 // (versitygw, the project's own script): the worker writes samples and batches
 // there, the sim trainer reads each batch by its s3:// ref (boto3, verified
 // against its digest), and nothing of the store touches the run directory. The
-// worker and the engines get the store's address and key only from the
+// trainer exports its weights into the bucket too (its default export_dir with
+// a bucket store) and the sim inference server pulls each export by its ref.
+// The worker and the engines get the store's address and key only from the
 // standard AWS files, through the environment `dev up` passes on.
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -18,6 +20,8 @@ let objects: TestObjectStore;
 let server: TestDevServer;
 let config: string;
 let client: Client;
+let trainerPort: number;
+let inferencePort: number;
 
 beforeAll(async () => {
   expect(readdirSync(path.join(ROOT, 'dist')).length, 'run `make build` first').toBeGreaterThan(0);
@@ -25,6 +29,7 @@ beforeAll(async () => {
   Object.assign(process.env, objects.env); // the stack's processes inherit it (TestDevServer.env spreads process.env)
   server = await TestDevServer.create();
   const [inference, trainer, env] = [await freePort(), await freePort(), await freePort()];
+  [trainerPort, inferencePort] = [trainer, inference];
   ({ config, client } = await server.upStack(`
 exp_name: s3-run-test
 run_dir: ${server.stateDir}/run
@@ -72,5 +77,15 @@ describe('a run on a bucket store', () => {
     expect(batches).toEqual(Array.from({ length: STEPS }, (_, i) => `team-a/runs/on-s3/batches/step-${String(i).padStart(6, '0')}.jsonl`));
     expect((await keysUnder('team-a/runs/on-s3/samples/')).length).toBeGreaterThanOrEqual(STEPS * B);
     expect(existsSync(path.join(server.stateDir, 'run', 'samples')), 'no directory store was written').toBe(false);
+  });
+
+  it('its weights went through the bucket: an export per version, manifest included, none left on the trainer\'s disk, each pulled by the inference server', async () => {
+    const trainer = `engine-trainer-${trainerPort}`;
+    const manifests = (await keysUnder(`team-a/runs/weights/${trainer}/`)).filter((k) => k.endsWith('/rollflow_export.json'));
+    expect(manifests).toEqual(Array.from({ length: STEPS + 1 }, (_, v) => `team-a/runs/weights/${trainer}/v${v}/rollflow_export.json`));
+    expect(readdirSync(path.join(server.stateDir, 'weights', trainer)), 'the export scratch is removed after each upload').toEqual([]);
+    // The cache keeps the export served and the one before it: the last two versions.
+    const cached = readdirSync(path.join(server.stateDir, 'weights-cache', `engine-inference-${inferencePort}`)).sort();
+    expect(cached.map((name) => name.replace(/-[0-9a-f]{16}$/, ''))).toEqual([`team-a_runs_weights_${trainer}_v${STEPS - 1}`, `team-a_runs_weights_${trainer}_v${STEPS}`]);
   });
 });

@@ -1,6 +1,7 @@
 // `rollflow chaos` refuses bad flags and configs it cannot check, naming the flag or key, before anything starts.
 import { describe, expect, it } from 'vitest';
 import { checkChaosConfig } from '../../src/chaos';
+import { exportDirOf } from '../../src/chaos/exactly-once';
 import { parseChaosFlags } from '../../src/cli/chaos';
 import { parseConfig } from '../../src/configs';
 
@@ -42,5 +43,13 @@ describe('rollflow chaos options', () => {
     expect(() => checkChaosConfig(config({ engines: { env: { url: 'http://127.0.0.1:8501', listen: 'http://127.0.0.1:18501' } } }), ['partition'])).not.toThrow();
     const cluster = config({ temporal: { address: '127.0.0.1:7333', embedded: false } });
     expect(() => checkChaosConfig(cluster, ['temporal'])).toThrow('--faults: got "temporal"; a kind the stack launches; the config launches no temporal server (temporal.embedded: a Temporal cluster is not supervised by rollflow)');
+  });
+
+  it('the exactly-once checks read weights files from a directory, and refuse a trainer that exports to a bucket by name', () => {
+    const config = (raw: Record<string, unknown>) => parseConfig(raw, 'test.yaml');
+    expect(exportDirOf(config({ engines: { trainer: { url: 'http://127.0.0.1:8401', options: { export_dir: '/disk/weights' } } } }))).toBe('/disk/weights');
+    expect(() => exportDirOf(config({ sample_store: { kind: 's3', bucket: 'rollflow' } }))).toThrow(
+      "exactly-once checks read the weights exports' files from a directory; this trainer exports to the bucket s3://rollflow/weights/engine-trainer-8401",
+    );
   });
 });

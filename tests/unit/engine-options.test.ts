@@ -2,9 +2,9 @@
 // config (actor_infer / actor_train); an engine's own options win; sim takes none.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/configs';
-import { launchedEngines, stateDirOptions } from '../../src/stack/engines';
+import { launchedEngines, stateDirOptions, trainerExportDir } from '../../src/stack/engines';
 
-const optionsOf = (raw: Record<string, unknown>) => Object.fromEntries(launchedEngines(parseConfig(raw, 'test', '/work').config).map((e) => [e.role, e.options]));
+const optionsOf = (raw: Record<string, unknown>) => Object.fromEntries(launchedEngines(parseConfig(raw, 'test', '/work')).map((e) => [e.role, e.options]));
 
 describe('engine options from the run config', () => {
   it('passes the model and the optimizer settings to torch servers', () => {
@@ -41,21 +41,38 @@ describe('engine options from the run config', () => {
       actor_infer: { model_args: { model_name_or_path: '/models/policy' } },
       engines: { inference: [{ url: 'http://127.0.0.1:8301', backend: 'torch' }], judge: { url: 'http://127.0.0.1:8302', options: { model: 'tiny:default+warm:add' } } },
     };
-    const engines = launchedEngines(parseConfig(raw, 'test', '/work').config);
+    const engines = launchedEngines(parseConfig(raw, 'test', '/work'));
     expect(engines.map((e) => [e.configPath, e.role, e.backend, e.options])).toEqual([
       ['engines.inference[0]', 'inference', 'torch', { model: '/models/policy' }],
       ['engines.trainer', 'trainer', 'sim', {}],
       ['engines.env', 'env', 'python', {}],
       ['engines.judge', 'inference', 'torch', { model: 'tiny:default+warm:add' }],
     ]);
-    expect(launchedEngines(parseConfig({}, 'test', '/work').config).map((e) => e.configPath)).not.toContain('engines.judge'); // none unless configured
+    expect(launchedEngines(parseConfig({}, 'test', '/work')).map((e) => e.configPath)).not.toContain('engines.judge'); // none unless configured
   });
 
   it('a launched env server writes its action log, and a trainer its weights, under the state dir unless the config says otherwise', () => {
-    const byRole = Object.fromEntries(launchedEngines(parseConfig({}, 'test', '/work').config).map((e) => [e.role, stateDirOptions(e, '/state')]));
+    const byRole = Object.fromEntries(launchedEngines(parseConfig({}, 'test', '/work')).map((e) => [e.role, stateDirOptions(e, '/state')]));
     expect(byRole.env).toEqual({ action_log: '/state/env-actions/engine-env-8501.jsonl' });
     expect(byRole.trainer).toEqual({ export_dir: '/state/weights/engine-trainer-8401', step_log: '/state/trainer-steps/engine-trainer-8401.jsonl' });
-    expect(byRole.inference).toEqual({});
+    expect(byRole.inference).toEqual({ weights_cache_dir: '/state/weights-cache/engine-inference-8301' });
+  });
+
+  it('with a bucket store a launched trainer exports into the bucket, under the prefix, through a scratch dir under the state dir', () => {
+    const trainerOf = (raw: Record<string, unknown>) => launchedEngines(parseConfig(raw, 'test', '/work')).find((e) => e.role === 'trainer')!;
+    const bucket = { sample_store: { kind: 's3', bucket: 'rollflow', prefix: 'team-a/runs' } };
+    const trainer = trainerOf(bucket);
+    expect(trainerExportDir(trainer, '/state')).toBe('s3://rollflow/team-a/runs/weights/engine-trainer-8401');
+    expect(stateDirOptions(trainer, '/state')).toEqual({
+      export_dir: 's3://rollflow/team-a/runs/weights/engine-trainer-8401',
+      export_scratch_dir: '/state/weights/engine-trainer-8401',
+      step_log: '/state/trainer-steps/engine-trainer-8401.jsonl',
+    });
+    expect(trainerExportDir(trainerOf({ sample_store: { kind: 's3', bucket: 'rollflow' } }), '/state')).toBe('s3://rollflow/weights/engine-trainer-8401'); // no prefix
+    // The config's export_dir wins, local or not; a local one needs no scratch dir.
+    const own = (export_dir: string) => trainerOf({ ...bucket, engines: { trainer: { url: 'http://127.0.0.1:8401', options: { export_dir } } } });
+    expect(stateDirOptions(own('/disk/weights'), '/state')).toEqual({ export_dir: '/disk/weights', step_log: '/state/trainer-steps/engine-trainer-8401.jsonl' });
+    expect(stateDirOptions(own('s3://other/w'), '/state')).toMatchObject({ export_dir: 's3://other/w', export_scratch_dir: '/state/weights/engine-trainer-8401' });
   });
 
   it('gives sim servers nothing they would not understand', () => {

@@ -16,7 +16,7 @@ function problemsOf(raw: Record<string, unknown>) {
   return [];
 }
 
-const engineOf = (raw: Record<string, unknown>, role: string) => launchedEngines(parseConfig(raw, 'test', '/work').config).find((e) => e.role === role)!;
+const engineOf = (raw: Record<string, unknown>, role: string) => launchedEngines(parseConfig(raw, 'test', '/work')).find((e) => e.role === role)!;
 
 describe('model_args dtype and LoRA', () => {
   it('passes LoRA settings to the trainer and the inference servers alike, with the key each came from', () => {

@@ -75,3 +75,20 @@ async def test_the_sim_trainers_export_loads_into_a_sim_inference_server(tmp_pat
         r = await client.post("/update_weights", json={"path": exported["path"], "version": 1})
         assert r.status_code == 200, r.text
         assert engine.state()["version"] == 1
+
+
+async def test_an_update_whose_server_was_resumed_while_the_weights_were_fetched_is_refused_as_not_paused(tmp_path):
+    """A pull from the object store takes a while, off the event loop; weights load only between a pause and a resume."""
+    exported = as_export(tmp_path / "v1", "sim")
+    async with serve("sim") as (client, engine):
+        await client.post("/pause", json={"mode": "abort"})
+        fetch = engine.check_weights
+
+        def resumed_meanwhile(path: str):
+            engine.pause_mode = None  # what a /resume during the fetch leaves
+            return fetch(path)
+
+        engine.check_weights = resumed_meanwhile
+        r = await client.post("/update_weights", json={"path": str(exported), "version": 1})
+        assert r.status_code == 409 and r.json()["code"] == "not_paused", r.text
+        assert engine.state()["version"] == 0

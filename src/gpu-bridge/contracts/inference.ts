@@ -162,7 +162,7 @@ export const PauseResponseSchema = z.strictObject({
 });
 
 export const UpdateWeightsRequestSchema = z.strictObject({
-  path: z.string().min(1).describe('Directory of *.safetensors (save_pretrained output) on the server host.'),
+  path: z.string().min(1).describe("A directory the trainer's /export_weights wrote, on the server host, or its s3://<bucket>/<prefix>/v<N> ref in the object store (pulled, verified, then loaded)."),
   version: z.number().int().min(0).describe('Reported in version_spans from now on.'),
 });
 

@@ -173,7 +173,7 @@ export const TrainerStateSchema = z.strictObject({
 });
 
 export const ExportWeightsResponseSchema = z.strictObject({
-  path: z.string().describe('<export_dir>/v<version>: safetensors + config + tokenizer, for the inference role /update_weights.'),
+  path: z.string().describe('<export_dir>/v<version>: safetensors + config + tokenizer, for the inference role /update_weights; an s3:// ref when export_dir is one.'),
   version: z.number().int().min(0),
 });
 

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from .engine import InferenceEngine
 from .metrics import InferenceMetrics
 from .options import Options, SimLength, SimOptions
+from .weights_cache import WeightsCache
 
 __all__ = ["Options", "SimLength", "SimOptions", "build_engine", "register"]
 
@@ -32,7 +33,9 @@ ENGINES = {
 def build_engine(backend: str, options: Options) -> InferenceEngine:
     module, _, name = ENGINES[backend].partition(":")
     engine_class = getattr(importlib.import_module(module), name)
-    return engine_class(options, InferenceMetrics())
+    engine = engine_class(options, InferenceMetrics())
+    engine.weights_cache = WeightsCache(options.weights_cache_dir)
+    return engine
 
 
 def register(app: FastAPI, backend: str, options: Options) -> None:

@@ -244,7 +244,8 @@ class PauseResponse(_Wire):
 class UpdateWeightsRequest(_Request):
     """POST /update_weights, only while paused."""
 
-    path: str = Field(min_length=1, description="A directory of *.safetensors (save_pretrained output) or a Hugging Face model dir.")
+    path: str = Field(min_length=1, description="A directory the trainer's /export_weights wrote (*.safetensors and its manifest), or "
+                                                "its s3://<bucket>/<prefix>/v<N> ref in the object store, pulled into weights_cache_dir.")
     version: int = Field(ge=0, description="Weight version reported in version_spans from now on.")
 
 

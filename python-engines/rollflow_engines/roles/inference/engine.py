@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...errors import ConflictError
 from ...exports import ServedModel, check_export_fits, read_export_manifest
+from ...objects import is_object_ref
 from .metrics import InferenceMetrics
+from .weights_cache import WeightsCache
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ class InferenceEngine(ABC):
     max_batch: int
     metrics: InferenceMetrics
     served: ServedModel  # what exported weights must match to be loaded
+    weights_cache: WeightsCache | None = None  # where s3:// exports are pulled (build_engine gives every engine one)
 
     async def start(self) -> None:
         """Starts background work; called from the app's lifespan."""
@@ -152,10 +156,29 @@ class InferenceEngine(ABC):
         """The fields of contracts.EngineState."""
 
     def check_weights(self, path: str) -> Path:
-        """The export directory at ``path``, if its manifest fits the served model; else an error naming ``path``."""
+        """The export directory at ``path``, if its manifest fits the served model; else an error naming ``path``.
+        An s3:// ref is pulled into the weights cache first (weights_cache.py), so this blocks: call it in a thread."""
+        if is_object_ref(path):
+            if self.weights_cache is None:
+                raise ConflictError("path", "this engine has no weights cache to pull an s3:// export into", path)
+            return self.weights_cache.pull(path, lambda manifest: check_export_fits(path, manifest, self.served))
         directory, manifest = read_export_manifest(path)
         check_export_fits(path, manifest, self.served)
         return directory
+
+    async def fetch_weights(self, path: str) -> Path:
+        """check_weights off the event loop, for a paused server; refused (retry later) if it was resumed meanwhile
+        (a pull takes a while), since weights load only between a pause and a resume."""
+        directory = await asyncio.to_thread(self.check_weights, path)
+        if not self.state()["paused"]:
+            raise ConflictError("state", "the server was resumed while the weights were fetched: POST /pause, then update again",
+                                "running", "not_paused")
+        return directory
+
+    def weights_loaded(self, directory: Path) -> None:
+        """The server now serves ``directory``: the cache keeps it while the next export is pulled."""
+        if self.weights_cache is not None:
+            self.weights_cache.loaded(directory)
 
 
 def hf_decode(tokenizer, token_ids: list[int], metrics: InferenceMetrics) -> str:

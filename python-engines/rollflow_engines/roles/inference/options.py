@@ -82,6 +82,9 @@ class Options(PolicyModelOptions):
     model_seed: int = Field(default=0, description="Seed of a tiny:<preset> model's weights.")
     served_model_name: str | None = Field(default=None, description="Name echoed in responses; defaults to model (sim: 'sim').")
     torch_threads: int | None = Field(default=None, ge=1, description="torch: intra-op threads (default: torch's choice).")
+    weights_cache_dir: str = Field(default="weights_cache", description="Where /update_weights pulls an export it is given as an "
+                                   "s3:// ref (verified, then loaded like a local export); it keeps the served export and the "
+                                   "last one pulled. One per server: two servers sharing one remove each other's exports.")
     batch_invariant: bool = Field(default=False, description="torch: a forward pass per sequence, so its logits, tokens and logprobs are the same "
                                                               "bits whatever else is in the batch (exactly-once runs, docs/exactly-once.md); "
                                                               "slower: no batching.")

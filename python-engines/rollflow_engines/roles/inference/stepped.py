@@ -171,10 +171,11 @@ class SteppedEngine(InferenceEngine):
     async def update_weights(self, path: str, version: int) -> None:
         if self.pause_mode is None:
             raise ConflictError("state", "update_weights needs a paused server: POST /pause first", "running", "not_paused")
-        p = self.check_weights(path)
+        p = await self.fetch_weights(path)
         async with self._step_lock:
             await self._load_weights(p)
             self.version = version
+        self.weights_loaded(p)
 
     def state(self) -> dict[str, Any]:
         return {

@@ -193,10 +193,11 @@ class VllmEngine(InferenceEngine):
     async def update_weights(self, path: str, version: int) -> None:
         if self.pause_mode is None:
             raise ConflictError("state", "update_weights needs a paused server: POST /pause first", "running", "not_paused")
-        p: Path = self.check_weights(path)
+        p: Path = await self.fetch_weights(path)
         await self.llm.collective_rpc("update_config", args=({"model_config": {"model": str(p)}},))
         await self.llm.collective_rpc("reload_weights")
         self.version = version
+        self.weights_loaded(p)
 
     def state(self) -> dict[str, Any]:
         return {

@@ -65,7 +65,11 @@ class Options(PolicyModelOptions):
     gradient_accumulation_steps: int | None = Field(default=None, ge=1, description="Micro-batches per optimizer step; null: one optimizer step per epoch over the whole batch.")
     padding_side: Literal["right", "left"] = Field(default="right", description="Where micro-batches are padded; logprobs do not depend on it.")
     torch_threads: int | None = Field(default=None, ge=1, description="torch intra-op threads; default torch's choice.")
-    export_dir: str = Field(default="trainer_exports", description="Where /export_weights writes v<version>/ directories.")
+    export_dir: str = Field(default="trainer_exports", description="Where /export_weights writes v<version>/ directories: a local "
+                            "directory, or s3://<bucket>/<prefix> for inference servers on other hosts (each file of an export "
+                            "becomes the object <prefix>/v<version>/<file>, its manifest last; docs/object-store.md).")
+    export_scratch_dir: str | None = Field(default=None, description="With an s3:// export_dir: where an export is written "
+                                           "before its upload (then removed); default <system temp dir>/rollflow-exports.")
     step_log: str | None = Field(default=None, description="A JSON-lines file the trainer appends one fsynced line to per train step it applies, and per reset, load and save (step_log.py); none: no log.")
     # Inline batches (a run sends batch_ref, a file path) and /logprobs sequences are large.
     max_request_bytes: int = max_request_bytes_field(256 * MiB)
@@ -87,6 +91,15 @@ class Options(PolicyModelOptions):
             raise ValueError(f"lr_scheduler_type {self.lr_scheduler_type} decays over lr_total_steps, which is unset")
         return self
 
+    @field_validator("export_dir")
+    @classmethod
+    def _export_ref_well_formed(cls, export_dir: str) -> str:
+        if export_dir.startswith("s3://"):
+            from .store_exports import store_prefix
+
+            store_prefix(export_dir)  # ObjectRefError is a ValueError: the option's error names the expected form
+        return export_dir
+
     @field_validator("backend")
     @classmethod
     def _megatron_installed(cls, backend: str) -> str:
@@ -105,6 +118,9 @@ class Options(PolicyModelOptions):
         if self.backend != "torch" and "device" in self.model_fields_set:
             where = "it places the model by its parallel settings" if self.backend == "megatron" else "the sim backend loads no model"
             raise option_error(Options, "device", self.device, f"only the torch backend takes device ({where})")
+        if self.export_scratch_dir is not None and not self.export_dir.startswith("s3://"):
+            raise option_error(Options, "export_scratch_dir", self.export_scratch_dir, f"only an export to the object store "
+                               f"(export_dir s3://…) is written through a scratch directory; export_dir {self.export_dir!r} is local")
         for key in ("sim_seconds_per_sample", "sim_deadlock_after_steps"):
             if self.backend != "sim" and key in self.model_fields_set:
                 raise option_error(Options, key, getattr(self, key), f"a setting of the sim backend's model of training; backend {self.backend} trains for real")
@@ -134,6 +150,6 @@ def make_backend(backend: str, options: Options):
 def register(app: FastAPI, backend: str, options: Options) -> None:
     from .api import TrainerServer, register_endpoints
 
-    server = TrainerServer(lambda: make_backend(backend, options), options.export_dir, options.step_log)
+    server = TrainerServer(lambda: make_backend(backend, options), options.export_dir, options.step_log, options.export_scratch_dir)
     app.state.liveness.watch_counter(lambda: server.backend.micro_batches)  # server.backend: /reset replaces it
     register_endpoints(app, server)

@@ -25,6 +25,9 @@ weights' version is ``trainer_ahead`` (after a Temporal rollback: the caller loa
 Trainer states: written durably with a checksum of every file (state_files.py); /load verifies them before any
 weight changes, and a state that fails is a 400 ``checkpoint_corrupt`` (the caller tries an older one). A write
 that finds the disk full is a 507 ``disk_full`` naming the path, with nothing half-written left.
+
+Exports: to ``<export_dir>/v<N>`` on this host, or, with ``export_dir`` an s3:// ref, through a local scratch
+directory to the object store (store_exports.py); a store that cannot be reached is a 503 (retry later).
 """
 from __future__ import annotations
 
@@ -39,8 +42,9 @@ from fastapi.responses import Response
 from fastapi.routing import APIRoute
 
 from ...durable import is_disk_full
-from ...errors import ConflictError, InsufficientStorageError, NotFoundError, RequestError
+from ...errors import ConflictError, InsufficientStorageError, NotFoundError, RequestError, UnavailableError
 from ...exports import EXPORT_MANIFEST, write_export_manifest
+from ...objects import ObjectStoreError
 from .backend import RecordedStep, TrainerBackend, run_in_thread
 from .batch import prepare_batch
 from .batch_read import batch_fingerprint, check_samples, resolve_samples
@@ -48,6 +52,7 @@ from .contracts import (ResetRequest, ResetResponse, ExportWeightsRequest, Expor
                         LogprobsResponse, SaveRequest, SaveResponse, TrainerState, TrainStepRequest, TrainStepResponse)
 from .metrics import TrainerMetrics
 from .state_files import CORRUPT, FILES_KEY, checksums, clean_stale_scratch, replace_dir, scratch_dir_for, verify_checksums
+from .store_exports import default_scratch_dir, store_prefix, upload_export, version_ref
 from .step_log import StepLog, new_lineage
 
 CHECKPOINT_META = "rollflow_checkpoint.json"
@@ -63,19 +68,25 @@ DISK_FULL = "disk_full"  # a write found no space: InsufficientStorageError (507
 
 def write_failure(e: Exception, field: str, what: str, given, otherwise: type[RequestError] = RequestError) -> BaseException:
     """The error to raise for a failed write: a full disk is ``disk_full`` (a 507: retry once space is freed)
-    naming the path, any other OSError ``otherwise``; anything else stays itself."""
+    naming the path, an object store that failed a 503 (its trouble, not the request's: retry later), any other
+    OSError ``otherwise``; anything else stays itself."""
     if is_disk_full(e):
         return InsufficientStorageError(field, f"disk full: {what}: {e}", given, DISK_FULL)
+    if isinstance(e, ObjectStoreError):
+        return UnavailableError(field, f"{what}: {e}", given)
     return otherwise(field, f"{what}: {e}", given) if isinstance(e, OSError) else e
 
 
 class TrainerServer:
     """State of one trainer app: the backend, its lock, its metrics."""
 
-    def __init__(self, make_backend: Callable[[], TrainerBackend], export_dir: str, step_log: str | None = None):
+    def __init__(self, make_backend: Callable[[], TrainerBackend], export_dir: str, step_log: str | None = None,
+                 export_scratch_dir: str | None = None):
         self._make_backend = make_backend
         self.backend = make_backend()
-        self.export_dir = Path(export_dir)
+        # An s3:// export_dir: exports are written under the scratch directory, then uploaded there.
+        self.export_store = store_prefix(export_dir)
+        self.export_dir = Path(export_dir) if self.export_store is None else Path(export_scratch_dir or default_scratch_dir())
         self.lock = asyncio.Lock()
         self.training_step: int | None = None  # set while a train step runs
         self.run_id: str | None = None  # the run bound by /reset or /load; a restarted process holds none
@@ -227,25 +238,29 @@ class TrainerServer:
             if req.version != b.version:
                 raise ConflictError("version", f"the trainer's weights are version {b.version}; cannot label them {req.version}", req.version,
                                     BEHIND if req.version > b.version else AHEAD)
-            target = (self.export_dir / f"v{req.version}").absolute()
+            target = (self.export_dir / f"v{req.version}").absolute()  # for a store export, its scratch
             try:
                 tmp = await run_in_thread(scratch_dir_for, target, EXPORT_MANIFEST, "version")
             except OSError as e:
-                raise write_failure(e, "version", f"cannot write under export_dir {self.export_dir}", req.version, ConflictError) from e
+                raise write_failure(e, "version", f"cannot write under {'export_dir' if self.export_store is None else 'export_scratch_dir'} {self.export_dir}",
+                                    req.version, ConflictError) from e
+            path = str(target) if self.export_store is None else version_ref(self.export_store, req.version)
             try:
                 await b.export_weights(tmp)
-                write_export_manifest(tmp, b.describe(), b.version)
-                await run_in_thread(replace_dir, tmp, target)
+                if self.export_store is None:
+                    write_export_manifest(tmp, b.describe(), b.version)
+                    await run_in_thread(replace_dir, tmp, target)
+                else:
+                    write_export_manifest(tmp, b.describe(), b.version, await run_in_thread(checksums, tmp, EXPORT_MANIFEST))
+                    await run_in_thread(upload_export, tmp, path)
             except Exception as e:
-                shutil.rmtree(tmp, ignore_errors=True)
-                failure = write_failure(e, "version", f"cannot write the export to {target}", req.version, ConflictError)
+                failure = write_failure(e, "version", f"cannot write the export to {path}", req.version, ConflictError)
                 if failure is e:
                     raise
                 raise failure from e
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
-            return ExportWeightsResponse(path=str(target), version=req.version)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)  # renamed into place, uploaded, or failed: gone
+            return ExportWeightsResponse(path=path, version=req.version)
 
     async def logprobs(self, req: LogprobsRequest) -> LogprobsResponse:
         async with self.lock:

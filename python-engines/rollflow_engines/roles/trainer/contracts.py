@@ -251,7 +251,8 @@ class ExportWeightsRequest(_Wire):
 
 
 class ExportWeightsResponse(_Wire):
-    path: str = Field(description="Absolute directory <export_dir>/v<version>: safetensors + config + tokenizer, loadable with from_pretrained.")
+    path: str = Field(description="Absolute directory <export_dir>/v<version>: safetensors + config + tokenizer, loadable with "
+                                  "from_pretrained; with an s3:// export_dir, the ref s3://<bucket>/<prefix>/v<version> of its objects.")
     version: int = Field(ge=0, description="Policy version of the exported weights.")
 
 

@@ -1,10 +1,7 @@
 """The files of a trainer state, checkpoint or export: written beside their target, checked, made durable,
 renamed into place; what a killed process left behind is removed; what was read back is verified.
 
-Names of the scratch directories (siblings of the target, so the rename stays on one filesystem):
-``.<name>.tmp-<pid>-<8 hex>`` while writing, ``.<name>.old-<pid>-<8 hex>`` for the replaced target while it is
-being removed. The pid says whose it is: one whose process is gone (or is this process, which writes under the
-trainer's lock, so none of its own is in flight when it cleans) is stale.
+Scratch directories are named as rollflow_engines/scratch.py says: their pid tells a killed writer's from a live one's.
 
 Checksums: a state's meta file (rollflow_checkpoint.json) lists every other file written with its size and
 sha256 (``files``); /load checks them all before any weight changes, and a state that fails is
@@ -13,51 +10,17 @@ sha256 (``files``); /load checks them all before any weight changes, and a state
 from __future__ import annotations
 
 import hashlib
-import os
-import re
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
 from ...durable import fsync_path, fsync_tree
 from ...errors import ConflictError, RequestError
+from ...scratch import clean_stale_scratch, scratch_name
 
 CORRUPT = "checkpoint_corrupt"  # the 4xx code of a state whose files do not match its checksums
 FILES_KEY = "files"  # in the meta file: {relative path: {"size": bytes, "sha256": hex}}
-_SCRATCH = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)-[0-9a-f]{8}$")
 _CHUNK = 1 << 20
-
-
-def _scratch_name(target: Path, kind: str) -> Path:
-    return target.with_name(f".{target.name}.{kind}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return False  # this process writes under the trainer's lock: none of its own scratch is in flight now
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's live process
-    return True
-
-
-def clean_stale_scratch(parent: Path) -> list[Path]:
-    """Removes the scratch directories in ``parent`` (named as above) whose writer is gone; returns them."""
-    removed = []
-    try:
-        entries = list(parent.iterdir())
-    except FileNotFoundError:
-        return removed
-    for entry in entries:
-        m = _SCRATCH.match(entry.name)
-        if m and not _alive(int(m["pid"])):
-            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
-            removed.append(entry)
-    return removed
 
 
 def scratch_dir_for(target: Path, marker: str, field: str) -> Path:
@@ -67,7 +30,7 @@ def scratch_dir_for(target: Path, marker: str, field: str) -> Path:
         raise ConflictError(field, f"{target} exists and is not a directory this trainer wrote; not replacing it", str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_scratch(target.parent)
-    tmp = _scratch_name(target, "tmp")
+    tmp = scratch_name(target, "tmp")
     tmp.mkdir()
     return tmp
 
@@ -78,7 +41,7 @@ def replace_dir(tmp: Path, target: Path) -> None:
     is missing for an instant)."""
     fsync_tree(tmp)
     if target.exists():
-        old = _scratch_name(target, "old")
+        old = scratch_name(target, "old")
         target.rename(old)
         tmp.rename(target)
         fsync_path(target.parent)
