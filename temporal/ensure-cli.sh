@@ -18,4 +18,7 @@ if ! { [ -x "$cached" ] && [ "$(cat "$cached.version" 2>/dev/null)" = "$TEMPORAL
    && on_path=$(command -v temporal 2>/dev/null) && version_ok "$on_path"; then
   echo "$on_path"; exit 0
 fi
+[ -x "$cached" ] || command -v go >/dev/null 2>&1 || rf_die "no Temporal CLI >= v1.5 on PATH and no Go toolchain to build one.
+  Install Go 1.24 or newer (https://go.dev/doc/install, or 'apt-get install golang-go' on Debian 13+),
+  or put a Temporal CLI v1.5+ on PATH, then run this again."
 rf_go_install github.com/temporalio/cli/cmd/temporal "$TEMPORAL_CLI_VERSION" temporal
