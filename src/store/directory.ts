@@ -2,7 +2,7 @@ import { access, mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanStaleTemps, diskFullOr, isTempName, writeFileDurable } from './durable';
 import { SampleNotFoundError } from './errors';
-import { checkKey, type SampleStore } from './store';
+import { checkKey, parseJsonLines, type SampleStore } from './store';
 
 /**
  * A sample store in a local directory: one file per key, written durably (durable.ts). The first write into a
@@ -30,10 +30,7 @@ export class DirectorySampleStore implements SampleStore {
   }
 
   async getLines<T>(key: string): Promise<T[]> {
-    return (await this.read(key))
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as T);
+    return parseJsonLines<T>(await this.read(key));
   }
 
   async keys(dir: string): Promise<string[]> {

@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, NoSuchKey, NotFound, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { ObjectCorruptError, SampleNotFoundError } from './errors';
-import { checkKey, type SampleStore } from './store';
+import { checkKey, parseJsonLines, type SampleStore } from './store';
 
 /** Bodies above this go multipart (lib-storage's part size: S3's minimum part is 5 MiB). */
 export const MULTIPART_BYTES = 8 * 2 ** 20;
@@ -63,10 +63,7 @@ export class S3SampleStore implements SampleStore {
   }
 
   async getLines<T>(key: string): Promise<T[]> {
-    return (await this.read(key))
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as T);
+    return parseJsonLines<T>(await this.read(key));
   }
 
   async has(key: string): Promise<boolean> {

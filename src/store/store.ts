@@ -23,6 +23,13 @@ export interface SampleStore {
   locate(key: string): string;
 }
 
+/** The values of newline-delimited JSON (putLines's format), one per non-empty line. */
+export const parseJsonLines = <T>(text: string): T[] =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as T);
+
 const KEY = /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/;
 
 /** Checks a key: relative, "/"-separated, no "." or ".." segments. */
