@@ -9,7 +9,8 @@
  * carried on to the engine. Healing resumes both, with every byte delivered
  * in order, as TCP delivers after a partition shorter than its retransmission
  * timeout (about 15 minutes on Linux). A caller that gives up meanwhile sees
- * the same as on a real network: a call with no answer.
+ * the same as on a real network: a call with no answer; and the other side
+ * hears of a connection ended or dropped during the partition only at heal.
  */
 import net from 'node:net';
 import type { LoadedConfig } from '../configs';
@@ -66,9 +67,11 @@ export async function startPartitionProxy(from: string, to: string): Promise<Par
       dst.on('drain', () => {
         if (!partitioned) src.resume();
       });
-      src.on('end', () => (partitioned ? queued.push(() => dst.end()) : dst.end()));
-      src.on('error', () => dst.destroy());
-      src.on('close', () => dst.destroy());
+      // A side that ends or drops during a partition is not heard on the other side until it heals, as on a network.
+      const after = (effect: () => void) => (partitioned ? queued.push(effect) : effect());
+      src.on('end', () => after(() => dst.end()));
+      src.on('error', () => after(() => dst.destroy()));
+      src.on('close', () => after(() => dst.destroy()));
     };
     forward(client, upstream);
     forward(upstream, client);

@@ -14,6 +14,8 @@ interface Upstream {
   /** Each chunk or connection the upstream saw, with whether the proxy was partitioned then. */
   arrivals: { what: 'connection' | 'data'; bytes: number; duringPartition: boolean }[];
   received: Buffer[];
+  /** Called when a connection to the upstream closes. */
+  onClose?: () => void;
   close(): Promise<void>;
 }
 
@@ -43,9 +45,10 @@ async function echoUpstream(): Promise<Upstream> {
       s.write(chunk);
     });
     s.on('error', () => undefined);
+    s.on('close', () => up.onClose?.());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
+  const up: Upstream = {
     port: (server.address() as net.AddressInfo).port,
     arrivals,
     received,
@@ -55,6 +58,7 @@ async function echoUpstream(): Promise<Upstream> {
         server.close(() => resolve());
       }),
   };
+  return up;
 }
 
 async function connect(): Promise<net.Socket> {
@@ -129,6 +133,23 @@ describe('partition proxy', () => {
     expect(upstream!.arrivals.map((a) => a.what)).toEqual(['connection', 'data']);
     expect(upstream!.arrivals.filter((a) => a.duringPartition)).toEqual([]);
     expect(proxy!.counts.heldAtPartition).toBe(1);
+  });
+
+  it('a client that drops its connection during a partition is not heard upstream until the heal', async () => {
+    await setUp();
+    const c = await connect();
+    const first = readBytes(c, 2);
+    await written(c, Buffer.from('hi'));
+    await first;
+    const closedUpstream: boolean[] = [];
+    upstream!.onClose = () => closedUpstream.push(proxy!.partitioned);
+    proxy!.partition();
+    c.destroy();
+    await sleep(200);
+    expect(closedUpstream).toEqual([]);
+    proxy!.heal();
+    while (closedUpstream.length === 0) await new Promise((r) => setImmediate(r));
+    expect(closedUpstream).toEqual([false]);
   });
 
   it('a large transfer cut mid-stream arrives whole, echoed back intact', async () => {
