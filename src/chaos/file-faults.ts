@@ -54,6 +54,11 @@ export function corruptNewestState(stateDir: string): CorruptedState | undefined
   }
   const sized = listed.map((f) => path.join(newest.dir, f)).filter((f) => existsSync(f) && statSync(f).size > 0);
   const file = sized.sort((a, b) => statSync(b).size - statSync(a).size)[0] ?? path.join(newest.dir, META);
+  return { version: newest.version, file, offset: flipMiddleByte(file) };
+}
+
+/** Inverts every bit of the byte in the middle of `file`, in place; returns its offset. */
+export function flipMiddleByte(file: string): number {
   const offset = Math.floor(statSync(file).size / 2);
   const fd = openSync(file, 'r+');
   try {
@@ -64,7 +69,7 @@ export function corruptNewestState(stateDir: string): CorruptedState | undefined
   } finally {
     closeSync(fd);
   }
-  return { version: newest.version, file, offset };
+  return offset;
 }
 
 const run = (cmd: string, args: string[]): void => {

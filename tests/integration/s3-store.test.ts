@@ -5,11 +5,12 @@
 // without its digest); a large object written multipart; the same answers as
 // the directory store for the same calls.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, openSync, readSync, writeSync, closeSync, statSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { flipMiddleByte } from '../../src/chaos/file-faults';
 import { DirectorySampleStore, MULTIPART_BYTES, ObjectCorruptError, S3SampleStore, SampleNotFoundError, type SampleStore } from '../../src/store';
 import { TestObjectStore } from './helpers/object-store';
 
@@ -27,19 +28,6 @@ beforeAll(async () => {
 afterAll(() => {
   server?.stop();
 });
-
-function flipByte(file: string): void {
-  const fd = openSync(file, 'r+');
-  try {
-    const at = Math.floor(statSync(file).size / 2);
-    const b = Buffer.alloc(1);
-    readSync(fd, b, 0, 1, at);
-    b[0] = b[0]! ^ 0xff;
-    writeSync(fd, b, 0, 1, at);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 describe.each([
   ['s3', () => s3],
@@ -71,7 +59,7 @@ describe('the s3 store', () => {
 
   it('refuses a damaged object (a byte flipped on the server\'s disk), naming both digests', async () => {
     await s3.put('run-c/samples/u1.json', { uid: 'u1', tokens: Array.from({ length: 64 }, (_, i) => i) });
-    flipByte(server.objectFile('team/run-c/samples/u1.json'));
+    flipMiddleByte(server.objectFile('team/run-c/samples/u1.json'));
     const err = await s3.get('run-c/samples/u1.json').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ObjectCorruptError);
     expect((err as Error).message).toMatch(/s3:\/\/rollflow\/team\/run-c\/samples\/u1\.json is damaged: its body's SHA-256 is [0-9a-f]{64}, its sha256 metadata says [0-9a-f]{64}/);

@@ -158,7 +158,7 @@ def test_a_torch_state_or_export_larger_than_the_disk_is_disk_full_and_leaves_no
 def test_an_injected_enospc_is_disk_full_and_leaves_nothing(tmp_path, monkeypatch, where):
     def no_space(*_):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    monkeypatch.setattr(state_files, "_sha256" if where == "save" else "fsync_tree", no_space)
+    monkeypatch.setattr(state_files, "file_sha256" if where == "save" else "fsync_tree", no_space)
     c = trained(export_dir=str(tmp_path / "weights"))
     if where == "save":
         disk_full(c.post("/save", json={"path": str(tmp_path / "v2")}), tmp_path / "v2")

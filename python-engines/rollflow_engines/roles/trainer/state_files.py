@@ -9,18 +9,17 @@ sha256 (``files``); /load checks them all before any weight changes, and a state
 """
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 from typing import Any
 
 from ...durable import fsync_path, fsync_tree
 from ...errors import ConflictError, RequestError
+from ...objects import file_sha256
 from ...scratch import clean_stale_scratch, scratch_name
 
 CORRUPT = "checkpoint_corrupt"  # the 4xx code of a state whose files do not match its checksums
 FILES_KEY = "files"  # in the meta file: {relative path: {"size": bytes, "sha256": hex}}
-_CHUNK = 1 << 20
 
 
 def scratch_dir_for(target: Path, marker: str, field: str) -> Path:
@@ -51,17 +50,9 @@ def replace_dir(tmp: Path, target: Path) -> None:
     fsync_path(target.parent)
 
 
-def _sha256(file: Path) -> str:
-    h = hashlib.sha256()
-    with open(file, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def checksums(directory: Path, meta_name: str) -> dict[str, dict[str, Any]]:
     """Size and sha256 of every file under ``directory`` but the meta file itself, by path relative to it."""
-    return {file.relative_to(directory).as_posix(): {"size": file.stat().st_size, "sha256": _sha256(file)}
+    return {file.relative_to(directory).as_posix(): {"size": file.stat().st_size, "sha256": file_sha256(file)}
             for file in sorted(directory.rglob("*")) if file.is_file() and file.relative_to(directory).as_posix() != meta_name}
 
 
@@ -76,7 +67,7 @@ def verify_checksums(directory: Path, meta: dict[str, Any], field: str, given: A
         if not file.is_file():
             raise RequestError(field, f"{file} is missing (listed in the state's checksums)", given, CORRUPT)
         try:
-            size, digest = file.stat().st_size, _sha256(file)
+            size, digest = file.stat().st_size, file_sha256(file)
         except OSError as e:
             raise RequestError(field, f"{file} cannot be read: {e}", given, CORRUPT) from e
         if not isinstance(expected, dict) or size != expected.get("size") or digest != expected.get("sha256"):
