@@ -1,6 +1,6 @@
 /** The python-engines servers a config asks rollflow to launch (engines.*.launch: true): their processes. */
 import path from 'node:path';
-import { isObjectRef, type EngineRole, type SampleStoreLocation } from '../core';
+import { describeStore, isObjectRef, type EngineRole, type SampleStoreLocation } from '../core';
 import type { LoadedConfig } from '../configs';
 import { engineSpecs, type EngineSpec } from '../configs/engines';
 import { engineHealth } from '../gpu-bridge';
@@ -38,7 +38,7 @@ export const trainerStepLog = (e: LaunchedEngine, state = stateDir()): string =>
 export function trainerExportDir(e: LaunchedEngine, state = stateDir()): string {
   if (typeof e.options.export_dir === 'string') return e.options.export_dir;
   const store = e.sampleStore;
-  return store.kind === 's3' ? `s3://${store.bucket}/${store.prefix}weights/${e.process.name}` : path.join(state, 'weights', e.process.name);
+  return store.kind === 's3' ? `${describeStore(store)}weights/${e.process.name}` : path.join(state, 'weights', e.process.name);
 }
 
 /**
