@@ -70,14 +70,15 @@ start() {
     [ -n "${ROLLFLOW_S3_CERT:-}" ] && tls=(--cert "$ROLLFLOW_S3_CERT" --key "${ROLLFLOW_S3_KEY:?ROLLFLOW_S3_KEY: the key of ROLLFLOW_S3_CERT}")
     ROOT_ACCESS_KEY_ID=$(key_of aws_access_key_id) ROOT_SECRET_ACCESS_KEY=$(key_of aws_secret_access_key) \
       setsid "$bin" --port "$address" --quiet "${tls[@]}" posix "$data" >>"$log" 2>&1 </dev/null &
-    echo $! >"$pidfile"
+    local pid=$!
+    echo "$pid" >"$pidfile"
     local deadline=$(( $(date +%s) + 30 ))
     until rf_port_open "${address%:*}" "${address##*:}"; do
-      [ -n "$(live_pid)" ] || rf_die "versitygw exited at start: $(tail -5 "$log")"
+      rf_running "$pid" || rf_die "versitygw exited at start: $(tail -5 "$log")"
       [ "$(date +%s)" -lt "$deadline" ] || rf_die "versitygw did not listen on $address within 30 s (see $log)"
       sleep 0.2
     done
-    rf_say "versitygw started (pid $(live_pid)) at $endpoint, data in $data"
+    rf_say "versitygw started (pid $pid) at $endpoint, data in $data"
   else
     rf_say "versitygw already running (pid $(live_pid)) at $endpoint"
   fi

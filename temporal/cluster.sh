@@ -318,7 +318,7 @@ server_start() {
   echo $! >"$server_pidfile"
   local deadline=$(( $(date +%s) + TEMPORAL_CLUSTER_START_TIMEOUT ))
   until rf_healthy "$address"; do
-    if ! kill -0 "$(cat "$server_pidfile")" 2>/dev/null; then
+    if ! rf_running "$(cat "$server_pidfile")"; then
       rm -f "$server_pidfile"
       rf_die "the Temporal server exited during start; last lines of $server_log:
 $(tail -n 20 "$server_log")"

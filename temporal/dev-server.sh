@@ -48,7 +48,7 @@ start() {
   echo $! >"$TEMPORAL_PIDFILE"
   local deadline=$(( $(date +%s) + TEMPORAL_START_TIMEOUT ))
   until healthy; do
-    if ! kill -0 "$(cat "$TEMPORAL_PIDFILE")" 2>/dev/null; then
+    if ! rf_running "$(cat "$TEMPORAL_PIDFILE")"; then
       rm -f "$TEMPORAL_PIDFILE"
       rf_die "the dev server exited during start; last lines of $TEMPORAL_LOG:
 $(tail -n 20 "$TEMPORAL_LOG")"

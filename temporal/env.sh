@@ -78,6 +78,18 @@ rf_pid_from() {
   fi
 }
 
+# rf_running PID: is PID, a process this shell started, still running? A child
+# that exited stays a zombie until reaped, and kill -0 still succeeds on it, so
+# the state is read too. Start loops use this, not rf_pid_from: while a process
+# execs, its /proc/PID/cmdline is briefly empty, and a loaded machine caught a
+# freshly started server there (CI: "versitygw exited at start", empty log).
+rf_running() {
+  kill -0 "$1" 2>/dev/null || return 1
+  local stat; stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }  # the state letter follows the ")" that closes the command name
+  [ "${stat:0:1}" != Z ]
+}
+
 # The pid of the live dev server we started, or nothing.
 rf_live_pid() { rf_pid_from "$TEMPORAL_PIDFILE" 'server start-dev'; }
 
