@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { checkConfig } from '../client/preflight';
 import { ConfigError } from '../configs';
-import { isObjectRef } from '../core';
+import { isObjectRef, WORKER_ROLES, type WorkerRole } from '../core';
 import { down, probeWorker, status, up } from '../stack';
 import { stackParts } from '../stack/parts';
 import { supervise, SUPERVISE_DEFAULTS } from '../stack/supervise';
@@ -20,6 +20,14 @@ import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
 import { listRuns, runStatus, steer, syncRunWeights, waitRun, watchRun } from './operate';
 import { startRun, type RunOptions } from '../launch/run';
 import { runSmoke } from './smoke';
+
+/** --role: a comma-separated list of worker roles. */
+export function parseRoles(value: string): WorkerRole[] {
+  const roles = value.split(',').map((r) => r.trim()).filter((r) => r !== '');
+  const unknown = roles.filter((r) => !(WORKER_ROLES as readonly string[]).includes(r));
+  if (roles.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`got ${JSON.stringify(value)}; expected roles among ${WORKER_ROLES.join(', ')}, comma-separated`);
+  return roles as WorkerRole[];
+}
 
 const out = (line: string): void => {
   process.stdout.write(`${line}\n`);
@@ -63,7 +71,8 @@ function buildProgram(): Command {
 
   withConfigOptions(program.command('worker'))
     .description('run a worker in the foreground until SIGINT/SIGTERM')
-    .action(async (file: string | undefined, opts: ConfigOptions) => runWorker(loadFromArgs(file, opts).loaded));
+    .option('--role <roles>', `the queues to poll, comma-separated among ${WORKER_ROLES.join(', ')} (temporal.route_by_role; default every one)`, parseRoles)
+    .action(async (file: string | undefined, opts: ConfigOptions & { role?: WorkerRole[] }) => runWorker(loadFromArgs(file, opts).loaded, opts.role ? { roles: opts.role } : {}));
 
   withConfigOptions(program.command('supervise'))
     .description('(started by dev up) restart any part of the local stack that dies or hangs, until dev down')

@@ -1,7 +1,7 @@
 /** Turns a validated run config into the run workflow's plan: the one place the run reads the config. */
 import { ConfigError, type LoadedConfig } from '../configs';
 import { AlgorithmSettings, type RunConfig } from '../configs/schema';
-import { runDataDir } from '../core';
+import { roleQueues, runDataDir } from '../core';
 import type { RunPlan } from '../workflows/run';
 
 type EnvManager = NonNullable<LoadedConfig['config']['train_env_manager']>;
@@ -107,6 +107,7 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     saveSteps: config.save_steps,
     trainerStateSaveSteps: config.trainer_state_save_steps,
     configHash: loaded.hash,
+    ...(config.temporal.route_by_role ? { queues: roleQueues(config.temporal.task_queue) } : {}),
     ...tracking(loaded),
   };
 }

@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import { loraOf, sameLora, setsLora } from './model-args';
 import type { ActorInferSchema, ActorTrainSchema } from './sections/actors';
 import type { EnginesSchema } from './sections/engines';
+import type { TemporalSchema } from './sections/temporal';
 import type { CustomEnvSchema, EnvManagerSchema, RewardSchema } from './sections/envs';
 
 /** What the checks read of a parsed run config: its sections (schema.ts's RunConfig has them all). */
@@ -19,6 +20,7 @@ interface RawRunConfig {
   rewards: Record<string, z.output<typeof RewardSchema>>;
   domain_interleave_probs?: Record<string, number>;
   engines: z.output<typeof EnginesSchema>;
+  temporal: z.output<typeof TemporalSchema>;
 }
 
 /** Checks between fields: env tags exist, partitions add up, domain shares sum to 1. */
@@ -43,6 +45,7 @@ export function checkCrossReferences(c: Omit<RawRunConfig, never>, ctx: z.Refine
     }
   }
   checkRewards(c, ctx);
+  checkRouting(c, ctx);
   checkSchedule(c, ctx);
   checkInterleave(c, ctx);
   checkModelArgs(c, ctx);
@@ -139,5 +142,13 @@ function checkRewards(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): void 
   const routed = Object.entries(c.custom_envs).filter(([, e]) => e.env_type === 'dataset' && e.env_config.verifier === undefined);
   if (routed.length === 0) {
     ctx.addIssue({ code: 'custom', path: ['rewards'], message: 'rewards route dataset rows by domain, but no custom_envs entry is an env_type dataset without its own env_config.verifier' });
+  }
+}
+
+/** A run that routes by role calls each env server from a worker beside it: a local activity would run on whichever worker runs the workflow. */
+function checkRouting(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): void {
+  if (!c.temporal.route_by_role) return;
+  for (const [tag, env] of Object.entries(c.custom_envs)) {
+    if (env.env_calls === 'local') ctx.addIssue({ code: 'custom', path: ['custom_envs', tag, 'env_calls'], message: 'local env calls run on the worker of the workflow, not beside an env server; temporal.route_by_role is true, so use activity or auto' });
   }
 }

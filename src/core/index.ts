@@ -7,6 +7,7 @@ export * from './errors';
 export * from './heartbeat';
 export * from './ids';
 export * from './metrics';
+export * from './roles';
 export * from './seeds';
 export * from './store-location';
 export type * from './tracking';

@@ -2,12 +2,15 @@
  * A rollflow worker: polls the run's task queue, runs workflows in Temporal's
  * deterministic sandbox and activities in this process. Stops cleanly on
  * SIGINT/SIGTERM (Temporal's runtime handles both), finishing what it can.
+ * With temporal.route_by_role it also polls the engine roles' queues
+ * (core/roles.ts), or, given roles, only theirs: one SDK worker per queue,
+ * sharing this process's connection and activities.
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogEntry, type LogLevel } from '@temporalio/worker';
 import { createActivities, createDeps, type ActivityDeps } from '../activities';
 import type { LoadedConfig } from '../configs';
 import { createLogger, type Logger } from '../logging';
-import { HEARTBEAT_EVERY_MS } from '../core';
+import { HEARTBEAT_EVERY_MS, queueOfRole, WORKER_ROLES, type WorkerRole } from '../core';
 import { connectClient } from '../client/connect';
 import { explainConnectFailure } from '../client/connect-failure';
 import { TemporalUnreachableError } from '../client/errors';
@@ -16,7 +19,7 @@ import { workerDataConverterOf } from '../codec/encryption';
 import { freeLoopbackAddress, startMetricsServer } from '../monitoring/metrics-server';
 import { startBeating } from './liveness';
 import { registerSupervisorMetrics } from './supervisor-metrics';
-import { reclaimFromDeadWorkers } from './reclaim';
+import { reclaimFromDeadWorkers, workerIdentity } from './reclaim';
 
 let runtimeInstalled = false;
 
@@ -57,13 +60,28 @@ export interface WorkerOptions {
   identity?: string;
   /** The SDK runtime serves its Prometheus metrics (runWorker sets it; in-process workers of tests and benches do not). */
   sdkMetrics?: boolean;
+  /** The queues to poll (`rollflow worker --role`); default every queue the config schedules on (workerRoles). */
+  roles?: readonly WorkerRole[];
+}
+
+/**
+ * The roles a worker serves: those asked for, else every one the config schedules on (main alone when it does not
+ * route by role). An engine role the config never schedules on is refused: its worker would wait for nothing.
+ */
+export function workerRoles({ config }: LoadedConfig, asked?: readonly WorkerRole[]): WorkerRole[] {
+  const routed = config.temporal.route_by_role;
+  if (!asked || asked.length === 0) return routed ? [...WORKER_ROLES] : ['main'];
+  const unscheduled = asked.filter((r) => r !== 'main' && !routed);
+  if (unscheduled.length > 0) throw new Error(`--role ${unscheduled.join(',')}: temporal.route_by_role is false, so every call is scheduled on task_queue ${JSON.stringify(config.temporal.task_queue)} (role main); set it to true to route the calls of engine roles to their own queues`);
+  return [...new Set(asked)];
 }
 
 export async function createWorker(
   loaded: LoadedConfig,
   opts: WorkerOptions = {},
-): Promise<{ worker: Worker; connection: NativeConnection; deps: ActivityDeps; sdkMetricsAddress: string | undefined }> {
+): Promise<{ worker: Worker; workers: Worker[]; connection: NativeConnection; deps: ActivityDeps; sdkMetricsAddress: string | undefined }> {
   const { config } = loaded;
+  const roles = workerRoles(loaded, opts.roles);
   const log = createLogger('worker');
   const sdkMetricsAddress = await installRuntime(log, opts.sdkMetrics ?? false);
   const deps = createDeps(loaded, log);
@@ -72,31 +90,40 @@ export async function createWorker(
   const connection = await NativeConnection.connect({ address: config.temporal.address, ...(security.tls ? { tls: security.tls } : {}), ...(security.apiKey ? { apiKey: security.apiKey } : {}) }).catch(async (e: unknown) => {
     throw new TemporalUnreachableError(await explainConnectFailure(config.temporal.address, security, e));
   });
-  let worker: Worker;
+  const workers: Worker[] = [];
   try {
-    worker = await Worker.create({
+    const activities = createActivities(deps);
+    const common = {
       connection,
       namespace: config.temporal.namespace,
-      taskQueue: config.temporal.task_queue,
-      workflowsPath: opts.workflowsPath ?? require.resolve('../workflows'),
       ...(dataConverter ? { dataConverter } : {}),
-      activities: createActivities(deps),
+      activities,
       maxConcurrentActivityTaskExecutions: config.temporal.worker.max_concurrent_activities,
-      maxConcurrentLocalActivityExecutions: config.temporal.worker.max_concurrent_local_activities,
-      ...(config.temporal.worker.max_concurrent_workflow_tasks ? { maxConcurrentWorkflowTaskExecutions: config.temporal.worker.max_concurrent_workflow_tasks } : {}),
-      ...(config.temporal.worker.max_cached_workflows !== undefined ? { maxCachedWorkflows: config.temporal.worker.max_cached_workflows } : {}),
-      ...(opts.identity ? { identity: opts.identity } : {}),
+      identity: opts.identity ?? workerIdentity(),
       // Beats reach the server as they are made, not at 80% of the heartbeat timeout (the
       // SDK's default throttle), so the timeout has room for late ones (heartbeat-timing.ts).
       maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
       defaultHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
-    });
+    };
+    for (const role of roles) {
+      const taskQueue = queueOfRole(config.temporal.task_queue, role);
+      // Only the run's queue has workflow tasks (and so local activities); an engine role's queue has activities only.
+      const workflows = role === 'main'
+        ? {
+            workflowsPath: opts.workflowsPath ?? require.resolve('../workflows'),
+            maxConcurrentLocalActivityExecutions: config.temporal.worker.max_concurrent_local_activities,
+            ...(config.temporal.worker.max_concurrent_workflow_tasks ? { maxConcurrentWorkflowTaskExecutions: config.temporal.worker.max_concurrent_workflow_tasks } : {}),
+            ...(config.temporal.worker.max_cached_workflows !== undefined ? { maxCachedWorkflows: config.temporal.worker.max_cached_workflows } : {}),
+          }
+        : {};
+      workers.push(await Worker.create({ ...common, taskQueue, ...workflows }));
+    }
   } catch (e) {
     await connection.close(); // an open connection would keep this process alive
     throw e;
   }
-  log.info({ address: config.temporal.address, taskQueue: config.temporal.task_queue }, 'worker ready');
-  return { worker, connection, deps, sdkMetricsAddress };
+  log.info({ address: config.temporal.address, taskQueues: roles.map((r) => queueOfRole(config.temporal.task_queue, r)) }, 'worker ready');
+  return { worker: workers[0]!, workers, connection, deps, sdkMetricsAddress };
 }
 
 /** What a dead worker of this host left behind is retried now (reclaim.ts); a failure here costs only speed, never the worker. */
@@ -115,22 +142,43 @@ async function reclaim({ config }: LoadedConfig, identity: string): Promise<void
   }
 }
 
+/** The SDK workers of one process as one, for its beat: the first one's state, the work in flight of all. */
+function together(workers: Worker[]): Pick<Worker, 'getStatus'> {
+  return {
+    getStatus: () => {
+      const all = workers.map((w) => w.getStatus());
+      return { ...all[0]!, numInFlightActivities: all.reduce((n, s) => n + s.numInFlightActivities, 0), numInFlightWorkflowActivations: all.reduce((n, s) => n + s.numInFlightWorkflowActivations, 0) };
+    },
+  };
+}
+
+/** Runs every SDK worker until all have stopped; one that fails stops the others, and its error is thrown. */
+async function runAll(workers: Worker[]): Promise<void> {
+  const stopOthers = (failed: Worker) => workers.forEach((w) => w !== failed && w.getState() === 'RUNNING' && w.shutdown());
+  const results = await Promise.allSettled(workers.map((w) => w.run().catch((e: unknown) => {
+    stopOthers(w);
+    throw e;
+  })));
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason;
+}
+
 export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}): Promise<void> {
   const metricsAddress = loaded.config.temporal.worker.metrics_address;
-  const created: { worker?: Worker } = {}; // beats start before the SDK worker exists
-  const stopBeating = startBeating(loaded, () => created.worker, createLogger('worker'));
-  const { worker, connection, deps, sdkMetricsAddress } = await createWorker(loaded, { ...opts, sdkMetrics: metricsAddress !== 'off' }).catch((e: unknown) => {
+  const created: { workers?: Worker[] } = {}; // beats start before the SDK workers exist
+  const stopBeating = startBeating(loaded, () => created.workers && together(created.workers), createLogger('worker'));
+  const { worker, workers, connection, deps, sdkMetricsAddress } = await createWorker(loaded, { ...opts, sdkMetrics: metricsAddress !== 'off' }).catch((e: unknown) => {
     stopBeating();
     throw e;
   });
-  created.worker = worker;
+  created.workers = workers;
   registerSupervisorMetrics(loaded);
   const metrics = metricsAddress === 'off' ? undefined : await startMetricsServer(metricsAddress, sdkMetricsAddress, createLogger('worker'));
   // The health prober lives as long as the worker: it brings inference servers marked down back.
   deps.prober.start();
   const reclaiming = reclaim(loaded, worker.options.identity);
   try {
-    await worker.run();
+    await runAll(workers);
     await reclaiming;
   } finally {
     stopBeating();

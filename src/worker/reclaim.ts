@@ -25,8 +25,17 @@ export interface Reclaimed {
   activities: number;
 }
 
-/** The pid of a worker identity `<pid>@<host>` on this host, else undefined (the SDK's default identity). */
-export function localPid(identity: string | null | undefined, host = hostname()): number | undefined {
+/**
+ * This worker's host: ROLLFLOW_HOST when set (hosts that share one kernel's hostname, such as the network
+ * namespaces of hosts/netns.sh, say which they are), else the hostname.
+ */
+export const workerHost = (): string => process.env.ROLLFLOW_HOST || hostname();
+
+/** A worker's identity, `<pid>@<host>` (the SDK's default form, with workerHost). */
+export const workerIdentity = (): string => `${process.pid}@${workerHost()}`;
+
+/** The pid of a worker identity `<pid>@<host>` on this host, else undefined. */
+export function localPid(identity: string | null | undefined, host = workerHost()): number | undefined {
   const m = /^(\d+)@(.+)$/.exec(identity ?? '');
   return m && m[2] === host ? Number(m[1]) : undefined;
 }

@@ -58,6 +58,7 @@ export class GroupDispatch {
       sampling: { ...plan.sampling, max_tokens: env.maxTokens, seed: groupSamplingSeed(plan.seed, ref) },
       filter: plan.filter,
       replicate: plan.replicate,
+      ...(plan.queues ? { queues: plan.queues } : {}),
     };
   }
 }

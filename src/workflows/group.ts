@@ -5,21 +5,20 @@
  * sample). It reports to the run's workflow id, which always reaches the
  * newest run after continue-as-new.
  */
-import { ApplicationFailure, executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities, Sampling } from '../activities';
+import { ApplicationFailure, executeChild, getExternalWorkflowHandle, log, workflowInfo } from '@temporalio/workflow';
+import type { Sampling } from '../activities';
 import { GENERATE } from './activity-options';
 import { sumEnvInfo, type EnvInfoSums } from './env-info';
 import { summarizeFailure, type FailureSummary } from './failure';
-import { childWorkflowId, contextKey, type GroupRef, memberSamplingSeed, sampleUid } from '../core';
+import { childWorkflowId, contextKey, type GroupRef, memberSamplingSeed, type RoleQueues, sampleUid } from '../core';
 // The run's own message (a cycle with run.ts, used only inside functions: safe).
 import { groupDone } from './run-messages';
 import type { GroupResult } from './run-buffer';
 import { generateSummary, trajectoryWorkflowSummary } from './metadata';
+import { roleActivities } from './routing';
 import { KIND, RUN_ID } from './search-attributes';
 import type { EnvSpec, GroupFilter } from './env-spec';
 import { episodeCalls, finishEpisode, playOut, startEpisode, stepEnv, trajectory, type TrajectoryInput, type TrajectorySummary } from './trajectory';
-
-const { generateGroupTurn } = proxyActivities<Activities>(GENERATE);
 
 export interface GroupInput {
   runId: string;
@@ -40,6 +39,8 @@ export interface GroupInput {
    * group's G samples come from one request with n = G.
    */
   replicate: boolean;
+  /** The run's role task queues (RunPlan.queues); absent when it does not route by role. */
+  queues?: RoleQueues;
 }
 
 export async function group(input: GroupInput): Promise<GroupResult> {
@@ -65,6 +66,7 @@ export function trajectoryInputs(input: GroupInput): TrajectoryInput[] {
     env: input.env,
     envSeed: input.envSeed,
     sampling: { ...input.sampling, seed: memberSamplingSeed(input.sampling.seed, i) },
+    ...(input.queues ? { queues: input.queues } : {}),
   }));
 }
 
@@ -92,7 +94,8 @@ function runTrajectories(input: GroupInput): Promise<TrajectorySummary[]> {
  */
 async function runOneRequest(input: GroupInput): Promise<TrajectorySummary[]> {
   const trajectories = trajectoryInputs(input);
-  const calls = episodeCalls(input.env, 'local');
+  const calls = episodeCalls(input.env, 'local', input.queues);
+  const { generateGroupTurn } = roleActivities(GENERATE, 'inference', input.queues);
   const episodes = await Promise.all(trajectories.map((t) => startEpisode(t, calls)));
   const generation = episodes[0]!.generation;
   // One request cannot give its choices different settings: an env that asks per member needs prompt replication.

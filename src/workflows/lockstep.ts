@@ -44,7 +44,7 @@ const failedSlot = ({ message, infra, unscored }: FailureSummary): Slot => ({ er
 export async function lockstepRollout(input: LockstepInput): Promise<GroupResult[]> {
   const trajectories = input.groups.flatMap(trajectoryInputs);
   const groupOf = input.groups.flatMap((g, gi) => trajectoryInputs(g).map(() => gi));
-  const calls = trajectories.map((t) => episodeCalls(t.env, 'activity'));
+  const calls = trajectories.map((t) => episodeCalls(t.env, 'activity', t.queues));
   const slots: Slot[] = input.slots ?? (await Promise.all(trajectories.map(async (t, i) => {
     const r = await settle(startEpisode(t, calls[i]));
     return r.ok ? { ep: r.value } : failedSlot(r.failure);

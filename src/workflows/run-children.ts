@@ -28,6 +28,11 @@ export class RunChildren {
     private readonly trainer: { binding?: TrainerBinding },
   ) {}
 
+  /** The run's role task queues, for a child's input (none when the run does not route by role). */
+  private routing() {
+    return this.plan.queues ? { queues: this.plan.queues } : {};
+  }
+
   private attributes(kind: string) {
     return [{ key: RUN_ID, value: this.plan.runId }, { key: KIND, value: kind }];
   }
@@ -59,7 +64,7 @@ export class RunChildren {
     const { plan } = this;
     return executeChild(trainStep, {
       workflowId: trainStepWorkflowId(plan.runId, batch.step),
-      args: [{ runId: plan.runId, step: batch.step, sampleKeys: batch.groups.flatMap((g) => g.storeKeys), options: plan.train, ...this.trainer }],
+      args: [{ runId: plan.runId, step: batch.step, sampleKeys: batch.groups.flatMap((g) => g.storeKeys), options: plan.train, ...this.trainer, ...this.routing() }],
       typedSearchAttributes: [...this.attributes('trainStep'), { key: STEP, value: batch.step }],
       staticSummary: trainStepSummary(batch.step, batch.groups.reduce((n, g) => n + g.samples, 0), batch.version),
     });
@@ -71,7 +76,7 @@ export class RunChildren {
     const v = plan.validation!;
     return executeChild(validate, {
       workflowId: validateWorkflowId(plan.runId, steps),
-      args: [{ runId: plan.runId, steps, version, envs: v.envs, groupSize: v.groupSize, sampling: plan.sampling, seed: plan.seed, replicate: plan.replicate }],
+      args: [{ runId: plan.runId, steps, version, envs: v.envs, groupSize: v.groupSize, sampling: plan.sampling, seed: plan.seed, replicate: plan.replicate, ...this.routing() }],
       typedSearchAttributes: [...this.attributes('validate'), { key: STEP, value: steps }],
       staticSummary: validateSummary(steps, version),
     });

@@ -1,6 +1,6 @@
 /** The run's plan: everything the `run` workflow needs, computed from the run config on the client (workflows never read files). */
 import type { Sampling, TrainerBinding, TrainOptions } from '../activities';
-import { type TrackingSpec, trainerStateDir } from '../core';
+import { type RoleQueues, type TrackingSpec, trainerStateDir } from '../core';
 import type { EnvSpec, GroupFilter, ValidationEnv } from './env-spec';
 import type { AdmissionLimits } from './run-admission';
 
@@ -57,6 +57,8 @@ export interface RunPlan {
    */
   trainerStateSaveSteps?: number;
   configHash: string;
+  /** temporal.route_by_role: each engine role's task queue, which every child's input carries on. Absent: one queue for everything. */
+  queues?: RoleQueues;
   /** track_with: the trackers every metrics and validation record goes to (the appendMetrics activity feeds them); absent without trackers. */
   tracking?: TrackingSpec;
 }

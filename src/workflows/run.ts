@@ -35,6 +35,7 @@ import { PROGRESS_ROWS, runDetails, type RunRow } from './metadata';
 import { carriedFacts, checkpointManifest, domainOrder, indexDataset, initialState, runStatus, type RunInput, type RunStatus } from './run-input';
 import { runMemo, type RunMemo } from './run-memo';
 import { RunChildren } from './run-children';
+import { roleActivities } from './routing';
 import { cancelRun, groupDone, resume, status, suspend, syncWeightsUpdate } from './run-messages';
 import { trainerBinding } from './run-plan';
 import { POLICY_VERSION, STEP } from './search-attributes';
@@ -46,12 +47,14 @@ export type { RolloutMode, RunPlan } from './run-plan';
 // ---- messages (run-messages.ts: groups send groupDone without importing this file)
 export { cancelRun, groupDone, resume, status, suspend, syncWeightsUpdate } from './run-messages';
 
-const { initTrainer, resumeTrainer, saveCheckpoint, syncWeights, appendMetrics, closeTracking, pauseEngines, resumeEngines } = proxyActivities<Activities>(TRAIN);
+// The weight sync, engine control and metrics fan out from the run's queue (every inference server, the run's records).
+const { syncWeights, appendMetrics, closeTracking, pauseEngines, resumeEngines } = proxyActivities<Activities>(TRAIN);
 
 export async function run(input: RunInput): Promise<RunStatus> {
   // ---- set-up
   const { plan } = input;
   const trainer = trainerBinding(plan);
+  const { initTrainer, resumeTrainer, saveCheckpoint } = roleActivities(TRAIN, 'trainer', plan.queues);
   // A file dataset's valid rows define the dataset size (malformed rows are reported and skipped).
   const dataset = input.snapshot ? input.dataset : await indexDataset(plan);
   const datasetSize = input.snapshot?.datasetSize ?? dataset?.size ?? plan.datasetSize;

@@ -6,10 +6,10 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities, TrainerBinding, TrainOptions } from '../activities';
 import { STORE, TRAIN } from './activity-options';
-import { batchKey, REPLAYED_STEPS } from '../core';
+import { batchKey, REPLAYED_STEPS, type RoleQueues } from '../core';
+import { roleActivities } from './routing';
 
 const { writeBatch } = proxyActivities<Activities>(STORE);
-const { runTrainStep, exportWeights } = proxyActivities<Activities>(TRAIN);
 
 export interface TrainStepInput {
   runId: string;
@@ -18,6 +18,8 @@ export interface TrainStepInput {
   options: TrainOptions;
   /** The run's hold on the trainer: a restarted trainer is recovered before the step (absent for runs planned before it). */
   binding?: TrainerBinding;
+  /** The run's role task queues (RunPlan.queues); absent when it does not route by role. */
+  queues?: RoleQueues;
 }
 
 export interface TrainStepResult {
@@ -32,6 +34,7 @@ export interface TrainStepResult {
 export async function trainStep(input: TrainStepInput): Promise<TrainStepResult> {
   const batchPath = await writeBatch.executeWithOptions({ summary: `step ${input.step} · ${input.sampleKeys.length} samples to one batch file` }, [{ batchKey: batchKey(input.runId, input.step), sampleKeys: input.sampleKeys }]);
   const binding = input.binding ? { binding: input.binding } : {};
+  const { runTrainStep, exportWeights } = roleActivities(TRAIN, 'trainer', input.queues);
   const trained = await runTrainStep.executeWithOptions({ summary: `step ${input.step} · advantages, loss and update on the trainer` }, [{ step: input.step, batchPath, options: input.options, ...binding }]);
   const weights = await exportWeights.executeWithOptions({ summary: `export v${trained.version}` }, [{ version: trained.version, ...binding }]);
   // A trainer restarted between the step and the export was recovered by the export: count those replays with the step's.

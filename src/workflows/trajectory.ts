@@ -11,15 +11,15 @@
 import { patched, proxyActivities, proxyLocalActivities, setCurrentDetails, type ActivityInterfaceFor } from '@temporalio/workflow';
 import type { Activities, Sampling, TurnSummary } from '../activities';
 import type { EpisodeGeneration } from '../envs/env';
-import { contextKey, type EnvLossPolicy, sampleKey } from '../core';
+import { contextKey, type EnvLossPolicy, type RoleQueues, sampleKey } from '../core';
 import type { EnvSpec } from './env-spec';
 import type { ChatMessage } from '../gpu-bridge';
 import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE } from './activity-options';
 import { numericInfo } from './env-info';
 import { isEnvSessionLost } from './failure';
+import { roleActivities } from './routing';
 import { envStepSummary, finishSummary, generateSummary, recordEnvStep, recordReset, recordReward, recordTurn, transcriptDetails } from './metadata';
 
-const { generateTurn } = proxyActivities<Activities>(GENERATE);
 
 /** The env and store calls of an episode: activities, or local activities (custom_envs.<tag>.env_calls; see episodeCalls). */
 export type EpisodeCalls = Pick<ActivityInterfaceFor<Activities>, 'envReset' | 'envStep' | 'finishTrajectory'>;
@@ -31,6 +31,12 @@ const localEnv = proxyLocalActivities<Activities>(LOCAL_ENV);
 const localStore = proxyLocalActivities<Activities>(LOCAL_STORE);
 export const LOCAL_CALLS: EpisodeCalls = { envReset: localEnv.envReset, envStep: localEnv.envStep, finishTrajectory: localStore.finishTrajectory };
 
+/** The env calls on the env role's queue (temporal.route_by_role), the sample write on the run's. */
+function routedCalls(queues: RoleQueues): EpisodeCalls {
+  const routedEnv = roleActivities(ENV, 'env', queues);
+  return { envReset: routedEnv.envReset, envStep: routedEnv.envStep, finishTrajectory: store.finishTrajectory };
+}
+
 export interface TrajectoryInput {
   runId: string;
   uid: string;
@@ -40,6 +46,8 @@ export interface TrajectoryInput {
   env: EnvSpec;
   envSeed: number;
   sampling: Sampling;
+  /** The run's role task queues (RunPlan.queues); absent when it does not route by role. */
+  queues?: RoleQueues;
 }
 
 export interface TrajectorySummary {
@@ -104,6 +112,7 @@ export async function startEpisode(input: TrajectoryInput, calls: EpisodeCalls =
 export function generateFor(input: TrajectoryInput, ep: Episode): Promise<TurnSummary> {
   const budget = input.env.maxEpisodeTokens;
   const sampling = budget === undefined ? input.sampling : { ...input.sampling, max_tokens: Math.min(input.sampling.max_tokens, budget - (ep.tokens ?? 0)) };
+  const { generateTurn } = roleActivities(GENERATE, 'inference', input.queues);
   return generateTurn.executeWithOptions({ summary: generateSummary(ep.turns, sampling.max_tokens) }, [
     {
       contextKey: contextKey(input.runId, input.uid),
@@ -173,13 +182,17 @@ export async function finishEpisode(input: TrajectoryInput, ep: Episode, calls: 
   return { uid: input.uid, reward: ep.reward, turns: ep.turns, ...done, envReplays: ep.replays ?? 0, envRestarts: ep.restarts ?? 0, ...(ep.envInfo ? { envInfo: ep.envInfo } : {}) };
 }
 
-/** The calls an env's settings ask for, where `auto` resolves to `whenAuto`. */
-export function episodeCalls(env: EnvSpec, whenAuto: 'activity' | 'local'): EpisodeCalls {
+/**
+ * The calls an env's settings ask for, where `auto` resolves to `whenAuto`. A run that routes by role calls its
+ * env servers from workers beside them, so never as local activities (the config refuses env_calls local there).
+ */
+export function episodeCalls(env: EnvSpec, whenAuto: 'activity' | 'local', queues?: RoleQueues): EpisodeCalls {
+  if (queues) return routedCalls(queues);
   const kind = env.calls === undefined || env.calls === 'auto' ? whenAuto : env.calls;
   return kind === 'local' ? LOCAL_CALLS : ACTIVITY_CALLS;
 }
 
 export async function trajectory(input: TrajectoryInput): Promise<TrajectorySummary> {
-  const calls = episodeCalls(input.env, 'activity');
+  const calls = episodeCalls(input.env, 'activity', input.queues);
   return finishEpisode(input, await playOut(input, await startEpisode(input, calls), calls), calls);
 }

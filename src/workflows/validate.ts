@@ -9,7 +9,7 @@ import { executeChild, workflowInfo } from '@temporalio/workflow';
 import { groupSummary } from './metadata';
 import type { Sampling } from '../activities';
 import { group, type GroupInput } from './group';
-import { childWorkflowId, validationGroupUid, validationSeeds } from '../core';
+import { childWorkflowId, type RoleQueues, validationGroupUid, validationSeeds } from '../core';
 import type { GroupResult } from './run-buffer';
 import { KIND, RUN_ID } from './search-attributes';
 import type { ValidationEnv } from './env-spec';
@@ -25,6 +25,8 @@ export interface ValidateInput {
   seed: number;
   /** The run's prompt replication setting (GroupInput.replicate). */
   replicate: boolean;
+  /** The run's role task queues (RunPlan.queues); absent when it does not route by role. */
+  queues?: RoleQueues;
 }
 
 export interface ValidationResult {
@@ -53,6 +55,7 @@ export async function validate(input: ValidateInput): Promise<ValidationResult> 
         sampling: { ...input.sampling, max_tokens: env.maxTokens, seed: seeds.samplingSeed },
         filter: 'none',
         replicate: input.replicate,
+        ...(input.queues ? { queues: input.queues } : {}),
       };
       const result = await executeChild(group, {
         workflowId: childWorkflowId(workflowInfo().workflowId, 'g', g),

@@ -10,6 +10,10 @@ export const TemporalSchema = z
     address: z.string().regex(/^[^:\s]+:\d{1,5}$/, 'host:port').default('127.0.0.1:7233').describe('Temporal frontend gRPC address, host:port.'),
     namespace: z.string().min(1).default('default').describe('Temporal namespace the run lives in.'),
     task_queue: z.string().min(1).default('rollflow').describe('Task queue rollflow workers poll.'),
+    route_by_role: z
+      .boolean()
+      .default(false)
+      .describe('(rollflow) Schedule the calls of each engine role on its own task queue, <task_queue>-inference, -trainer and -env, which only workers started beside such an engine poll (`rollflow worker --role`), so hosts that share no disk each serve the engines they run; workflows, the store, weight syncs and metrics stay on task_queue. A worker without --role polls every queue. Env calls are then activities (env_calls local is refused). docs/scaling.md.'),
     embedded: z.boolean().default(true).describe('Start the embedded dev server (temporal/dev-server.sh) when the address is loopback and nothing answers.'),
     ui_url: z.url().default('http://127.0.0.1:8233').describe('Temporal UI base URL, used in printed links; its port is the embedded UI port.'),
     codec_url: z

@@ -47,3 +47,27 @@ export function memoUpserts(h: History, field: string): { eventId: number; value
     return fields?.[field] ? [{ eventId: Number(e.eventId), value: decode(fields[field]) }] : [];
   });
 }
+
+/** Each activity the workflow scheduled: its type and id, the task queue it went to, and who ran it (the worker of its last attempt) with how it closed. */
+export function activityPlacements(h: History): { type: string; activityId: string; taskQueue: string; startedBy: string[]; attempt: number; closed?: 'completed' | 'failed' | 'timedOut' | 'canceled' }[] {
+  const all = events(h);
+  const started = new Map(all.flatMap((e) => (e.activityTaskStartedEventAttributes ? [[Number(e.activityTaskStartedEventAttributes.scheduledEventId), e.activityTaskStartedEventAttributes]] : [])));
+  const closed = new Map<number, 'completed' | 'failed' | 'timedOut' | 'canceled'>();
+  for (const e of all) {
+    const [attrs, how] = e.activityTaskCompletedEventAttributes ? [e.activityTaskCompletedEventAttributes, 'completed' as const] : e.activityTaskFailedEventAttributes ? [e.activityTaskFailedEventAttributes, 'failed' as const] : e.activityTaskTimedOutEventAttributes ? [e.activityTaskTimedOutEventAttributes, 'timedOut' as const] : e.activityTaskCanceledEventAttributes ? [e.activityTaskCanceledEventAttributes, 'canceled' as const] : [undefined, undefined];
+    if (attrs && how) closed.set(Number(attrs.scheduledEventId), how);
+  }
+  return all.flatMap((e) => {
+    const s = e.activityTaskScheduledEventAttributes;
+    if (!s) return [];
+    const id = Number(e.eventId);
+    const run = started.get(id);
+    const how = closed.get(id);
+    return [{ type: s.activityType?.name ?? '', activityId: s.activityId ?? '', taskQueue: s.taskQueue?.name ?? '', startedBy: run ? [run.identity ?? ''] : [], attempt: run?.attempt ?? 0, ...(how ? { closed: how } : {}) }];
+  });
+}
+
+/** The identities of the workers whose workflow tasks the workflow completed. */
+export function workflowTaskIdentities(h: History): string[] {
+  return events(h).flatMap((e) => (e.workflowTaskCompletedEventAttributes ? [e.workflowTaskCompletedEventAttributes.identity ?? ''] : []));
+}
