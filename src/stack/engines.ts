@@ -43,15 +43,18 @@ export function trainerExportDir(e: LaunchedEngine, state = stateDir()): string 
 
 /**
  * What a launched engine writes under the state dir unless the config says otherwise: a trainer its exported
- * weights (or, exporting to a bucket, each export before its upload) and its step log; an inference server the
- * exports it pulls from a bucket; an env server its action log (one line per applied step: the record that none was
- * applied twice).
+ * weights (or, exporting to a bucket, each export before its upload), its step log, and with a bucket store each
+ * saved state before its upload and each loaded one after its download (the run names s3:// states then:
+ * RunPlan.trainerRoot); an inference server the exports it pulls from a bucket; an env server its action log (one line
+ * per applied step: the record that none was applied twice).
  */
 export function stateDirOptions(e: LaunchedEngine, state = stateDir()): Record<string, unknown> {
   const weights = path.join(state, 'weights', e.process.name);
+  const bucket = e.sampleStore.kind === 's3';
   if (e.role === 'trainer') {
     const exportDir = trainerExportDir(e, state);
-    return { export_dir: exportDir, ...(isObjectRef(exportDir) ? { export_scratch_dir: weights } : {}), step_log: trainerStepLog(e, state) };
+    const states = bucket ? { state_scratch_dir: path.join(state, 'trainer-state-scratch', e.process.name) } : {};
+    return { export_dir: exportDir, ...(isObjectRef(exportDir) ? { export_scratch_dir: weights } : {}), ...states, step_log: trainerStepLog(e, state) };
   }
   if (e.role === 'inference') return { weights_cache_dir: path.join(state, 'weights-cache', e.process.name) };
   if (e.role === 'env') return { action_log: path.join(state, 'env-actions', `${e.process.name}.jsonl`) };

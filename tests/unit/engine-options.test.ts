@@ -66,12 +66,13 @@ describe('engine options from the run config', () => {
     expect(stateDirOptions(trainer, '/state')).toEqual({
       export_dir: 's3://rollflow/team-a/runs/weights/engine-trainer-8401',
       export_scratch_dir: '/state/weights/engine-trainer-8401',
+      state_scratch_dir: '/state/trainer-state-scratch/engine-trainer-8401', // the run names s3:// states (RunPlan.trainerRoot)
       step_log: '/state/trainer-steps/engine-trainer-8401.jsonl',
     });
     expect(trainerExportDir(trainerOf({ sample_store: { kind: 's3', bucket: 'rollflow' } }), '/state')).toBe('s3://rollflow/weights/engine-trainer-8401'); // no prefix
     // The config's export_dir wins, local or not; a local one needs no scratch dir.
     const own = (export_dir: string) => trainerOf({ ...bucket, engines: { trainer: { url: 'http://127.0.0.1:8401', options: { export_dir } } } });
-    expect(stateDirOptions(own('/disk/weights'), '/state')).toEqual({ export_dir: '/disk/weights', step_log: '/state/trainer-steps/engine-trainer-8401.jsonl' });
+    expect(stateDirOptions(own('/disk/weights'), '/state')).toEqual({ export_dir: '/disk/weights', state_scratch_dir: '/state/trainer-state-scratch/engine-trainer-8401', step_log: '/state/trainer-steps/engine-trainer-8401.jsonl' });
     expect(stateDirOptions(own('s3://other/w'), '/state')).toMatchObject({ export_dir: 's3://other/w', export_scratch_dir: '/state/weights/engine-trainer-8401' });
   });
 
