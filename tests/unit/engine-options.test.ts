@@ -76,6 +76,15 @@ describe('engine options from the run config', () => {
     expect(stateDirOptions(own('s3://other/w'), '/state')).toMatchObject({ export_dir: 's3://other/w', export_scratch_dir: '/state/weights/engine-trainer-8401' });
   });
 
+  it('with a bucket store launched env servers keep their snapshots in the bucket, all in one place; the config may say otherwise', () => {
+    const envOf = (raw: Record<string, unknown>) => launchedEngines(parseConfig(raw, 'test', '/work')).find((e) => e.role === 'env')!;
+    const bucket = { sample_store: { kind: 's3', bucket: 'rollflow', prefix: 'team-a/runs' } };
+    const options = (raw: Record<string, unknown>) => ({ ...stateDirOptions(envOf(raw), '/state'), ...envOf(raw).options });
+    expect(options(bucket)).toEqual({ action_log: '/state/env-actions/engine-env-8501.jsonl', snapshot_dir: 's3://rollflow/team-a/runs/env-snapshots' });
+    expect(options({ ...bucket, engines: { env: { url: 'http://127.0.0.1:8501', options: { snapshot_dir: '/shared/snapshots' } } } })).toMatchObject({ snapshot_dir: '/shared/snapshots' });
+    expect(options({})).not.toHaveProperty('snapshot_dir'); // a directory store: the servers' default, the host's temp dir
+  });
+
   it('gives sim servers nothing they would not understand', () => {
     const o = optionsOf({ engines: { inference: [{ url: 'http://127.0.0.1:8301', backend: 'sim', options: { max_batch: 4 } }] } });
     expect([o.inference, o.trainer]).toEqual([{ max_batch: 4 }, {}]);
