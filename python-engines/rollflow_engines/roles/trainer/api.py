@@ -226,22 +226,28 @@ class TrainerServer:
     async def load(self, req: LoadRequest) -> LoadResponse:
         store = state_ref(req.path)
         if store is None:
-            return await self._load(Path(req.path).absolute(), req)
-        try:
-            tmp = await run_in_thread(scratch_dir_for, self.state_scratch / "load", CHECKPOINT_META, "path")
-        except OSError as e:
-            raise write_failure(e, "path", f"cannot fetch {store} into state_scratch_dir {self.state_scratch}", req.path) from e
-        try:
-            await run_in_thread(download_state, store, tmp, CHECKPOINT_META, "path")
-            return await self._load(tmp, req, store)
-        except OSError as e:  # the scratch's own disk
-            raise write_failure(e, "path", f"cannot fetch {store} into state_scratch_dir {self.state_scratch}", req.path) from e
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)  # loaded (the backend holds what it read) or refused: gone
+            path = Path(req.path).absolute()
+            checked = await self._checked_state(path, req, str(path))  # before the lock: a bad state never waits for it
+            async with self.lock:
+                return await self._load_checked(path, checked, req, str(path))
+        # Under the lock from the fetch on: the scratch is cleaned only by a writer holding it (scratch.py), and the
+        # weights are about to be replaced anyway.
+        async with self.lock:
+            try:
+                tmp = await run_in_thread(scratch_dir_for, self.state_scratch / "load", CHECKPOINT_META, "path")
+            except OSError as e:
+                raise write_failure(e, "path", f"cannot fetch {store} into state_scratch_dir {self.state_scratch}", req.path) from e
+            try:
+                await run_in_thread(download_state, store, tmp, CHECKPOINT_META, "path")
+                return await self._load_checked(tmp, await self._checked_state(tmp, req, store), req, store)
+            except OSError as e:  # the scratch's own disk
+                raise write_failure(e, "path", f"cannot fetch {store} into state_scratch_dir {self.state_scratch}", req.path) from e
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)  # loaded (the backend holds what it read) or refused: gone
 
-    async def _load(self, path: Path, req: LoadRequest, shown: str | None = None) -> LoadResponse:
-        """Loads the state in the directory ``path``; ``shown`` is what messages name it by (its ref, for a fetched one)."""
-        shown = shown or str(path)
+    async def _checked_state(self, path: Path, req: LoadRequest, shown: str) -> tuple[dict, int, RecordedStep | None]:
+        """The meta, version and last step of the state in the directory ``path``, every file checked against the meta's
+        checksums; ``shown`` is what messages name the state by (its ref, for a fetched one)."""
         if not path.is_dir():
             raise NotFoundError("path", f"no checkpoint directory at {path}", req.path)
         try:
@@ -255,12 +261,16 @@ class TrainerServer:
         if meta.get("backend") != self.backend.name:
             raise RequestError("path", f"checkpoint was written by the {meta.get('backend')!r} backend; this trainer runs {self.backend.name!r}", req.path)
         await run_in_thread(verify_checksums, path, meta, "path", req.path, shown)  # before any weight changes
-        async with self.lock:
-            await self.backend.load_state(path, version, last)
-            # A new lineage: these weights continue the saving lineage's at `version`, not this process's earlier ones.
-            self.run_id, self.lineage = req.run_id, new_lineage()
-            self._log_event("load", version, parent=meta.get("lineage"), path=shown)
-            return LoadResponse(path=shown, version=version)
+        return meta, version, last
+
+    async def _load_checked(self, path: Path, checked: tuple[dict, int, RecordedStep | None], req: LoadRequest, shown: str) -> LoadResponse:
+        """Loads a state _checked_state passed; the caller holds the lock."""
+        meta, version, last = checked
+        await self.backend.load_state(path, version, last)
+        # A new lineage: these weights continue the saving lineage's at `version`, not this process's earlier ones.
+        self.run_id, self.lineage = req.run_id, new_lineage()
+        self._log_event("load", version, parent=meta.get("lineage"), path=shown)
+        return LoadResponse(path=shown, version=version)
 
     async def export_weights(self, req: ExportWeightsRequest) -> ExportWeightsResponse:
         self.check_holder(req.run_id)
