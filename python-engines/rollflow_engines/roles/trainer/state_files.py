@@ -6,6 +6,9 @@ Scratch directories are named as rollflow_engines/scratch.py says: their pid tel
 Checksums: a state's meta file (rollflow_checkpoint.json) lists every other file written with its size and
 sha256 (``files``); /load checks them all before any weight changes, and a state that fails is
 ``checkpoint_corrupt`` (the caller falls back to an older state, src/activities/trainer-recovery.ts).
+
+A state saved to or loaded from the object store (an s3:// path) is written and checked here the same way, in a
+scratch directory it is uploaded from or fetched into (store_states.py).
 """
 from __future__ import annotations
 
