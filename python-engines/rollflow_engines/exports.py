@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .errors import ConflictError, NotFoundError, RequestError
@@ -23,6 +23,13 @@ EXPORT_MANIFEST = "rollflow_export.json"
 EXPORT_FILES = "files"  # {relative path: {"size": bytes, "sha256": hex}}, as a trainer state's meta file lists them
 # Trainer backends that export Hugging Face directories (safetensors + config + tokenizer).
 HF_EXPORTERS = frozenset({"torch", "megatron"})
+
+
+def listed_path_inside(name: str) -> bool:
+    """A path a manifest (or a trainer state's meta file) lists stays inside its directory: relative, no "..". A pull
+    writes each listed file there, so a listed "../x" must never reach the disk."""
+    parts = PurePosixPath(name).parts
+    return bool(parts) and not name.startswith("/") and ".." not in parts
 
 
 def write_export_manifest(directory: Path, description: dict[str, Any], version: int,

@@ -157,16 +157,27 @@ def write_object_from_file(ref: str, path: Path) -> str:
     return digest
 
 
+@dataclass(frozen=True)
+class ListedObject:
+    ref: str
+    modified: float  # when the store finished writing it (its LastModified), in seconds since the epoch
+
+
 def list_objects(prefix: str) -> list[str]:
     """The refs of every object whose key starts with the key of ``prefix`` (an s3:// ref), in key order."""
+    return [o.ref for o in list_objects_modified(prefix)]
+
+
+def list_objects_modified(prefix: str) -> list[ListedObject]:
+    """list_objects, with when each object was written (for what goes by age: env snapshots)."""
     where, s3 = parse_object_ref(prefix), client()
-    refs: list[str] = []
+    found: list[ListedObject] = []
     try:
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=where.bucket, Prefix=where.key):
-            refs.extend(str(ObjectRef(where.bucket, o["Key"])) for o in page.get("Contents", []))
+            found.extend(ListedObject(str(ObjectRef(where.bucket, o["Key"])), o["LastModified"].timestamp()) for o in page.get("Contents", []))
     except (ClientError, BotoCoreError) as e:
         raise _read_error(s3, prefix, e) from e
-    return refs
+    return found
 
 
 def delete_object(ref: str) -> None:

@@ -9,21 +9,22 @@
  * in order, each step once on the restored weights: no step is trained twice on one lineage, none skipped.
  *
  * It gives up only when nothing good remains. A state the trainer refuses as checkpoint_corrupt (its files do
- * not match their checksums) is moved aside (v<n>.corrupt), recorded (recovery.jsonl beside the states, and
- * the log) and the next older one is tried; when none is left, a run that began at the trainer's launch weights
+ * not match their checksums) is moved aside (v<n>.corrupt; in a bucket, removed: trainer-states.ts), recorded
+ * (recovery.jsonl beside the states, and the log) and the next older one is tried; when none is left, a run that began at the trainer's launch weights
  * (initTrainer wrote ORIGIN) starts again from them and replays every stored batch. A trainer AHEAD of the
  * workflow (409 trainer_ahead: a Temporal rollback lost the workflow's last steps, e.g. the dev server's SQLite
  * after an OS crash) is brought back the same way, never the workflow forward; the saved states above the
  * workflow's version belong to the lineage it lost, and are dropped.
+ *
+ * The states are a directory, or with a bucket store objects in the bucket (trainer-states.ts).
  */
-import { appendFileSync, existsSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { EngineRejectedError, TrainerHeldError, TrainerRecoveryError } from '../gpu-bridge';
 import { batchKey } from '../core';
 import type { TrainerState } from '../gpu-bridge/contracts/trainer';
 import type { ActivityDeps } from './deps';
 import type { TrainStepRequest } from '../gpu-bridge/contracts/trainer';
+import { trainerStates, type TrainerStates } from './trainer-states';
 
 /** A run's options of every train step (the request less its step and batch). */
 export type TrainOptions = Omit<TrainStepRequest, 'step' | 'batch' | 'batch_ref'>;
@@ -31,7 +32,10 @@ export type TrainOptions = Omit<TrainStepRequest, 'step' | 'batch' | 'batch_ref'
 /** What ties a trainer to a run, and what rebuilds it. */
 export interface TrainerBinding {
   runId: string;
-  /** <run_dir>/<run id>/trainer-state (ids.trainerStateDir): one v<version> directory per saved state. */
+  /**
+   * <run_dir>/<run id>/trainer-state (ids.trainerStateDir): one v<version> directory per saved state; with a bucket
+   * store, s3://<bucket>/<prefix><run id>/trainer-state (RunPlan.trainerRoot), one v<version>/ prefix of objects.
+   */
   stateDir: string;
   /** Save the trainer's state after every step whose version is a multiple of this (trainer_state_save_steps). */
   saveEverySteps: number;
@@ -39,15 +43,8 @@ export interface TrainerBinding {
   options: TrainOptions;
 }
 
-/** The trainer's checkpoint meta file (api.py CHECKPOINT_META): a state directory holding it is complete. */
-const COMPLETE_MARKER = 'rollflow_checkpoint.json';
 /** Saved states kept: the newest is all recovery needs; one more covers a save cut short by a crash. */
 const KEEP_STATES = 2;
-
-/** Written by initTrainer beside the states: the run began at the trainer's launch weights (its version 0). */
-const ORIGIN = 'origin-launch-weights';
-/** One line per state recovery passed over: {version, reason}. */
-const RECORD = 'recovery.jsonl';
 
 /** The trainer is not where the run is: behind (restarted, or a step short) or ahead (the run was rolled back). */
 const isElsewhere = (e: unknown) => e instanceof EngineRejectedError && (e.code === 'trainer_behind' || e.code === 'trainer_ahead');
@@ -71,13 +68,8 @@ export interface SkippedState {
   reason: string;
 }
 
-/** Versions with a complete saved state, ascending. */
-export function savedVersions(stateDir: string): number[] {
-  if (!existsSync(stateDir)) return [];
-  return readdirSync(stateDir)
-    .flatMap((name) => (/^v\d+$/.test(name) && existsSync(path.join(stateDir, name, COMPLETE_MARKER)) ? [Number(name.slice(1))] : []))
-    .sort((a, b) => a - b);
-}
+/** The binding's states, through the run's store when they are in its bucket. */
+const statesOf = (deps: Pick<ActivityDeps, 'store'>, b: TrainerBinding): TrainerStates => trainerStates(b.stateDir, deps.store);
 
 /**
  * Runs `call`; if the trainer answers that it is behind the run (restarted, or a step ahead of its weights) or
@@ -100,12 +92,13 @@ export async function bringTrainerTo(deps: ActivityDeps, b: TrainerBinding, vers
   if (state.run_id !== null && state.run_id !== b.runId) {
     throw new TrainerHeldError(`the trainer at ${deps.trainer.baseUrl} is held by run ${state.run_id}; run ${b.runId} cannot use it (two runs cannot share one trainer)`);
   }
-  const start = recoveryStart(state, b.runId, version, savedVersions(b.stateDir));
+  const states = statesOf(deps, b);
+  const start = recoveryStart(state, b.runId, version, await states.saved());
   const skipped: SkippedState[] = [];
-  const from = 'replayFrom' in start ? start.replayFrom : await loadNewestGood(deps, b, version, start.load, skipped, signal);
+  const from = 'replayFrom' in start ? start.replayFrom : await loadNewestGood(deps, b, states, version, start.load, skipped, signal);
   if (!('replayFrom' in start)) {
     // The trainer is at `from` on the workflow's lineage now; states above `version` are of a lineage it lost.
-    for (const v of savedVersions(b.stateDir).filter((v) => v > version)) rmSync(path.join(b.stateDir, `v${v}`), { recursive: true, force: true });
+    for (const v of (await states.present()).filter((v) => v > version)) await states.remove(v);
   }
   for (let step = from; step < version; step++) {
     const batch = deps.store.locate(batchKey(b.runId, step));
@@ -121,30 +114,27 @@ export async function bringTrainerTo(deps: ActivityDeps, b: TrainerBinding, vers
  * Loads the newest of `candidates` the trainer accepts, passing over (and moving aside) any it refuses as
  * corrupt; with none left, the launch weights if the run began at them. Returns the version loaded.
  */
-async function loadNewestGood(deps: ActivityDeps, b: TrainerBinding, version: number, candidates: number[], skipped: SkippedState[], signal: AbortSignal): Promise<number> {
+async function loadNewestGood(deps: ActivityDeps, b: TrainerBinding, states: TrainerStates, version: number, candidates: number[], skipped: SkippedState[], signal: AbortSignal): Promise<number> {
   for (const v of candidates) {
-    const dir = path.join(b.stateDir, `v${v}`);
     try {
-      await deps.trainer.load({ path: dir, run_id: b.runId }, { signal });
+      await deps.trainer.load({ path: states.path(v), run_id: b.runId }, { signal });
       return v;
     } catch (e) {
       if (!isCorrupt(e)) throw e;
-      skipState(b, v, (e as Error).message, skipped);
+      await skipState(b, states, v, (e as Error).message, skipped);
     }
   }
-  const why = skipped.length ? `every saved trainer state at or below version ${version} is corrupt (${skipped.map((s) => `v${s.version}`).join(', ')})` : `no saved trainer state at or below version ${version} is in ${b.stateDir}`;
-  if (!existsSync(path.join(b.stateDir, ORIGIN))) throw new TrainerRecoveryError(`run ${b.runId}: cannot recover the trainer: ${why}, and the run did not begin at the trainer's launch weights`);
+  const why = skipped.length ? `every saved trainer state at or below version ${version} is corrupt (${skipped.map((s) => `v${s.version}`).join(', ')})` : `no saved trainer state at or below version ${version} is in ${states.where}`;
+  if (!(await states.hasOrigin())) throw new TrainerRecoveryError(`run ${b.runId}: cannot recover the trainer: ${why}, and the run did not begin at the trainer's launch weights`);
   Context.current().log.warn('trainer recovery starts from the launch weights', { runId: b.runId, why });
   await deps.trainer.reset({ run_id: b.runId }, { signal });
   return 0;
 }
 
-/** Moves a corrupt state aside (v<n>.corrupt, for inspection; a later save may write v<n> again) and records why. */
-function skipState(b: TrainerBinding, v: number, reason: string, skipped: SkippedState[]): void {
-  const dir = path.join(b.stateDir, `v${v}`);
-  rmSync(`${dir}.corrupt`, { recursive: true, force: true });
-  renameSync(dir, `${dir}.corrupt`);
-  appendFileSync(path.join(b.stateDir, RECORD), `${JSON.stringify({ run_id: b.runId, version: v, skipped: 'corrupt', reason })}\n`);
+/** Moves a corrupt state aside (TrainerStates.setAside; a later save may write v<n> again) and records why. */
+async function skipState(b: TrainerBinding, states: TrainerStates, v: number, reason: string, skipped: SkippedState[]): Promise<void> {
+  await states.setAside(v);
+  await states.record({ run_id: b.runId, version: v, skipped: 'corrupt', reason });
   Context.current().log.warn('trainer state skipped: corrupt', { runId: b.runId, version: v, reason });
   skipped.push({ version: v, reason });
 }
@@ -173,13 +163,16 @@ export async function refuseIfHeld(deps: ActivityDeps, b: TrainerBinding, signal
  */
 export async function saveTrainerState(deps: ActivityDeps, b: TrainerBinding, version: number, signal: AbortSignal, force = false): Promise<boolean> {
   if (!force && (b.saveEverySteps <= 0 || version % b.saveEverySteps !== 0)) return false;
-  if (savedVersions(b.stateDir).includes(version)) return false;
-  await deps.trainer.save({ path: path.join(b.stateDir, `v${version}`), version, run_id: b.runId }, { signal });
-  for (const old of savedVersions(b.stateDir).slice(0, -KEEP_STATES)) rmSync(path.join(b.stateDir, `v${old}`), { recursive: true, force: true });
+  const states = statesOf(deps, b);
+  if ((await states.saved()).includes(version)) return false;
+  await deps.trainer.save({ path: states.path(version), version, run_id: b.runId }, { signal });
+  // All but the newest KEEP_STATES, and whatever is older than those (a bucket's uploads cut short).
+  const oldestKept = (await states.saved()).slice(-KEEP_STATES)[0] ?? version;
+  for (const old of (await states.present()).filter((v) => v < oldestKept)) await states.remove(old);
   return true;
 }
 
 /** initTrainer's mark that the run began at the trainer's launch weights: recovery's last resort (see above). */
-export function markLaunchOrigin(b: TrainerBinding): void {
-  writeFileSync(path.join(b.stateDir, ORIGIN), `${b.runId}\n`);
+export async function markLaunchOrigin(deps: Pick<ActivityDeps, 'store'>, b: TrainerBinding): Promise<void> {
+  await statesOf(deps, b).markOrigin(b.runId);
 }

@@ -70,7 +70,7 @@ export function trainingActivities(deps: ActivityDeps) {
         await deps.trainer.reset(b ? { run_id: b.runId } : {}, { signal });
         if (b) {
           await saveTrainerState(deps, b, 0, signal, true);
-          markLaunchOrigin(b);
+          await markLaunchOrigin(deps, b);
         }
         return deps.trainer.exportWeights({ version: 0, ...runOf(b) }, { signal });
       });
@@ -89,14 +89,16 @@ export function trainingActivities(deps: ActivityDeps) {
 
     /**
      * Trainer state first, manifest last: a manifest exists only for a complete checkpoint. A restarted trainer is recovered first, never saved as the run's step.
-     * The trainer also writes the policy as a Hugging Face directory, <dir>/trainer/hf, for use outside rollflow.
+     * The trainer also writes the policy as a Hugging Face directory, <trainer part>/hf, for use outside rollflow. The
+     * trainer's part is <dir>/trainer, or `trainerPath` (with a bucket store, an s3:// ref: RunPlan.trainerRoot).
      */
-    async saveCheckpoint(input: { dir: string; manifest: CheckpointManifest; binding?: TrainerBinding }): Promise<string> {
+    async saveCheckpoint(input: { dir: string; manifest: CheckpointManifest; binding?: TrainerBinding; trainerPath?: string }): Promise<string> {
       return withHeartbeat(async (signal) => {
-        const save = () => deps.trainer.save({ path: path.join(input.dir, 'trainer'), version: input.manifest.version, export_hf: true, ...runOf(input.binding) }, { signal });
+        const trainerPath = input.trainerPath ?? path.join(input.dir, 'trainer');
+        const save = () => deps.trainer.save({ path: trainerPath, version: input.manifest.version, export_hf: true, ...runOf(input.binding) }, { signal });
         await atVersion(deps, input.binding, input.manifest.version, signal, save);
         await mkdir(input.dir, { recursive: true });
-        await writeFileDurable(path.join(input.dir, 'manifest.json'), JSON.stringify({ ...input.manifest, trainer_checkpoint: path.join(input.dir, 'trainer') }, null, 2));
+        await writeFileDurable(path.join(input.dir, 'manifest.json'), JSON.stringify({ ...input.manifest, trainer_checkpoint: trainerPath }, null, 2));
         return input.dir;
       });
     },

@@ -1,7 +1,7 @@
 /** Turns a validated run config into the run workflow's plan: the one place the run reads the config. */
 import { ConfigError, type LoadedConfig } from '../configs';
 import { AlgorithmSettings, type RunConfig } from '../configs/schema';
-import { roleQueues, runDataDir } from '../core';
+import { describeStore, roleQueues, runDataDir } from '../core';
 import type { RunPlan } from '../workflows/run';
 
 type EnvManager = NonNullable<LoadedConfig['config']['train_env_manager']>;
@@ -70,6 +70,8 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
   return {
     runId,
     runDir: runDataDir(derived.run_dir, runId),
+    // With a bucket store the trainer's states and checkpoints go to the bucket: a trainer on any host reads them.
+    ...(derived.sample_store.kind === 's3' ? { trainerRoot: `${describeStore(derived.sample_store)}${runId}` } : {}),
     limits: {
       samplesPerStep: derived.samples_per_step,
       groupSize: derived.group_size,

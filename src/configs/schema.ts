@@ -37,7 +37,7 @@ export const RunConfigSchema = z
     seed: z.number().int().min(0).default(42).describe('Seed for prompt order, sampling and envs.'),
     max_steps: count(1).default(10).describe('Training steps to run.'),
     save_steps: count(0).default(0).describe('Checkpoint every N steps; 0 saves only at the end.'),
-    trainer_state_save_steps: count(0).default(5).describe('(rollflow) Save the trainer\'s state every N steps (and at the start) under <run_dir>/<run id>/trainer-state, so a trainer that restarts is brought back to the run\'s version by itself: the newest saved state is loaded and the stored batches since it are replayed. 0 saves it at the start only (a recovery then replays every step).'),
+    trainer_state_save_steps: count(0).default(5).describe('(rollflow) Save the trainer\'s state every N steps (and at the start) under <run_dir>/<run id>/trainer-state (with a bucket sample store, under s3://<bucket>/<prefix><run id>/trainer-state), so a trainer that restarts is brought back to the run\'s version by itself: the newest saved state is loaded and the stored batches since it are replayed. 0 saves it at the start only (a recovery then replays every step).'),
     eval_steps: count(0).default(0).describe('Validate every N steps; 0 never validates.'),
 
     rollout_batch_size: count(1).default(8).describe('Prompts per training step (single-turn tasks).'),

@@ -12,3 +12,10 @@ export function storeDirectory(s: SampleStoreLocation, who: string): string {
   if (s.kind === 'dir') return s.path;
   throw new Error(`${who} reads the sample store's files from its directory; this run's store is the bucket ${describeStore(s)} (sample_store.kind s3)`);
 }
+
+/** An s3://<bucket>/<key> ref's bucket and key; an Error naming the ref and the form expected otherwise. */
+export function parseObjectRef(ref: string): { bucket: string; key: string } {
+  const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\/(.+)$/.exec(ref);
+  if (!m || m[2]!.startsWith('/')) throw new Error(`${JSON.stringify(ref)} is not an object ref: expected s3://<bucket>/<key>`);
+  return { bucket: m[1]!, key: m[2]! };
+}

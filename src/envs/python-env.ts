@@ -9,7 +9,8 @@
  * on_env_loss), which reports it with every reset. An env that saves its
  * episode (swe_lite: its workspace, after each step that may change it)
  * names the snapshot in the step's info.snapshot; `rebuild` then resets with
- * `restore` and replays only the actions after it, so no command runs twice.
+ * `restore` and replays only the actions after it, so no command runs twice
+ * (a snapshot that is gone, or refused as damaged: from the start instead).
  * Every step carries its index (the actions already applied: `actions.length`,
  * and in a rebuild each replayed action's own), so a retried step is answered
  * from the server's record instead of applied again; it waits the session's
@@ -38,6 +39,8 @@ export interface PythonEnvConfig {
 }
 
 const isLostSession = (e: unknown) => e instanceof EngineRejectedError && e.status === 404;
+/** A restore the server cannot do: the snapshot is gone (404) or its bytes are damaged (snapshots.py snapshot_corrupt). */
+const isUnrestorable = (e: unknown) => isLostSession(e) || (e instanceof EngineRejectedError && e.code === 'snapshot_corrupt');
 const snapshotOf = (info: Record<string, unknown>) => (typeof info.snapshot === 'string' ? info.snapshot : undefined);
 
 export function pythonEnv(client: EnvClient, env: string): Env<PythonEnvState, PythonEnvConfig> {
@@ -72,8 +75,8 @@ export function pythonEnv(client: EnvClient, env: string): Env<PythonEnvState, P
 
     async rebuild(config, state, signal) {
       const { snapshot } = state;
-      // From the latest snapshot when there is one (a server that lost it answers 404: then from the start).
-      const restored = snapshot ? await open(config, state.seed, signal, snapshot).catch((e: unknown) => (isLostSession(e) ? undefined : Promise.reject(e))) : undefined;
+      // From the latest snapshot when there is one (one that is gone or damaged: from the start).
+      const restored = snapshot ? await open(config, state.seed, signal, snapshot).catch((e: unknown) => (isUnrestorable(e) ? undefined : Promise.reject(e))) : undefined;
       const { session, step_timeout_s: stepTimeoutS } = restored ?? (await open(config, state.seed, signal));
       const first = restored ? snapshot!.actions : 0;
       const timeoutMs = stepTimeoutMs(stepTimeoutS);

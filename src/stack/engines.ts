@@ -10,7 +10,7 @@ import { adoptOrStop, ensureStarted, livePid, startDetached, stopProcess, waitUn
 /** A launched engine: what the config asks for, and the process that serves it. */
 export interface LaunchedEngine extends EngineSpec {
   process: ManagedProcess;
-  /** The run's sample store: a launched trainer exports its weights into it when it is a bucket. */
+  /** The run's sample store: when it is a bucket, a launched trainer exports its weights into it and env servers keep their snapshots there. */
   sampleStore: SampleStoreLocation;
 }
 
@@ -42,19 +42,32 @@ export function trainerExportDir(e: LaunchedEngine, state = stateDir()): string 
 }
 
 /**
+ * Where launched env servers keep episode snapshots unless the config says otherwise (their snapshot_dir): with a
+ * bucket store, s3://<bucket>/<prefix>env-snapshots, one place for all of them, so a server on any host resumes an
+ * episode another one saved; else nothing is passed (the system temp dir, shared by the servers of one host).
+ */
+export const envSnapshotDir = (e: LaunchedEngine): string | undefined => (e.sampleStore.kind === 's3' ? `${describeStore(e.sampleStore)}env-snapshots` : undefined);
+
+/**
  * What a launched engine writes under the state dir unless the config says otherwise: a trainer its exported
- * weights (or, exporting to a bucket, each export before its upload) and its step log; an inference server the
- * exports it pulls from a bucket; an env server its action log (one line per applied step: the record that none was
- * applied twice).
+ * weights (or, exporting to a bucket, each export before its upload), its step log, and with a bucket store each
+ * saved state before its upload and each loaded one after its download (the run names s3:// states then:
+ * RunPlan.trainerRoot); an inference server the exports it pulls from a bucket; an env server its action log (one line
+ * per applied step: the record that none was applied twice), and with a bucket store its snapshots go to the bucket.
  */
 export function stateDirOptions(e: LaunchedEngine, state = stateDir()): Record<string, unknown> {
   const weights = path.join(state, 'weights', e.process.name);
+  const bucket = e.sampleStore.kind === 's3';
   if (e.role === 'trainer') {
     const exportDir = trainerExportDir(e, state);
-    return { export_dir: exportDir, ...(isObjectRef(exportDir) ? { export_scratch_dir: weights } : {}), step_log: trainerStepLog(e, state) };
+    const states = bucket ? { state_scratch_dir: path.join(state, 'trainer-state-scratch', e.process.name) } : {};
+    return { export_dir: exportDir, ...(isObjectRef(exportDir) ? { export_scratch_dir: weights } : {}), ...states, step_log: trainerStepLog(e, state) };
   }
   if (e.role === 'inference') return { weights_cache_dir: path.join(state, 'weights-cache', e.process.name) };
-  if (e.role === 'env') return { action_log: path.join(state, 'env-actions', `${e.process.name}.jsonl`) };
+  if (e.role === 'env') {
+    const snapshots = envSnapshotDir(e);
+    return { action_log: path.join(state, 'env-actions', `${e.process.name}.jsonl`), ...(snapshots ? { snapshot_dir: snapshots } : {}) };
+  }
   return {};
 }
 

@@ -11,7 +11,7 @@
  *   error (ObjectCorruptError), never data.
  */
 import { createHash } from 'node:crypto';
-import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, NoSuchKey, NotFound, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, NoSuchKey, NotFound, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { ObjectCorruptError, SampleNotFoundError } from './errors';
 import { checkKey, parseJsonLines, type SampleStore } from './store';
@@ -77,11 +77,28 @@ export class S3SampleStore implements SampleStore {
   }
 
   async keys(dir: string): Promise<string[]> {
-    const prefix = `${this.objectKey(dir)}/`;
+    return this.list(`${this.objectKey(dir)}/`, '/');
+  }
+
+  /**
+   * Every key under `dir` at any depth (relative to it, sorted); with no `dir`, every key under the prefix. Not part of
+   * SampleStore: the bucket's trainer states (activities/trainer-states.ts) list and remove whole states with it.
+   */
+  async keysUnder(dir?: string): Promise<string[]> {
+    return this.list(dir === undefined ? this.where.prefix : `${this.objectKey(dir)}/`);
+  }
+
+  /** Removes the object under `key` (nothing to do if there is none). */
+  async delete(key: string): Promise<void> {
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.where.bucket, Key: this.objectKey(key) }));
+  }
+
+  /** The keys that start with `prefix` (relative to it, sorted); with `delimiter`, only those with none after it. */
+  private async list(prefix: string, delimiter?: string): Promise<string[]> {
     const found: string[] = [];
     let token: string | undefined;
     do {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.where.bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token }));
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.where.bucket, Prefix: prefix, Delimiter: delimiter, ContinuationToken: token }));
       for (const o of page.Contents ?? []) if (o.Key) found.push(o.Key.slice(prefix.length));
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);

@@ -19,6 +19,12 @@ export interface RunPlan {
   runId: string;
   /** This run's own directory, <run_dir>/<run id> (ids.runDataDir): metrics, validation records, checkpoints. */
   runDir: string;
+  /**
+   * With a bucket store, s3://<bucket>/<prefix><run id>: the trainer's saved states and the trainer part of each
+   * checkpoint go under it instead of runDir, so a trainer on any host writes and reads them (docs/object-store.md).
+   * Absent: under runDir (a directory store, and plans made before it).
+   */
+  trainerRoot?: string;
   limits: AdmissionLimits;
   datasetSize: number;
   seed: number;
@@ -69,5 +75,5 @@ export interface RunPlan {
  */
 export function trainerBinding(plan: RunPlan): { binding?: TrainerBinding } {
   if (plan.trainerStateSaveSteps === undefined) return {};
-  return { binding: { runId: plan.runId, stateDir: trainerStateDir(plan.runDir), saveEverySteps: plan.trainerStateSaveSteps, options: plan.train } };
+  return { binding: { runId: plan.runId, stateDir: trainerStateDir(plan.trainerRoot ?? plan.runDir), saveEverySteps: plan.trainerStateSaveSteps, options: plan.train } };
 }

@@ -166,7 +166,9 @@ export async function run(input: RunInput): Promise<RunStatus> {
 
   // Every save_steps steps, and after the last.
   const checkpointDue = () => (plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps;
-  const checkpoint = () => saveCheckpoint.executeWithOptions({ summary: `checkpoint after step ${state.step}` }, [{ dir: checkpointDir(plan.runDir, state.step), manifest: checkpointManifest(plan, state, datasetSize, dataset), ...trainer }]);
+  // The manifest in the run's directory; the trainer's part there too, or with a bucket store in the bucket (trainerRoot).
+  const trainerPart = (step: number) => (plan.trainerRoot ? { trainerPath: `${checkpointDir(plan.trainerRoot, step)}/trainer` } : {});
+  const checkpoint = () => saveCheckpoint.executeWithOptions({ summary: `checkpoint after step ${state.step}` }, [{ dir: checkpointDir(plan.runDir, state.step), manifest: checkpointManifest(plan, state, datasetSize, dataset), ...trainerPart(state.step), ...trainer }]);
 
   // ---- trainer loop
   const firstStep = state.step;

@@ -1,8 +1,13 @@
 // The TypeScript env adapter against a real python-engines env server:
 // episodes, invalid actions, bad config, and a server restart mid-episode:
 // the adapter reports the lost session and rebuilds it by replaying the
-// recorded actions (the envStep activity does so under on_env_loss replay).
+// recorded actions (the envStep activity does so under on_env_loss replay); from
+// the start when the episode's snapshot is refused as damaged.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { flipMiddleByte } from '../../src/chaos/file-faults';
 import { EngineRejectedError, EnvClient } from '../../src/gpu-bridge';
 import { pythonEnv, type PythonEnvState } from '../../src/envs';
 import { EnvSessionLostError } from '../../src/envs/errors';
@@ -70,5 +75,24 @@ describe('python env adapter', () => {
     }
     expect(state.session).not.toBe(before);
     expect(last).toMatchObject({ reward: 1, done: true, info: { success: true } });
+  });
+
+  it('rebuilds an episode whose snapshot the server refuses as damaged from its start, each action applied once', async () => {
+    const snapshots = mkdtempSync(path.join(tmpdir(), 'rollflow-env-snapshots-'));
+    const server = await TestEngine.start('env', ['--option', `snapshot_dir=${snapshots}`]);
+    try {
+      const env = pythonEnv(new EnvClient(server.url), 'swe_lite');
+      const c = env.parseConfig({ task: 't1-000' });
+      let state: PythonEnvState = (await env.reset(c, 0)).state;
+      state = (await env.step(c, state, '<bash>echo ran >> runs.log</bash>')).state;
+      expect(state.snapshot?.actions).toBe(1);
+      flipMiddleByte(path.join(snapshots, state.snapshot!.id)); // the server refuses it: snapshot_corrupt
+      await server.restart(); // the session and its workspace are gone
+      state = await env.rebuild!(c, state);
+      const r = await env.step(c, state, '<bash>cat runs.log</bash>');
+      expect(r.observation).toBe('[exit 0]\nran\n'); // the first command replayed once on a fresh workspace
+    } finally {
+      server.stop();
+    }
   });
 });

@@ -4,9 +4,12 @@
 // against its digest), and nothing of the store touches the run directory. The
 // trainer exports its weights into the bucket too (its default export_dir with
 // a bucket store) and the sim inference server pulls each export by its ref.
+// The trainer's saved states and its part of the final checkpoint are objects
+// under the run's prefix (RunPlan.trainerRoot), the checkpoint's manifest in
+// the run directory naming them.
 // The worker and the engines get the store's address and key only from the
 // standard AWS files, through the environment `dev up` passes on.
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import type { Client } from '@temporalio/client';
@@ -34,6 +37,7 @@ beforeAll(async () => {
 exp_name: s3-run-test
 run_dir: ${server.stateDir}/run
 max_steps: ${STEPS}
+trainer_state_save_steps: 2
 rollout_batch_size: 2
 num_return_sequences_in_group: 4
 dataset_size: 64
@@ -87,5 +91,17 @@ describe('a run on a bucket store', () => {
     // The cache keeps the export served and the one before it: the last two versions.
     const cached = readdirSync(path.join(server.stateDir, 'weights-cache', `engine-inference-${inferencePort}`)).sort();
     expect(cached.map((name) => name.replace(/-[0-9a-f]{16}$/, ''))).toEqual([`team-a_runs_weights_${trainer}_v${STEPS - 1}`, `team-a_runs_weights_${trainer}_v${STEPS}`]);
+  });
+
+  it('its trainer states and its checkpoint\'s trainer part are objects under the run\'s prefix; the run directory keeps the manifest', async () => {
+    // Saved at the start and every 2 steps (v0, v2, v4), the newest two kept; each a meta object beside its files.
+    expect(await keysUnder('team-a/runs/on-s3/trainer-state/')).toEqual(['origin-launch-weights', ...[2, 4].flatMap((v) => [`v${v}/rollflow_checkpoint.json`, `v${v}/sim_state.json`])].map((k) => `team-a/runs/on-s3/trainer-state/${k}`));
+    const last = `checkpoints/step-${String(STEPS).padStart(6, '0')}`;
+    expect(await keysUnder(`team-a/runs/on-s3/${last}/trainer/`)).toEqual(['rollflow_checkpoint.json', 'sim_state.json'].map((k) => `team-a/runs/on-s3/${last}/trainer/${k}`));
+    const runDir = path.join(server.stateDir, 'run', 'on-s3');
+    expect(JSON.parse(readFileSync(path.join(runDir, last, 'manifest.json'), 'utf8'))).toMatchObject({ step: STEPS, trainer_checkpoint: `s3://rollflow/team-a/runs/on-s3/${last}/trainer` });
+    expect(readdirSync(path.join(runDir, last)), 'only the manifest is on the disk').toEqual(['manifest.json']);
+    expect(existsSync(path.join(runDir, 'trainer-state')), 'no state directory was written').toBe(false);
+    expect(readdirSync(path.join(server.stateDir, 'trainer-state-scratch', `engine-trainer-${trainerPort}`)), 'the state scratch is removed after each upload').toEqual([]);
   });
 });

@@ -66,13 +66,23 @@ describe('engine options from the run config', () => {
     expect(stateDirOptions(trainer, '/state')).toEqual({
       export_dir: 's3://rollflow/team-a/runs/weights/engine-trainer-8401',
       export_scratch_dir: '/state/weights/engine-trainer-8401',
+      state_scratch_dir: '/state/trainer-state-scratch/engine-trainer-8401', // the run names s3:// states (RunPlan.trainerRoot)
       step_log: '/state/trainer-steps/engine-trainer-8401.jsonl',
     });
     expect(trainerExportDir(trainerOf({ sample_store: { kind: 's3', bucket: 'rollflow' } }), '/state')).toBe('s3://rollflow/weights/engine-trainer-8401'); // no prefix
     // The config's export_dir wins, local or not; a local one needs no scratch dir.
     const own = (export_dir: string) => trainerOf({ ...bucket, engines: { trainer: { url: 'http://127.0.0.1:8401', options: { export_dir } } } });
-    expect(stateDirOptions(own('/disk/weights'), '/state')).toEqual({ export_dir: '/disk/weights', step_log: '/state/trainer-steps/engine-trainer-8401.jsonl' });
+    expect(stateDirOptions(own('/disk/weights'), '/state')).toEqual({ export_dir: '/disk/weights', state_scratch_dir: '/state/trainer-state-scratch/engine-trainer-8401', step_log: '/state/trainer-steps/engine-trainer-8401.jsonl' });
     expect(stateDirOptions(own('s3://other/w'), '/state')).toMatchObject({ export_dir: 's3://other/w', export_scratch_dir: '/state/weights/engine-trainer-8401' });
+  });
+
+  it('with a bucket store launched env servers keep their snapshots in the bucket, all in one place; the config may say otherwise', () => {
+    const envOf = (raw: Record<string, unknown>) => launchedEngines(parseConfig(raw, 'test', '/work')).find((e) => e.role === 'env')!;
+    const bucket = { sample_store: { kind: 's3', bucket: 'rollflow', prefix: 'team-a/runs' } };
+    const options = (raw: Record<string, unknown>) => ({ ...stateDirOptions(envOf(raw), '/state'), ...envOf(raw).options });
+    expect(options(bucket)).toEqual({ action_log: '/state/env-actions/engine-env-8501.jsonl', snapshot_dir: 's3://rollflow/team-a/runs/env-snapshots' });
+    expect(options({ ...bucket, engines: { env: { url: 'http://127.0.0.1:8501', options: { snapshot_dir: '/shared/snapshots' } } } })).toMatchObject({ snapshot_dir: '/shared/snapshots' });
+    expect(options({})).not.toHaveProperty('snapshot_dir'); // a directory store: the servers' default, the host's temp dir
   });
 
   it('gives sim servers nothing they would not understand', () => {

@@ -12,6 +12,7 @@ import { createLogger } from '../../src/logging';
 import { RunTrackers, type TrackingSpec } from '../../src/trackers';
 import type { ActivityDeps } from '../../src/activities/deps';
 import { buildPlan } from '../../src/client/plan';
+import { trainerBinding } from '../../src/workflows/run-plan';
 import { ConfigError, parseConfig } from '../../src/configs';
 import { registry } from '../../src/monitoring/run-metrics';
 import { METRIC } from '../../src/core';
@@ -117,6 +118,15 @@ describe('run plan', () => {
   it('carries the rollout mode', () => {
     expect(plan({ custom_envs: { c: envs.c } }).rolloutMode).toBe('env_async');
     expect(plan({ custom_envs: { c: envs.c }, rollout_mode: 'lockstep' }).rolloutMode).toBe('lockstep');
+  });
+
+  it('with a bucket store, the trainer\'s states go to the bucket under the run\'s prefix; with a directory store, under the run\'s directory', () => {
+    const bucket = plan({ custom_envs: { c: envs.c }, sample_store: { kind: 's3', bucket: 'rollflow', prefix: 'team-a/runs' } });
+    expect(bucket.trainerRoot).toBe('s3://rollflow/team-a/runs/run-1');
+    expect(trainerBinding(bucket).binding?.stateDir).toBe('s3://rollflow/team-a/runs/run-1/trainer-state');
+    const local = plan({ custom_envs: { c: envs.c } });
+    expect(local.trainerRoot).toBeUndefined();
+    expect(trainerBinding(local).binding?.stateDir).toBe(`${local.runDir}/trainer-state`);
   });
 });
 

@@ -52,7 +52,7 @@ function stubTrainer(initial: { run_id: string | null; version: number }, corrup
   return { trainer, calls };
 }
 
-function setUp(saved: number[], corrupt: string[], trainer: { run_id: string | null; version: number }, launchOrigin = false) {
+async function setUp(saved: number[], corrupt: string[], trainer: { run_id: string | null; version: number }, launchOrigin = false) {
   const root = mkdtempSync(path.join(tmpdir(), 'rollflow-recovery-'));
   const store = new DirectorySampleStore(path.join(root, 'samples'));
   const b: TrainerBinding = { runId: 'r', stateDir: path.join(root, 'trainer-state'), saveEverySteps: 3, options: {} as TrainerBinding['options'] };
@@ -60,7 +60,7 @@ function setUp(saved: number[], corrupt: string[], trainer: { run_id: string | n
     mkdirSync(path.join(b.stateDir, `v${v}`), { recursive: true });
     writeFileSync(path.join(b.stateDir, `v${v}`, 'rollflow_checkpoint.json'), '{}');
   }
-  if (launchOrigin) markLaunchOrigin(b);
+  if (launchOrigin) await markLaunchOrigin({ store }, b);
   mkdirSync(path.dirname(store.locate(batchKey('r', 0))), { recursive: true });
   for (let s = 0; s < 10; s++) writeFileSync(store.locate(batchKey('r', s)), '{}\n');
   const stub = stubTrainer(trainer, corrupt);
@@ -71,7 +71,7 @@ function setUp(saved: number[], corrupt: string[], trainer: { run_id: string | n
 
 describe('bringTrainerTo', () => {
   it('passes over a corrupt newest state, moves it aside, records why, and replays from the previous good one', async () => {
-    const { b, calls, bring } = setUp([3, 6], ['v6'], { run_id: null, version: 0 });
+    const { b, calls, bring } = await setUp([3, 6], ['v6'], { run_id: null, version: 0 });
     const { replayedSteps, skipped } = await bring(8);
     expect(calls).toEqual(['load v6', 'load v3', 'train 3', 'train 4', 'train 5', 'train 6', 'train 7']);
     expect([replayedSteps, skipped.map((s) => s.version)]).toEqual([5, [6]]);
@@ -81,20 +81,20 @@ describe('bringTrainerTo', () => {
   });
 
   it('with every state corrupt, a run that began at the launch weights starts from them and replays every batch', async () => {
-    const { calls, bring } = setUp([0, 3], ['v0', 'v3'], { run_id: null, version: 0 }, true);
+    const { calls, bring } = await setUp([0, 3], ['v0', 'v3'], { run_id: null, version: 0 }, true);
     expect((await bring(4)).replayedSteps).toBe(4);
     expect(calls).toEqual(['load v3', 'load v0', 'reset', 'train 0', 'train 1', 'train 2', 'train 3']);
   });
 
   it('with every state corrupt and no launch origin, fails naming the corrupt states', async () => {
-    const { bring } = setUp([3], ['v3'], { run_id: null, version: 0 });
+    const { bring } = await setUp([3], ['v3'], { run_id: null, version: 0 });
     const err = await bring(4).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TrainerRecoveryError);
     expect((err as Error).message).toContain('every saved trainer state at or below version 4 is corrupt (v3)');
   });
 
   it('brings a trainer ahead of the run back to its version, and drops the states of the lineage the run lost', async () => {
-    const { b, calls, bring } = setUp([3, 6, 9], [], { run_id: 'r', version: 9 });
+    const { b, calls, bring } = await setUp([3, 6, 9], [], { run_id: 'r', version: 9 });
     await bring(5);
     expect(calls).toEqual(['load v3', 'train 3', 'train 4']);
     expect(readdirSync(b.stateDir).sort()).toEqual(['v3']);
@@ -102,7 +102,7 @@ describe('bringTrainerTo', () => {
   });
 
   it('any other refusal of a load is not taken for corruption', async () => {
-    const { b } = setUp([3], [], { run_id: null, version: 0 });
+    const { b } = await setUp([3], [], { run_id: null, version: 0 });
     const deps = { trainer: { status: async () => ({ run_id: null, version: 0 }), load: async () => Promise.reject(new EngineRejectedError('HTTP 400 path: written by the torch backend', 400)) } } as unknown as ActivityDeps;
     const err = await new MockActivityEnvironment().run(() => bringTrainerTo(deps, b, 4, new AbortController().signal)).catch((e: unknown) => e);
     expect((err as Error).message).toContain('torch backend');

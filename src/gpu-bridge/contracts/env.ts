@@ -24,7 +24,7 @@ export const ResetRequestSchema = z.strictObject({
   env: z.string().min(1).describe('A registered env name, e.g. frozen_lake or arithmetic.'),
   seed: z.number().int().min(0).max(MAX_SEED).describe('The episode is a pure function of (env, seed, config).'),
   config: z.record(z.string(), z.unknown()).optional().describe('Env settings, validated by the env; unknown keys are 400s.'),
-  restore: z.string().min(1).optional().describe("A snapshot id from an earlier step's info.snapshot: the episode continues from it (404 when it is gone)."),
+  restore: z.string().min(1).optional().describe("A snapshot id from an earlier step's info.snapshot: the episode continues from it (404 when it is gone, 400 snapshot_corrupt when its bytes are damaged)."),
   index: z.number().int().min(0).max(MAX_SEED).optional().describe("With restore: how many of the episode's actions the snapshot holds, so the session's first /step carries this index."),
 });
 

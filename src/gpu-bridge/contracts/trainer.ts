@@ -142,7 +142,7 @@ export const LogprobsResponseSchema = z.strictObject({
   version: z.number().int().min(0).describe('Version of the weights that computed them.'),
 });
 
-const CheckpointPath = z.string().min(1).describe('Checkpoint directory on the trainer host.');
+const CheckpointPath = z.string().min(1).describe('Checkpoint directory on the trainer host, or an s3://<bucket>/<key> ref in the object store (python-engines roles/trainer/store_states.py).');
 
 export const ResetRequestSchema = z.strictObject({ run_id: RunId.describe('The run that now holds the trainer.') });
 export const ResetResponseSchema = z.strictObject({ version: z.number().int().min(0) });

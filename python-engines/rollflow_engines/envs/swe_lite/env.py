@@ -15,6 +15,7 @@ times out is an ordinary observation.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -28,6 +29,8 @@ from ..registry import register_env
 from .actions import FORMAT, Bash, Invalid, Replace, Submit, View, parse_action
 from .grading import Grade, grade
 from .tasks import TIERS, Task, generate_task, task_for_seed
+
+log = logging.getLogger(__name__)
 
 TRUNCATED = "\n[… truncated: {} more characters]"
 MAX_FILE_BYTES = 1 << 20  # the largest file <view> and <replace> read
@@ -185,7 +188,15 @@ class SweLiteEnv(BaseEnv):
 
     def _save_snapshot(self) -> None:
         files = text_files(self.ws.path, **SNAPSHOT_CAPS)
-        previous, self.snapshot = self.snapshot, snapshots.save({"task": self.task.id, "counters": self._counters(), "files": files})
+        try:
+            saved = snapshots.save({"task": self.task.id, "counters": self._counters(), "files": files})
+        except snapshots.SnapshotNotSaved as e:
+            # The step's action ran: failing the step now would have a retry run it again. Its info names no snapshot, so
+            # the client keeps the last one it was told of, which stays stored (not removed here) and still restores.
+            log.warning("swe_lite %s: step answered without a snapshot: %s", self.task.id, e)
+            self.snapshot = None
+            return
+        previous, self.snapshot = self.snapshot, saved
         snapshots.remove(previous)
 
     def restore(self, snapshot: dict[str, Any]) -> None:

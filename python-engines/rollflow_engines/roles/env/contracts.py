@@ -29,7 +29,7 @@ class ResetRequest(_Request):
     env: str = Field(min_length=1, description="A registered env name, e.g. frozen_lake or arithmetic.")
     seed: int = Field(ge=0, le=MAX_SAFE_INTEGER, description="The episode is a pure function of (env, seed, config).")
     config: dict[str, Any] = Field(default_factory=dict, description="Env settings, validated by the env; unknown keys are errors.")
-    restore: str | None = Field(default=None, min_length=1, description="A snapshot id from an earlier step's info.snapshot: the episode continues from it (404 when it is gone).")
+    restore: str | None = Field(default=None, min_length=1, description="A snapshot id from an earlier step's info.snapshot: the episode continues from it (404 when it is gone, 400 snapshot_corrupt when its bytes are damaged).")
     index: int = Field(default=0, ge=0, le=MAX_SAFE_INTEGER, description="With restore: how many of the episode's actions the snapshot holds, "
                        "so the session's first /step carries this index. 0 (the default) without restore.")
 

@@ -11,6 +11,7 @@ import logging
 import threading
 
 from ...envs import snapshots
+from ...objects import ObjectStoreError
 from ...sandbox import SandboxSettings, reap_orphans
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ class Janitor:
     def sweep(self, live_owners: set[str]) -> int:
         try:
             self._on_snapshots_reaped(snapshots.reap(self.snapshot_max_age_s))
-        except OSError as e:
+        except (OSError, ObjectStoreError) as e:  # the next sweep tries again
             log.warning("janitor: cannot sweep snapshots: %s", e)
         try:
             removed = reap_orphans(self.settings.root, max_age_s=self.settings.max_age_s, live_owners=live_owners)

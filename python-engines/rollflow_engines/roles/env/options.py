@@ -41,12 +41,19 @@ class Options(BaseModel):
                                     "hold; past it creating one fails with ENOSPC inside the sandbox.")
     sandbox_max_age_s: float = Field(default=DEFAULT_MAX_AGE_S, gt=0, description="The janitor removes a workspace older than this even if "
                                                                                   "a live server holds it (its processes are killed first).")
-    snapshot_dir: Path = Field(default=snapshots.DEFAULT_DIR, description="Where envs that resume episodes (swe_lite) save their "
-                                                                          "snapshots; env servers that share it resume each other's episodes.")
+    snapshot_dir: str = Field(default=str(snapshots.DEFAULT_DIR), description="Where envs that resume episodes (swe_lite) save "
+                              "their snapshots: a directory, or s3://<bucket>/<prefix> (each snapshot the object <prefix>/<id>) for "
+                              "servers on hosts that share no disk; env servers that share it resume each other's episodes.")
     action_log: Path | None = Field(default=None, description="A file the server appends one JSON line to per applied /step "
                                     "{session, env, index, action_sha256, reward, done, ts}, fsynced: the record that no action was applied twice. None: no log.")
     snapshot_max_age_s: float = Field(default=86_400.0, gt=0, description="The janitor removes a snapshot not written for this long (an "
                                                                            "episode nobody resumed); a run resuming later replays that episode from its start.")
+
+    @field_validator("snapshot_dir")
+    @classmethod
+    def _snapshot_ref_well_formed(cls, snapshot_dir: str) -> str:
+        snapshots.location(snapshot_dir)  # ObjectRefError is a ValueError: the option's error names the expected form
+        return snapshot_dir
 
     @field_validator("domains")
     @classmethod

@@ -26,12 +26,12 @@ import re
 import shutil
 import threading
 from collections.abc import Callable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from ...durable import is_disk_full
 from ...errors import InsufficientStorageError, NotFoundError, RequestError, UnavailableError
-from ...exports import EXPORT_FILES, EXPORT_MANIFEST
+from ...exports import EXPORT_FILES, EXPORT_MANIFEST, listed_path_inside
 from ...objects import (CorruptObjectError, ObjectNotFoundError, ObjectRefError, ObjectStoreError, list_objects,
                         parse_object_ref, read_object, read_object_to_file)
 from ...scratch import clean_stale_scratch, scratch_name
@@ -54,8 +54,7 @@ def listed_files(ref: str, manifest: dict[str, Any]) -> dict[str, dict[str, Any]
         raise RequestError(FIELD, f"{ref}/{EXPORT_MANIFEST} lists no files ({EXPORT_FILES!r}): not an export the trainer "
                                   "wrote to the object store", ref)
     for name, entry in files.items():
-        parts = PurePosixPath(name).parts
-        if not parts or name.startswith("/") or ".." in parts or name == EXPORT_MANIFEST:
+        if not listed_path_inside(name) or name == EXPORT_MANIFEST:
             raise RequestError(FIELD, f"{ref}/{EXPORT_MANIFEST} lists the file {name!r}, which is not a path inside the export", ref)
         if not (isinstance(entry, dict) and isinstance(entry.get("size"), int) and isinstance(entry.get("sha256"), str)):
             raise RequestError(FIELD, f"{ref}/{EXPORT_MANIFEST} lists {name!r} without its size and sha256", ref)

@@ -70,6 +70,9 @@ class Options(PolicyModelOptions):
                             "becomes the object <prefix>/v<version>/<file>, its manifest last; docs/object-store.md).")
     export_scratch_dir: str | None = Field(default=None, description="With an s3:// export_dir: where an export is written "
                                            "before its upload (then removed); default <system temp dir>/rollflow-exports.")
+    state_scratch_dir: str | None = Field(default=None, description="Where a trainer state or checkpoint whose /save or /load "
+                                          "path is an s3:// ref is written before its upload, or fetched before it loads (then "
+                                          "removed); default <system temp dir>/rollflow-states (store_states.py).")
     step_log: str | None = Field(default=None, description="A JSON-lines file the trainer appends one fsynced line to per train step it applies, and per reset, load and save (step_log.py); none: no log.")
     # Inline batches (a run sends batch_ref, a file path) and /logprobs sequences are large.
     max_request_bytes: int = max_request_bytes_field(256 * MiB)
@@ -150,6 +153,7 @@ def make_backend(backend: str, options: Options):
 def register(app: FastAPI, backend: str, options: Options) -> None:
     from .api import TrainerServer, register_endpoints
 
-    server = TrainerServer(lambda: make_backend(backend, options), options.export_dir, options.step_log, options.export_scratch_dir)
+    server = TrainerServer(lambda: make_backend(backend, options), options.export_dir, options.step_log, options.export_scratch_dir,
+                           options.state_scratch_dir)
     app.state.liveness.watch_counter(lambda: server.backend.micro_batches)  # server.backend: /reset replaces it
     register_endpoints(app, server)

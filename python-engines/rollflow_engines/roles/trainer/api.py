@@ -24,7 +24,9 @@ weights' version is ``trainer_ahead`` (after a Temporal rollback: the caller loa
 
 Trainer states: written durably with a checksum of every file (state_files.py); /load verifies them before any
 weight changes, and a state that fails is a 400 ``checkpoint_corrupt`` (the caller tries an older one). A write
-that finds the disk full is a 507 ``disk_full`` naming the path, with nothing half-written left.
+that finds the disk full is a 507 ``disk_full`` naming the path, with nothing half-written left. A state's ``path`` may
+be an s3:// ref: it is written through a local scratch directory to the object store, and read back through one
+(store_states.py), with the same checks.
 
 Exports: to ``<export_dir>/v<N>`` on this host, or, with ``export_dir`` an s3:// ref, through a local scratch
 directory to the object store (store_exports.py); a store that cannot be reached is a 503 (retry later).
@@ -53,6 +55,7 @@ from .contracts import (ResetRequest, ResetResponse, ExportWeightsRequest, Expor
 from .metrics import TrainerMetrics
 from .state_files import CORRUPT, FILES_KEY, checksums, clean_stale_scratch, replace_dir, scratch_dir_for, verify_checksums
 from .store_exports import default_scratch_dir, store_prefix, upload_export, version_ref
+from .store_states import default_scratch_dir as default_state_scratch_dir, download_state, state_ref, upload_state
 from .step_log import StepLog, new_lineage
 
 CHECKPOINT_META = "rollflow_checkpoint.json"
@@ -81,7 +84,7 @@ class TrainerServer:
     """State of one trainer app: the backend, its lock, its metrics."""
 
     def __init__(self, make_backend: Callable[[], TrainerBackend], export_dir: str, step_log: str | None = None,
-                 export_scratch_dir: str | None = None):
+                 export_scratch_dir: str | None = None, state_scratch_dir: str | None = None):
         self._make_backend = make_backend
         self.backend = make_backend()
         # An s3:// export_dir: exports are written under the scratch directory, then uploaded there.
@@ -91,6 +94,8 @@ class TrainerServer:
         self.training_step: int | None = None  # set while a train step runs
         self.run_id: str | None = None  # the run bound by /reset or /load; a restarted process holds none
         self.metrics = TrainerMetrics(self.backend)
+        # Where a state saved to or loaded from the object store (an s3:// path) is written or fetched, then removed.
+        self.state_scratch = Path(state_scratch_dir or default_state_scratch_dir()).absolute()
         clean_stale_scratch(self.export_dir)  # exports a killed trainer was writing (states are cleaned at each save)
         # The trainer's own record of the steps it applied (step_log.py); the lineage names these weights' history.
         self.step_log = StepLog(step_log) if step_log else None
@@ -170,7 +175,9 @@ class TrainerServer:
     # ---- checkpoints
 
     async def save(self, req: SaveRequest) -> SaveResponse:
-        target = Path(req.path).absolute()
+        store = state_ref(req.path)
+        target = Path(req.path).absolute() if store is None else self.state_scratch / "save"  # for a store, its scratch
+        shown = str(target) if store is None else store
         self.check_holder(req.run_id)
         async with self.lock:
             if req.version is not None and req.version != self.backend.version:
@@ -180,6 +187,7 @@ class TrainerServer:
                 tmp = await run_in_thread(scratch_dir_for, target, CHECKPOINT_META, "path")
             except OSError as e:
                 raise write_failure(e, "path", f"cannot create a checkpoint at {target}", req.path) from e
+            uploaded = False
             try:
                 await self.backend.save_state(tmp)
                 if req.export_hf:
@@ -188,18 +196,24 @@ class TrainerServer:
                         "last_step": self.backend.last_step.to_json() if self.backend.last_step else None,
                         FILES_KEY: await run_in_thread(checksums, tmp, CHECKPOINT_META)}
                 (tmp / CHECKPOINT_META).write_text(json.dumps(meta, indent=1))
-                await run_in_thread(replace_dir, tmp, target)  # fsyncs every file, then the rename
-                self._log_event("save", self.backend.version, path=str(target))
+                if store is None:
+                    await run_in_thread(replace_dir, tmp, target)  # fsyncs every file, then the rename
+                else:
+                    await run_in_thread(upload_state, tmp, store, CHECKPOINT_META, "path")
+                    uploaded = True
+                self._log_event("save", self.backend.version, path=shown)
             except Exception as e:
                 shutil.rmtree(tmp, ignore_errors=True)
-                failure = write_failure(e, "path", f"cannot write the checkpoint to {target}", req.path)
+                failure = write_failure(e, "path", f"cannot write the checkpoint to {shown}", req.path)
                 if failure is e:
                     raise
                 raise failure from e
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
-            return SaveResponse(path=str(target), version=self.backend.version)
+            if uploaded:
+                shutil.rmtree(tmp, ignore_errors=True)
+            return SaveResponse(path=shown, version=self.backend.version)
 
     async def _export_hf(self, directory: Path, adapter_directory: Path) -> None:
         """The policy as a Hugging Face directory (and a LoRA run's adapter beside it); removed again if the
@@ -210,7 +224,30 @@ class TrainerServer:
             directory.rmdir()
 
     async def load(self, req: LoadRequest) -> LoadResponse:
-        path = Path(req.path).absolute()
+        store = state_ref(req.path)
+        if store is None:
+            path = Path(req.path).absolute()
+            checked = await self._checked_state(path, req, str(path))  # before the lock: a bad state never waits for it
+            async with self.lock:
+                return await self._load_checked(path, checked, req, str(path))
+        # Under the lock from the fetch on: the scratch is cleaned only by a writer holding it (scratch.py), and the
+        # weights are about to be replaced anyway.
+        async with self.lock:
+            try:
+                tmp = await run_in_thread(scratch_dir_for, self.state_scratch / "load", CHECKPOINT_META, "path")
+            except OSError as e:
+                raise write_failure(e, "path", f"cannot fetch {store} into state_scratch_dir {self.state_scratch}", req.path) from e
+            try:
+                await run_in_thread(download_state, store, tmp, CHECKPOINT_META, "path")
+                return await self._load_checked(tmp, await self._checked_state(tmp, req, store), req, store)
+            except OSError as e:  # the scratch's own disk
+                raise write_failure(e, "path", f"cannot fetch {store} into state_scratch_dir {self.state_scratch}", req.path) from e
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)  # loaded (the backend holds what it read) or refused: gone
+
+    async def _checked_state(self, path: Path, req: LoadRequest, shown: str) -> tuple[dict, int, RecordedStep | None]:
+        """The meta, version and last step of the state in the directory ``path``, every file checked against the meta's
+        checksums; ``shown`` is what messages name the state by (its ref, for a fetched one)."""
         if not path.is_dir():
             raise NotFoundError("path", f"no checkpoint directory at {path}", req.path)
         try:
@@ -220,16 +257,20 @@ class TrainerServer:
             if version < 0:
                 raise ValueError("negative version")
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            raise RequestError("path", f"{path} is not a trainer checkpoint (no readable {CHECKPOINT_META}: {e})", req.path, CORRUPT) from e
+            raise RequestError("path", f"{shown} is not a trainer checkpoint (no readable {CHECKPOINT_META}: {e})", req.path, CORRUPT) from e
         if meta.get("backend") != self.backend.name:
             raise RequestError("path", f"checkpoint was written by the {meta.get('backend')!r} backend; this trainer runs {self.backend.name!r}", req.path)
-        await run_in_thread(verify_checksums, path, meta, "path", req.path)  # before any weight changes
-        async with self.lock:
-            await self.backend.load_state(path, version, last)
-            # A new lineage: these weights continue the saving lineage's at `version`, not this process's earlier ones.
-            self.run_id, self.lineage = req.run_id, new_lineage()
-            self._log_event("load", version, parent=meta.get("lineage"), path=str(path))
-            return LoadResponse(path=str(path), version=version)
+        await run_in_thread(verify_checksums, path, meta, "path", req.path, shown)  # before any weight changes
+        return meta, version, last
+
+    async def _load_checked(self, path: Path, checked: tuple[dict, int, RecordedStep | None], req: LoadRequest, shown: str) -> LoadResponse:
+        """Loads a state _checked_state passed; the caller holds the lock."""
+        meta, version, last = checked
+        await self.backend.load_state(path, version, last)
+        # A new lineage: these weights continue the saving lineage's at `version`, not this process's earlier ones.
+        self.run_id, self.lineage = req.run_id, new_lineage()
+        self._log_event("load", version, parent=meta.get("lineage"), path=shown)
+        return LoadResponse(path=shown, version=version)
 
     async def export_weights(self, req: ExportWeightsRequest) -> ExportWeightsResponse:
         self.check_holder(req.run_id)

@@ -224,24 +224,24 @@ class ResetResponse(_Wire):
 
 
 class SaveRequest(_Wire):
-    path: str = Field(min_length=1, description="Checkpoint directory to write (replaced atomically if it exists).")
+    path: str = Field(min_length=1, description="Checkpoint directory to write (replaced atomically if it exists), or an s3://<bucket>/<key> ref: each file becomes the object <key>/<file>, the meta file last (store_states.py).")
     version: int | None = Field(default=None, ge=0, description="The version the caller means to save; another version is refused (409 trainer_behind), so a restarted trainer never saves its initial weights under a run's step.")
     run_id: str | None = Field(default=None, min_length=1, description="The run this call belongs to; a trainer that holds another run, or none (it restarted), refuses with 409 (code trainer_held / trainer_behind).")
     export_hf: bool = Field(default=False, description="Also write the policy as a Hugging Face directory, <path>/hf (model, tokenizer, chat template), that from_pretrained loads: for checkpoints, not the frequent recovery saves. A backend without weights (sim) writes none.")
 
 
 class SaveResponse(_Wire):
-    path: str = Field(description="Absolute checkpoint directory.")
+    path: str = Field(description="Absolute checkpoint directory, or the s3:// ref it was saved to.")
     version: int = Field(ge=0, description="Policy version saved.")
 
 
 class LoadRequest(_Wire):
-    path: str = Field(min_length=1, description="Checkpoint directory written by /save.")
+    path: str = Field(min_length=1, description="Checkpoint directory, or s3:// ref, written by /save.")
     run_id: str | None = Field(default=None, min_length=1, description="The run that holds this trainer after the load.")
 
 
 class LoadResponse(_Wire):
-    path: str = Field(description="Absolute checkpoint directory.")
+    path: str = Field(description="Absolute checkpoint directory, or the s3:// ref it was loaded from.")
     version: int = Field(ge=0, description="Policy version restored; the next train step is this number.")
 
 

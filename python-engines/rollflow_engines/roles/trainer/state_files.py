@@ -6,6 +6,9 @@ Scratch directories are named as rollflow_engines/scratch.py says: their pid tel
 Checksums: a state's meta file (rollflow_checkpoint.json) lists every other file written with its size and
 sha256 (``files``); /load checks them all before any weight changes, and a state that fails is
 ``checkpoint_corrupt`` (the caller falls back to an older state, src/activities/trainer-recovery.ts).
+
+A state saved to or loaded from the object store (an s3:// path) is written and checked here the same way, in a
+scratch directory it is uploaded from or fetched into (store_states.py).
 """
 from __future__ import annotations
 
@@ -56,20 +59,22 @@ def checksums(directory: Path, meta_name: str) -> dict[str, dict[str, Any]]:
             for file in sorted(directory.rglob("*")) if file.is_file() and file.relative_to(directory).as_posix() != meta_name}
 
 
-def verify_checksums(directory: Path, meta: dict[str, Any], field: str, given: Any) -> None:
-    """A ``checkpoint_corrupt`` RequestError naming the first file that is missing or differs from ``meta``'s list."""
+def verify_checksums(directory: Path, meta: dict[str, Any], field: str, given: Any, shown: str | None = None) -> None:
+    """A ``checkpoint_corrupt`` RequestError naming the first file that is missing or differs from ``meta``'s list;
+    messages name the state ``shown`` (its ref, for one fetched from the object store) or else ``directory``."""
+    shown = shown or str(directory)
     files = meta.get(FILES_KEY)
     if not isinstance(files, dict) or not files:
-        raise RequestError(field, f"{directory} lists no checksums ({FILES_KEY!r} in its meta file): written before checksums "
+        raise RequestError(field, f"{shown} lists no checksums ({FILES_KEY!r} in its meta file): written before checksums "
                                   "or damaged; cannot tell its files are intact", given, CORRUPT)
     for name, expected in sorted(files.items()):
-        file = directory / name
+        file, named = directory / name, f"{shown}/{name}"
         if not file.is_file():
-            raise RequestError(field, f"{file} is missing (listed in the state's checksums)", given, CORRUPT)
+            raise RequestError(field, f"{named} is missing (listed in the state's checksums)", given, CORRUPT)
         try:
             size, digest = file.stat().st_size, file_sha256(file)
         except OSError as e:
-            raise RequestError(field, f"{file} cannot be read: {e}", given, CORRUPT) from e
+            raise RequestError(field, f"{named} cannot be read: {e}", given, CORRUPT) from e
         if not isinstance(expected, dict) or size != expected.get("size") or digest != expected.get("sha256"):
-            raise RequestError(field, f"{file} does not match its checksum (size {size}, sha256 {digest[:12]}…; recorded "
+            raise RequestError(field, f"{named} does not match its checksum (size {size}, sha256 {digest[:12]}…; recorded "
                                       f"{expected!r:.120})", given, CORRUPT)
