@@ -136,7 +136,9 @@ setup_host() {
       mount -o remount,bind,ro "$mp" 2>/dev/null || ! mountpoint -q "$mp" || must mount -o remount,bind,ro "$mp"
     fi
   done
-  for mp in /tmp /var/tmp /dev/shm; do must mount -t tmpfs -o mode=1777 "rollflow-host-$h" "$mp"; done
+  # /run/lock too: a machine's runtime locks are its own (the sandbox allocates its uids there).
+  mkdir -p /run/lock
+  for mp in /tmp /var/tmp /dev/shm /run/lock; do must mount -t tmpfs -o mode=1777 "rollflow-host-$h" "$mp"; done
   bind_rw "$dir/disks/$h/home" "$dir/home"
   bind_rw "$dir/disks/$h/state" "$repo/.state"
   must mount -t tmpfs -o ro,size=4k,mode=755 rollflow-hidden "$dir/disks"  # no host sees another's disk

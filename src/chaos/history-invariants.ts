@@ -56,7 +56,7 @@ export function historyChecks(r: RunRecords, maxSteps: number): Check[] {
 }
 
 /** Each env step (session, index) applied once by the env server; a retry must get the recorded result, not a second application. */
-export function envActionCheck(r: RunRecords): Check {
+export function envActionCheck(r: Pick<RunRecords, 'envActions'>): Check {
   const name = 'env: no (session, index) applied twice';
   const a = r.envActions;
   if (!a) return { name, ok: true, detail: 'not checked: the env server keeps no action log (env option action_log)' };

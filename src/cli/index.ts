@@ -21,6 +21,13 @@ import { listRuns, runStatus, steer, syncRunWeights, waitRun, watchRun } from '.
 import { startRun, type RunOptions } from '../launch/run';
 import { runSmoke } from './smoke';
 
+/** An error's message and its causes' (the SDK's "Failed to start Workflow" says why only in its cause), each once. */
+export function withCauses(e: Error): string {
+  const parts: string[] = [];
+  for (let c: unknown = e; c instanceof Error && parts.length < 5; c = c.cause) if (!parts.some((p) => p.includes(c.message))) parts.push(c.message);
+  return parts.join(': ');
+}
+
 /** --role: a comma-separated list of worker roles. */
 export function parseRoles(value: string): WorkerRole[] {
   const roles = value.split(',').map((r) => r.trim()).filter((r) => r !== '');
@@ -192,7 +199,7 @@ export async function main(argv: string[]): Promise<void> {
       process.stderr.write(`rollflow: ${e.message}\n`);
       process.exitCode = 2;
     } else {
-      process.stderr.write(`rollflow: ${(e as Error).message}\n`);
+      process.stderr.write(`rollflow: ${withCauses(e as Error)}\n`);
       process.exitCode = 1;
     }
   }
