@@ -19,11 +19,19 @@ import { batchDir, runDataDir } from '../../src/core';
 import { ROOT, until } from './helpers/dev-server';
 import { TestHosts } from './helpers/hosts';
 
-const STEPS = 8;
+// `make test` runs the short version; bench/multihost/run.sh the long one, through these settings.
+const bench = {
+  steps: Number(process.env.MULTIHOST_STEPS ?? 8),
+  /** Longer than the heartbeat timeout (30 s): B's calls in flight are timed out and retried, while B may still finish them. */
+  partitionS: Number(process.env.MULTIHOST_PARTITION_S ?? 45),
+  /** Bring host C back (its link, its servers and worker) before B's partition, so B's work moves to C. */
+  restoreC: process.env.MULTIHOST_RESTORE_C === '1',
+  /** Where to write the run's timeline (bench/results/multihost.md), if anywhere. */
+  report: process.env.MULTIHOST_REPORT,
+};
+const STEPS = bench.steps;
 const B = 8; // 2 groups of 4 episodes
 const RUN = 'mh';
-/** Longer than the heartbeat timeout (30 s): B's calls in flight are timed out and retried, while B may still finish them. */
-const PARTITION_MS = 45_000;
 const PORTS = { temporal: 7233, s3: 7470, inference: 8001, trainer: 8002, env: 8003 };
 // Every host sees the checkout at ROOT, and its own disk at ROOT/.state.
 const STATE = path.join(ROOT, '.state');
@@ -104,19 +112,23 @@ beforeAll(async () => {
     mkdirSync(path.join(hosts.dir, 'disks', h, 'home', '.aws'), { recursive: true, mode: 0o700 });
     for (const f of ['credentials', 'config']) writeFileSync(path.join(hosts.dir, 'disks', h, 'home', '.aws', f), readFileSync(path.join(aws, f)), { mode: 0o600 });
   }
-  const bucket = 's3://rollflow/mh/';
-  for (const h of ['b', 'c']) {
-    engine(h, 'inference', { sim: { c0: 0.01, length: { dist: 'fixed', mean: 8 } }, weights_cache_dir: `${STATE}/weights-cache` });
-    engine(h, 'env', { action_log: `${STATE}/env-actions.jsonl`, snapshot_dir: `${bucket}env-snapshots` });
-  }
-  engine('d', 'trainer', { sim_seconds_per_sample: 0.02, export_dir: `${bucket}weights/trainer`, export_scratch_dir: `${STATE}/weights`, state_scratch_dir: `${STATE}/trainer-state-scratch`, step_log: `${STATE}/trainer-steps.jsonl` });
-  for (const h of ['b', 'c']) for (const role of ['inference', 'env'] as const) await answers(h, `http://${addr[h]}:${PORTS[role]}/health`);
+  await startRolloutHost('b');
+  await startRolloutHost('c');
+  engine('d', 'trainer', { sim_seconds_per_sample: 0.02, export_dir: `${BUCKET}weights/trainer`, export_scratch_dir: `${STATE}/weights`, state_scratch_dir: `${STATE}/trainer-state-scratch`, step_log: `${STATE}/trainer-steps.jsonl` });
   await answers('d', `http://${addr.d}:${PORTS.trainer}/health`);
-  // Workers: B and C call the servers on their own host; D runs the workflows and the trainer's calls, and
-  // syncs weights to every inference server.
-  for (const h of ['b', 'c']) start(h, 'worker', [path.join(ROOT, 'bin/rollflow'), 'worker', writeConfig(h, [h], h), '--role', 'inference,env'], { ROLLFLOW_HOST: h });
+  // D runs the workflows and the trainer's calls, and syncs weights to every inference server.
   start('d', 'worker', [path.join(ROOT, 'bin/rollflow'), 'worker', writeConfig('d', ['b', 'c'], 'b'), '--role', 'main,trainer'], { ROLLFLOW_HOST: 'd' });
 }, 600_000);
+
+const BUCKET = 's3://rollflow/mh/';
+
+/** B or C: an inference server and an env server, and a worker that calls them (and only them). */
+async function startRolloutHost(h: string): Promise<void> {
+  engine(h, 'inference', { sim: { c0: 0.01, length: { dist: 'fixed', mean: 8 } }, weights_cache_dir: `${STATE}/weights-cache` });
+  engine(h, 'env', { action_log: `${STATE}/env-actions.jsonl`, snapshot_dir: `${BUCKET}env-snapshots` });
+  for (const role of ['inference', 'env'] as const) await answers(h, `http://${addr[h]}:${PORTS[role]}/health`);
+  start(h, 'worker', [path.join(ROOT, 'bin/rollflow'), 'worker', writeConfig(h, [h], h), '--role', 'inference,env'], { ROLLFLOW_HOST: h });
+}
 
 afterAll(() => {
   // Each host's logs outlive it, for a failure's diagnosis: .state/test-reports/multihost/<host>/.
@@ -131,22 +143,37 @@ const metricsOf = () => {
   return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { run_id: string; step: number }) : [];
 };
 const stepsDone = () => metricsOf().filter((m) => m.run_id === RUN).length;
+/** Seconds since the test started the run: the faults' times, on the clock of the steps' wall_s (from the run's start, within a second). */
+let runStartedAt = 0;
+const timeline: { at: number; event: string }[] = [];
+const mark = (event: string) => timeline.push({ at: (Date.now() - runStartedAt) / 1000, event });
 
 it('completes across four hosts, through the loss of host C and a partition of host B, every step once and no env step applied twice', async () => {
   const config = path.join(STATE, 'run.yaml'); // D's
+  runStartedAt = Date.now();
   mustRun('d', [path.join(ROOT, 'bin/rollflow'), 'run', config, '--run-id', RUN]);
 
   // Lose host C after two steps: cut its link, then kill every process on it.
   await until(async () => (stepsDone() >= 2 ? true : undefined), 'two steps trained', 600_000);
   hosts.link('c', 'down');
   hosts.kill('c');
+  mark('host C lost');
   const lostAt = stepsDone();
-
-  // Then partition B (the only host left with inference and env) for longer than a heartbeat timeout.
   await until(async () => (stepsDone() >= lostAt + 2 ? true : undefined), 'two steps trained after host C was lost', 600_000);
+  if (bench.restoreC) {
+    hosts.link('c', 'up');
+    await startRolloutHost('c');
+    mark('host C back');
+    const backAt = stepsDone();
+    await until(async () => (stepsDone() >= backAt + 2 ? true : undefined), 'two steps trained after host C came back', 600_000);
+  }
+
+  // Then partition B for longer than a heartbeat timeout (with C lost, B is the only host with inference and env).
   hosts.link('b', 'down');
-  await sleep(PARTITION_MS); // the fault's length, not a synchronisation: nothing is awaited here
+  mark(`host B partitioned (${bench.partitionS} s)`);
+  await sleep(bench.partitionS * 1000); // the fault's length, not a synchronisation: nothing is awaited here
   hosts.link('b', 'up');
+  mark('host B healed');
 
   const waited = JSON.parse(mustRun('d', [path.join(ROOT, 'bin/rollflow'), 'wait', RUN, '--config', config, '--json']).trim().split('\n').at(-1)!) as { step: number };
   expect(waited.step).toBe(STEPS);
@@ -163,4 +190,5 @@ it('completes across four hosts, through the loss of host C and a partition of h
   const check = envActionCheck({ envActions: { file: 'env-actions.jsonl of B and C', lines: logs.flatMap((l) => l.lines), unreadableLines: logs.reduce((n, l) => n + l.unreadableLines, 0) } });
   expect(check.ok, check.detail).toBe(true);
   expect(logs[1]!.lines.length).toBeGreaterThan(0); // C served episodes before it was lost
-}, 1_500_000);
+  if (bench.report) writeFileSync(bench.report, JSON.stringify({ bench, timeline, steps: metricsOf().filter((m) => m.run_id === RUN), envActions: { b: logs[0]!.lines.length, c: logs[1]!.lines.length, check: check.detail } }, null, 2));
+}, 3_600_000);
