@@ -34,7 +34,7 @@ export interface TrainerBinding {
   runId: string;
   /**
    * <run_dir>/<run id>/trainer-state (ids.trainerStateDir): one v<version> directory per saved state; with a bucket
-   * store, s3://<bucket>/<prefix><run id>/trainer-state (RunPlan.trainerRoot), one v<version>/ prefix of objects.
+   * store, s3://<bucket>/<prefix><run id>/trainer-state (RunPlan.bucketRunDir), one v<version>/ prefix of objects.
    */
   stateDir: string;
   /** Save the trainer's state after every step whose version is a multiple of this (trainer_state_save_steps). */

@@ -1,7 +1,7 @@
 /**
  * Where a run's trainer states are kept (TrainerBinding.stateDir), for recovery (trainer-recovery.ts): a directory,
  * the default, which the trainer writes and the worker lists, so both must see one disk; or, when the run's sample
- * store is a bucket, an s3://<bucket>/<prefix><run id>/trainer-state ref (RunPlan.trainerRoot), which a trainer on
+ * store is a bucket, an s3://<bucket>/<prefix><run id>/trainer-state ref (RunPlan.bucketRunDir), which a trainer on
  * any host writes and reads (python-engines roles/trainer/store_states.py) and the worker lists in the bucket.
  *
  * Both hold one v<version> state per save, complete when it holds the trainer's meta file (written last: the rename
@@ -93,7 +93,7 @@ class BucketStates implements TrainerStates {
   constructor(ref: string, sameBucket?: S3SampleStore) {
     this.where = ref.replace(/\/+$/, '');
     const { bucket, key } = parseObjectRef(this.where);
-    // One client per worker: the run's store's, when the states are in its bucket (they are, by RunPlan.trainerRoot).
+    // One client per worker: the run's store's, when the states are in its bucket (they are, by RunPlan.bucketRunDir).
     this.objects = new S3SampleStore({ bucket, prefix: `${key}/` }, sameBucket?.where.bucket === bucket ? sameBucket.client : undefined);
   }
 

@@ -3,15 +3,16 @@
  * new weights, and the weight sync (ROLL Flash's suspend -> model_update ->
  * resume) on every inference server.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { observeRecord } from '../monitoring/run-metrics';
 import { compareSampleUids, REPLAYED_STEPS, SKIPPED_STATES, type TrackingSpec } from '../core';
-import { isServerLost, type InferenceClient } from '../gpu-bridge';
-import { appendFileDurable, writeFileDurable } from '../store';
+import { engineHealth, isServerLost, type InferenceClient } from '../gpu-bridge';
+import { writeFileDurable } from '../store';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
+import { runRecords, type RecordFile, type RunRecord } from './run-records';
 import { markLaunchOrigin, refuseIfHeld, saveTrainerState, withTrainerAt, type TrainerBinding, type TrainOptions } from './trainer-recovery';
 
 /** What a checkpoint records (SkyRL's consumed-UID checkpoint): enough to resume exactly. */
@@ -57,6 +58,20 @@ async function onEachReachable<T>(deps: ActivityDeps, servers: Server[], call: (
   return { done, failures };
 }
 
+/** How long a weight sync waits for a server's GET /health before it leaves the server out (marked down). */
+export const SYNC_PROBE_MS = 5_000;
+
+/**
+ * The servers that answer GET /health within SYNC_PROBE_MS; the others are marked down and left out, so the
+ * prober catches them up once they answer. A server cut off by the network (or hung) resets nothing: a sync's
+ * request on a kept-alive connection to it would wait for its answer until the cut healed, and hold the run.
+ */
+async function answering(deps: ActivityDeps, servers: Server[], signal: AbortSignal): Promise<Server[]> {
+  const answered = await Promise.all(servers.map(([url]) => engineHealth(url, { timeoutMs: SYNC_PROBE_MS, signal }).then(() => true, () => false)));
+  servers.forEach(([url], i) => answered[i] || deps.pool.markDown(url));
+  return servers.filter((_, i) => answered[i]);
+}
+
 export function trainingActivities(deps: ActivityDeps) {
   return {
     /**
@@ -90,7 +105,7 @@ export function trainingActivities(deps: ActivityDeps) {
     /**
      * Trainer state first, manifest last: a manifest exists only for a complete checkpoint. A restarted trainer is recovered first, never saved as the run's step.
      * The trainer also writes the policy as a Hugging Face directory, <trainer part>/hf, for use outside rollflow. The
-     * trainer's part is <dir>/trainer, or `trainerPath` (with a bucket store, an s3:// ref: RunPlan.trainerRoot).
+     * trainer's part is <dir>/trainer, or `trainerPath` (with a bucket store, an s3:// ref: RunPlan.bucketRunDir).
      */
     async saveCheckpoint(input: { dir: string; manifest: CheckpointManifest; binding?: TrainerBinding; trainerPath?: string }): Promise<string> {
       return withHeartbeat(async (signal) => {
@@ -153,7 +168,7 @@ export function trainingActivities(deps: ActivityDeps) {
     async syncWeights(input: { path: string; version: number; partialRollout: boolean; runId?: string }) {
       return withHeartbeat(async (signal) => {
         const started = Date.now();
-        const live = [...deps.inference].filter(([url]) => !deps.pool.isDown(url));
+        const live = await answering(deps, [...deps.inference].filter(([url]) => !deps.pool.isDown(url)), signal);
         const paused = await onEachReachable(deps, live, (c) => c.pause({ mode: input.partialRollout ? 'abort' : 'wait' }, { signal }));
         const reached = paused.done.map(([server]) => server);
         let failures = paused.failures;
@@ -182,21 +197,18 @@ export function trainingActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Appends one metrics record to the run's directory's metrics.jsonl (its step
-     * log) or validation.jsonl (one record per validation). Idempotent: a retry after the write (the worker died before
-     * reporting it) finds the record of this run and step and adds nothing.
+     * Adds one metrics record to the run's step log (metrics.jsonl) or validation log (validation.jsonl): in the run's
+     * directory, or with a bucket store in the bucket (`recordsDir`, run-records.ts). Idempotent: a retry after the
+     * write (the worker died before reporting it) finds the record of this run and step and adds nothing.
      */
-    async appendMetrics(input: { runDir: string; file?: 'metrics.jsonl' | 'validation.jsonl'; record: { run_id: string; step: number } & Record<string, unknown>; tracking?: TrackingSpec; final?: boolean }): Promise<void> {
-      await mkdir(input.runDir, { recursive: true });
-      const file = path.join(input.runDir, input.file ?? 'metrics.jsonl');
-      const written = await readFile(file, 'utf8').catch(() => '');
-      const key = `"run_id":${JSON.stringify(input.record.run_id)},"step":${input.record.step},`;
-      if (written.split('\n').some((line) => line.startsWith(`{${key}`))) {
-        observeRecord(input.file ?? 'metrics.jsonl', input.record, { counters: false }); // written by a worker that died: this one's gauges, no counts
+    async appendMetrics(input: { runDir: string; recordsDir?: string; file?: RecordFile; record: RunRecord; tracking?: TrackingSpec; final?: boolean }): Promise<void> {
+      const file = input.file ?? 'metrics.jsonl';
+      const records = runRecords(input.recordsDir ?? input.runDir, deps.store);
+      if (await records.has(file, input.record)) {
+        observeRecord(file, input.record, { counters: false }); // written by a worker that died: this one's gauges, no counts
       } else {
-        const { run_id, step, ...rest } = input.record; // run_id and step lead each line: the key looked for above
-        await appendFileDurable(file, `${JSON.stringify({ run_id, step, ...rest })}\n`);
-        observeRecord(input.file ?? 'metrics.jsonl', input.record); // the worker's /metrics (monitoring/run-metrics.ts)
+        await records.add(file, input.record);
+        observeRecord(file, input.record); // the worker's /metrics (monitoring/run-metrics.ts)
       }
       // Also on a retry after the write (the worker that wrote it died before its trackers got it); the trackers
       // take a record once per worker. Heartbeating: a tracker process starting (torch, wandb) may take a while.

@@ -20,6 +20,9 @@ import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
 import { listRuns, runStatus, steer, syncRunWeights, waitRun, watchRun } from './operate';
 import { startRun, type RunOptions } from '../launch/run';
 import { runSmoke } from './smoke';
+import { runRecords } from '../activities/run-records';
+import { recordsDirOf } from '../client/plan';
+import { openSampleStore } from '../store';
 
 /** An error's message and its causes' (the SDK's "Failed to start Workflow" says why only in its cause), each once. */
 export function withCauses(e: Error): string {
@@ -175,6 +178,22 @@ function buildProgram(): Command {
     .action(async (opts: { config?: string; json?: boolean; limit?: number }) => listRuns(configOf(opts), opts, out));
 
   program
+    .command('records')
+    .description('print a run\'s step records (metrics.jsonl), or with --validation its validation records, as JSON lines, from wherever the run keeps them: its directory, or the bucket of a bucket store')
+    .argument('<run>', 'run id')
+    .option('--validation', 'validation.jsonl instead')
+    .option(...configOption)
+    .option(...setOption)
+    .action(async (runId: string, opts: { config?: string; set?: string[]; validation?: boolean }) => {
+      const loaded = loadedOf(opts);
+      const where = recordsDirOf(loaded, runId);
+      const file = opts.validation ? 'validation.jsonl' : 'metrics.jsonl';
+      const records = await runRecords(where, openSampleStore(loaded.derived.sample_store)).read(file);
+      if (records.length === 0) throw new Error(`no ${file} records of run ${JSON.stringify(runId)} at ${where}`);
+      for (const r of records) out(JSON.stringify(r));
+    });
+
+  program
     .command('sync-weights')
     .description('load external weights (an exported weights directory) on every inference server of a run, between train steps')
     .argument('<run>', 'run id')
@@ -206,10 +225,12 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 // grpc-js sets TLS's server name to the address's host, and Node warns (DEP0123) when that host is an IP address,
-// as 127.0.0.1 is: noise on every TLS command. Other warnings print as Node prints them.
+// as 127.0.0.1 is: noise on every TLS command. The AWS SDK warns on every bucket command that its releases after
+// January 2027 need Node 22: the project pins both its Node (20) and the SDK's version, so nothing is to be done
+// by the user. Other warnings print as Node prints them.
 process.removeAllListeners('warning');
 process.on('warning', (w: Error & { code?: string }) => {
-  if (w.code !== 'DEP0123') process.stderr.write(`${w.name}: ${w.message}\n`);
+  if (w.code !== 'DEP0123' && !w.message.startsWith('NodeVersionSupportWarning')) process.stderr.write(`${w.name}: ${w.message}\n`);
 });
 
 // A reader that went away (`rollflow smoke | head -1`) is not an error.

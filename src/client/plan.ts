@@ -64,6 +64,12 @@ function validation(loaded: LoadedConfig): Pick<RunPlan, 'validation'> {
   return { validation: { envs: pickEnvs(loaded, manager, manager.num_env_groups), groupSize: manager.group_size, everySteps: config.eval_steps } };
 }
 
+/** With a bucket store, the run's directory in the bucket (RunPlan.bucketRunDir), s3://<bucket>/<prefix><run id>. */
+export const bucketRunDirOf = ({ derived }: LoadedConfig, runId: string): string | undefined => (derived.sample_store.kind === 's3' ? `${describeStore(derived.sample_store)}${runId}` : undefined);
+
+/** Where a run keeps its records (metrics.jsonl, validation.jsonl): the bucket with a bucket store, else its directory. */
+export const recordsDirOf = (loaded: LoadedConfig, runId: string): string => bucketRunDirOf(loaded, runId) ?? runDataDir(loaded.derived.run_dir, runId);
+
 export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
   const { config, derived } = loaded;
   const gen = config.actor_infer.generating_args;
@@ -71,7 +77,7 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     runId,
     runDir: runDataDir(derived.run_dir, runId),
     // With a bucket store the trainer's states and checkpoints go to the bucket: a trainer on any host reads them.
-    ...(derived.sample_store.kind === 's3' ? { trainerRoot: `${describeStore(derived.sample_store)}${runId}` } : {}),
+    ...(bucketRunDirOf(loaded, runId) ? { bucketRunDir: bucketRunDirOf(loaded, runId) } : {}),
     limits: {
       samplesPerStep: derived.samples_per_step,
       groupSize: derived.group_size,

@@ -5,7 +5,8 @@
  * format is agreed by matching strings. Changing one changes the ids of
  * children a running workflow starts: that is a workflow change (patch it).
  */
-const pad6 = (n: number) => String(n).padStart(6, '0');
+/** Six digits, zero-padded: step and version numbers in names that sort. */
+export const pad6 = (n: number) => String(n).padStart(6, '0');
 
 /** Where a group's prompt sits: its position in the epoch's seeded order. */
 export interface GroupRef {

@@ -52,7 +52,7 @@ export const envSnapshotDir = (e: LaunchedEngine): string | undefined => (e.samp
  * What a launched engine writes under the state dir unless the config says otherwise: a trainer its exported
  * weights (or, exporting to a bucket, each export before its upload), its step log, and with a bucket store each
  * saved state before its upload and each loaded one after its download (the run names s3:// states then:
- * RunPlan.trainerRoot); an inference server the exports it pulls from a bucket; an env server its action log (one line
+ * RunPlan.bucketRunDir); an inference server the exports it pulls from a bucket; an env server its action log (one line
  * per applied step: the record that none was applied twice), and with a bucket store its snapshots go to the bucket.
  */
 export function stateDirOptions(e: LaunchedEngine, state = stateDir()): Record<string, unknown> {

@@ -24,7 +24,7 @@ export interface RunPlan {
    * checkpoint go under it instead of runDir, so a trainer on any host writes and reads them (docs/object-store.md).
    * Absent: under runDir (a directory store, and plans made before it).
    */
-  trainerRoot?: string;
+  bucketRunDir?: string;
   limits: AdmissionLimits;
   datasetSize: number;
   seed: number;
@@ -75,5 +75,5 @@ export interface RunPlan {
  */
 export function trainerBinding(plan: RunPlan): { binding?: TrainerBinding } {
   if (plan.trainerStateSaveSteps === undefined) return {};
-  return { binding: { runId: plan.runId, stateDir: trainerStateDir(plan.trainerRoot ?? plan.runDir), saveEverySteps: plan.trainerStateSaveSteps, options: plan.train } };
+  return { binding: { runId: plan.runId, stateDir: trainerStateDir(plan.bucketRunDir ?? plan.runDir), saveEverySteps: plan.trainerStateSaveSteps, options: plan.train } };
 }

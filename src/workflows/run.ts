@@ -55,6 +55,8 @@ export async function run(input: RunInput): Promise<RunStatus> {
   const { plan } = input;
   const trainer = trainerBinding(plan);
   const { initTrainer, resumeTrainer, saveCheckpoint } = roleActivities(TRAIN, 'trainer', plan.queues);
+  // The run's records in its directory, or with a bucket store in the bucket (its trackers keep their files in runDir).
+  const recordsAt = { runDir: plan.runDir, ...(plan.bucketRunDir ? { recordsDir: plan.bucketRunDir } : {}) };
   // A file dataset's valid rows define the dataset size (malformed rows are reported and skipped).
   const dataset = input.snapshot ? input.dataset : await indexDataset(plan);
   const datasetSize = input.snapshot?.datasetSize ?? dataset?.size ?? plan.datasetSize;
@@ -159,15 +161,15 @@ export async function run(input: RunInput): Promise<RunStatus> {
     const steps = state.step;
     const result = await children.validate(steps, state.version);
     lastValidation = { steps, rewardMean: result.rewardMean };
-    await appendMetrics.executeWithOptions({ summary: `validation after step ${steps} · reward ${result.rewardMean.toFixed(3)}` }, [{ runDir: plan.runDir, file: 'validation.jsonl', record: validationRecord({ run_id: plan.runId, step: steps, version: result.version, wall_s: sinceRunStart() }, result), ...tracking(steps === plan.maxSteps) }]);
+    await appendMetrics.executeWithOptions({ summary: `validation after step ${steps} · reward ${result.rewardMean.toFixed(3)}` }, [{ ...recordsAt, file: 'validation.jsonl', record: validationRecord({ run_id: plan.runId, step: steps, version: result.version, wall_s: sinceRunStart() }, result), ...tracking(steps === plan.maxSteps) }]);
   };
   const validationDue = () => plan.validation !== undefined && (state.step % plan.validation.everySteps === 0 || state.step === plan.maxSteps);
   if (!input.snapshot && plan.validation) await runValidation(); // the starting point of the curve
 
   // Every save_steps steps, and after the last.
   const checkpointDue = () => (plan.saveSteps > 0 && state.step % plan.saveSteps === 0) || state.step === plan.maxSteps;
-  // The manifest in the run's directory; the trainer's part there too, or with a bucket store in the bucket (trainerRoot).
-  const trainerPart = (step: number) => (plan.trainerRoot ? { trainerPath: `${checkpointDir(plan.trainerRoot, step)}/trainer` } : {});
+  // The manifest in the run's directory; the trainer's part there too, or with a bucket store in the bucket (bucketRunDir).
+  const trainerPart = (step: number) => (plan.bucketRunDir ? { trainerPath: `${checkpointDir(plan.bucketRunDir, step)}/trainer` } : {});
   const checkpoint = () => saveCheckpoint.executeWithOptions({ summary: `checkpoint after step ${state.step}` }, [{ dir: checkpointDir(plan.runDir, state.step), manifest: checkpointManifest(plan, state, datasetSize, dataset), ...trainerPart(state.step), ...trainer }]);
 
   // ---- trainer loop
@@ -196,7 +198,7 @@ export async function run(input: RunInput): Promise<RunStatus> {
     const now = Date.now();
     const times = { lastStepEnd, batchAt, trainedAt, now, rolloutIdleMs: idle.take(now) };
     const record = { ...stepRecord({ run_id: plan.runId, step: batch.step, version: state.version, wall_s: sinceRunStart() }, batch, times, trained, sync.aborted), ...runCounts(state.view()) };
-    await appendMetrics.executeWithOptions({ summary: `step ${batch.step} · reward ${record[METRIC.rewardMean].toFixed(3)}` }, [{ runDir: plan.runDir, record, ...tracking(state.step === plan.maxSteps && !validationDue()) }]);
+    await appendMetrics.executeWithOptions({ summary: `step ${batch.step} · reward ${record[METRIC.rewardMean].toFixed(3)}` }, [{ ...recordsAt, record, ...tracking(state.step === plan.maxSteps && !validationDue()) }]);
     lastStepEnd = now;
     if (validationDue()) await runValidation();
     progress.push({ step: state.step, maxSteps: plan.maxSteps, version: state.version, reward: record[METRIC.rewardMean], ...(lastValidation ? { validation: lastValidation } : {}), stalenessMean: record[METRIC.stalenessMean], stalenessMax: record[METRIC.stalenessMax], inFlight: state.runningSamples, suspended });

@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { envActionCheck } from '../../src/chaos/history-invariants';
 import { readEnvActions } from '../../src/chaos/records';
-import { batchDir, runDataDir } from '../../src/core';
+import { batchDir } from '../../src/core';
 import { ROOT, until } from './helpers/dev-server';
 import { TestHosts } from './helpers/hosts';
 
@@ -138,9 +138,10 @@ afterAll(() => {
   hosts?.down();
 });
 
+/** The run's step records: objects in the bucket (one per step), read where versitygw keeps them on A's disk. */
 const metricsOf = () => {
-  const file = path.join(runDataDir(disk('d', 'run'), RUN), 'metrics.jsonl');
-  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { run_id: string; step: number }) : [];
+  const dir = disk('a', 'object-store', 'data', 'rollflow', 'mh', RUN, 'metrics');
+  return existsSync(dir) ? readdirSync(dir).filter((f) => /^step-\d+\.json$/.test(f)).sort().map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as { run_id: string; step: number; wall_s: number }) : [];
 };
 const stepsDone = () => metricsOf().filter((m) => m.run_id === RUN).length;
 /** Seconds since the test started the run: the faults' times, on the clock of the steps' wall_s (from the run's start, within a second). */

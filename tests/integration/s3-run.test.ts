@@ -5,7 +5,7 @@
 // trainer exports its weights into the bucket too (its default export_dir with
 // a bucket store) and the sim inference server pulls each export by its ref.
 // The trainer's saved states and its part of the final checkpoint are objects
-// under the run's prefix (RunPlan.trainerRoot), the checkpoint's manifest in
+// under the run's prefix (RunPlan.bucketRunDir), the checkpoint's manifest in
 // the run directory naming them.
 // The worker and the engines get the store's address and key only from the
 // standard AWS files, through the environment `dev up` passes on.
@@ -81,6 +81,16 @@ describe('a run on a bucket store', () => {
     expect(batches).toEqual(Array.from({ length: STEPS }, (_, i) => `team-a/runs/on-s3/batches/step-${String(i).padStart(6, '0')}.jsonl`));
     expect((await keysUnder('team-a/runs/on-s3/samples/')).length).toBeGreaterThanOrEqual(STEPS * B);
     expect(existsSync(path.join(server.stateDir, 'run', 'samples')), 'no directory store was written').toBe(false);
+  });
+
+  it('its step records are objects in the bucket, one per step, and `rollflow records` prints them as JSON lines', async () => {
+    expect(await keysUnder('team-a/runs/on-s3/metrics/')).toEqual(Array.from({ length: STEPS }, (_, i) => `team-a/runs/on-s3/metrics/step-${String(i).padStart(6, '0')}.json`));
+    expect(existsSync(path.join(server.stateDir, 'run', 'on-s3', 'metrics.jsonl')), 'no step log on the worker\'s disk').toBe(false);
+    const r = server.rollflow(['records', 'on-s3', '--config', config], 120_000);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { run_id: string; step: number }).step)).toEqual(Array.from({ length: STEPS }, (_, i) => i));
+    const missing = server.rollflow(['records', 'no-such-run', '--config', config], 120_000);
+    expect([missing.status, missing.stderr]).toEqual([1, 'rollflow: no metrics.jsonl records of run "no-such-run" at s3://rollflow/team-a/runs/no-such-run\n']);
   });
 
   it('its weights went through the bucket: an export per version, manifest included, none left on the trainer\'s disk, each pulled by the inference server', async () => {

@@ -1,4 +1,4 @@
-// Trainer states and checkpoints in a bucket (a run whose sample store is s3: RunPlan.trainerRoot), against a real
+// Trainer states and checkpoints in a bucket (a run whose sample store is s3: RunPlan.bucketRunDir), against a real
 // versitygw and a real sim trainer process, through the training activities as tests/integration/trainer-states.test.ts
 // runs them on a directory: states are objects under s3://<bucket>/<prefix><run id>/trainer-state, pruned in the
 // bucket; a restarted trainer whose newest state has a byte flipped on the server's disk falls back to the previous
@@ -39,7 +39,7 @@ const batch = (tag: string) => [0, 1].map((i) => ({ uid: `${tag}-${i}`, group_id
 
 function setUp(runId: string) {
   const deps = { store, trainer: new TrainerClient(engine.url) } as unknown as ActivityDeps;
-  // As RunPlan.trainerRoot and trainerBinding give it for a bucket store with prefix "team/".
+  // As RunPlan.bucketRunDir and trainerBinding give it for a bucket store with prefix "team/".
   const b: TrainerBinding = { runId, stateDir: trainerStateDir(`s3://rollflow/team/${runId}`), saveEverySteps: 2, options: {} as TrainerBinding['options'] };
   const act = trainingActivities(deps);
   const run = <T>(fn: () => Promise<T>): Promise<T> => new MockActivityEnvironment().run(fn) as Promise<T>;

@@ -66,7 +66,7 @@ describe('engine options from the run config', () => {
     expect(stateDirOptions(trainer, '/state')).toEqual({
       export_dir: 's3://rollflow/team-a/runs/weights/engine-trainer-8401',
       export_scratch_dir: '/state/weights/engine-trainer-8401',
-      state_scratch_dir: '/state/trainer-state-scratch/engine-trainer-8401', // the run names s3:// states (RunPlan.trainerRoot)
+      state_scratch_dir: '/state/trainer-state-scratch/engine-trainer-8401', // the run names s3:// states (RunPlan.bucketRunDir)
       step_log: '/state/trainer-steps/engine-trainer-8401.jsonl',
     });
     expect(trainerExportDir(trainerOf({ sample_store: { kind: 's3', bucket: 'rollflow' } }), '/state')).toBe('s3://rollflow/weights/engine-trainer-8401'); // no prefix

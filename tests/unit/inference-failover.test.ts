@@ -6,6 +6,7 @@
  * MockActivityEnvironment, which records their heartbeats.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { MockActivityEnvironment } from '../helpers/mock-activity';
@@ -189,13 +190,32 @@ describe('version catch-up', () => {
     const { result } = await runActivity(() => training.syncWeights({ path: '/weights/v1', version: 1, partialRollout: true, runId: RUN }));
     expect(result.aborted).toBe(0);
     expect(servers[0]!.version).toBe(1);
-    expect(servers[0]!.paths()).toEqual(['/pause', '/update_weights', '/resume']);
+    expect(servers[0]!.paths()).toEqual(['/health', '/pause', '/update_weights', '/resume']);
     expect(deps.pool.isDown(servers[1]!.url)).toBe(true);
     expect(await deps.store.get(weightsKey(RUN))).toEqual({ version: 1, path: '/weights/v1' });
 
     // The next sync skips the server marked down.
     await runActivity(() => training.syncWeights({ path: '/weights/v2', version: 2, partialRollout: true, runId: RUN }));
     expect(servers[0]!.version).toBe(2);
+  });
+
+  it('syncWeights does not stall on a server that accepts connections but never answers (cut off, hung): it is left out and marked down', async () => {
+    const held: Socket[] = [];
+    const silent = createServer((s) => held.push(s)); // accepts, reads, answers nothing: a partition's far side
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const withSilent = depsFor([servers[0]!.url, silentUrl]);
+    try {
+      const { result } = await runActivity(() => trainingActivities(withSilent).syncWeights({ path: '/weights/v1', version: 1, partialRollout: true, runId: RUN }));
+      expect(result.aborted).toBe(0);
+      expect(servers[0]!.version).toBe(1);
+      expect(withSilent.pool.isDown(silentUrl)).toBe(true);
+      expect(held.length).toBeGreaterThan(0); // it was asked (its /health), and never paused
+    } finally {
+      held.forEach((s) => s.destroy());
+      silent.close();
+      await withSilent.prober.stop();
+    }
   });
 });
 

@@ -122,10 +122,10 @@ describe('run plan', () => {
 
   it('with a bucket store, the trainer\'s states go to the bucket under the run\'s prefix; with a directory store, under the run\'s directory', () => {
     const bucket = plan({ custom_envs: { c: envs.c }, sample_store: { kind: 's3', bucket: 'rollflow', prefix: 'team-a/runs' } });
-    expect(bucket.trainerRoot).toBe('s3://rollflow/team-a/runs/run-1');
+    expect(bucket.bucketRunDir).toBe('s3://rollflow/team-a/runs/run-1');
     expect(trainerBinding(bucket).binding?.stateDir).toBe('s3://rollflow/team-a/runs/run-1/trainer-state');
     const local = plan({ custom_envs: { c: envs.c } });
-    expect(local.trainerRoot).toBeUndefined();
+    expect(local.bucketRunDir).toBeUndefined();
     expect(trainerBinding(local).binding?.stateDir).toBe(`${local.runDir}/trainer-state`);
   });
 });
