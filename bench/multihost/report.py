@@ -29,7 +29,7 @@ def main() -> None:
         f"{a.cores} cores, load {a.load_before} (1 min) at the start. Sim engines (no model), FrozenLake on the env servers.",
         "",
         "Hosts (hosts/netns.sh: network and mount namespaces, no shared writable path, TCP over veth):",
-        "A: Temporal dev server and versitygw; B, C: inference + env server + `worker --role inference,env`;",
+        f"A: {'Temporal server on PostgreSQL (temporal/cluster.sh)' if r['bench']['temporal'] == 'cluster' else 'Temporal dev server (SQLite)'} and versitygw; B, C: inference + env server + `worker --role inference,env`;",
         "D: trainer + `worker --role main,trainer`. Samples, batches, weights, trainer states and env snapshots in the bucket.",
         "",
         f"Run: {len(steps)} steps of 8 episodes. Step time before the first fault: median "

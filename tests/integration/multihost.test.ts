@@ -26,13 +26,15 @@ const bench = {
   partitionS: Number(process.env.MULTIHOST_PARTITION_S ?? 45),
   /** Bring host C back (its link, its servers and worker) before B's partition, so B's work moves to C. */
   restoreC: process.env.MULTIHOST_RESTORE_C === '1',
+  /** Temporal on host A: the dev server (SQLite), or the cluster on PostgreSQL (temporal/cluster.sh; its server built by the bench). */
+  temporal: process.env.MULTIHOST_TEMPORAL === 'cluster' ? ('cluster' as const) : ('dev' as const),
   /** Where to write the run's timeline (bench/results/multihost.md), if anywhere. */
   report: process.env.MULTIHOST_REPORT,
 };
 const STEPS = bench.steps;
 const B = 8; // 2 groups of 4 episodes
 const RUN = 'mh';
-const PORTS = { temporal: 7233, s3: 7470, inference: 8001, trainer: 8002, env: 8003 };
+const PORTS = { temporal: bench.temporal === 'cluster' ? 7333 : 7233, s3: 7470, inference: 8001, trainer: 8002, env: 8003 };
 // Every host sees the checkout at ROOT, and its own disk at ROOT/.state.
 const STATE = path.join(ROOT, '.state');
 let hosts: TestHosts;
@@ -102,9 +104,10 @@ beforeAll(async () => {
     addr[h] = hosts.addr(h);
     mkdirSync(disk(h, 'logs'), { recursive: true });
   }
-  // A: Temporal (the dev server, on every address of A: its services dial each other on loopback, so bound to
-  // A's network address alone it cannot start a workflow) and the object store.
-  mustRun('a', [path.join(ROOT, 'temporal/dev-server.sh'), 'start'], { TEMPORAL_IP: '0.0.0.0', TEMPORAL_PORT: String(PORTS.temporal), TEMPORAL_LOG: `${STATE}/logs/temporal.log` });
+  // A: Temporal and the object store. The dev server listens on every address of A: its services dial each other
+  // on loopback, so bound to A's network address alone it cannot start a workflow. The cluster binds A's address.
+  if (bench.temporal === 'cluster') mustRun('a', [path.join(ROOT, 'temporal/cluster.sh'), 'start'], { TEMPORAL_CLUSTER_IP: addr.a!, TEMPORAL_CLUSTER_PORT: String(PORTS.temporal) });
+  else mustRun('a', [path.join(ROOT, 'temporal/dev-server.sh'), 'start'], { TEMPORAL_IP: '0.0.0.0', TEMPORAL_PORT: String(PORTS.temporal), TEMPORAL_LOG: `${STATE}/logs/temporal.log` });
   mustRun('a', [path.join(ROOT, 'object-store/versitygw.sh'), 'start'], { ROLLFLOW_S3_ADDRESS: `${addr.a}:${PORTS.s3}` });
   // The store's key reaches the other hosts as a secret would: its files, copied into each host's ~/.aws.
   const aws = disk('a', 'object-store', 'aws');

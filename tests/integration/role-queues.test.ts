@@ -13,6 +13,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { roleQueues, runDataDir } from '../../src/core';
+import { processAlive } from '../../src/worker/reclaim';
 import { status as statusQuery } from '../../src/workflows/run';
 import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 import { activityPlacements, historiesOf, workflowTaskIdentities } from './helpers/histories';
@@ -32,15 +33,6 @@ function startWorker(name: string, role: string, sets: string[] = []): void {
   const log = openSync(path.join(server.stateDir, 'logs', `role-worker-${name}.log`), 'a');
   const child = spawn(path.join(ROOT, 'bin/rollflow'), args, { env: { ...server.env, ROLLFLOW_LOG_FORMAT: 'json', ROLLFLOW_HOST: 'role-test' }, stdio: ['ignore', log, log] });
   workers[name] = child;
-}
-
-function processGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch {
-    return true;
-  }
 }
 
 /** The pollers Temporal lists on `queue`, for activity or workflow tasks. */
@@ -76,7 +68,7 @@ engines:
   // dev up's worker polls every queue; this test places one worker per role instead.
   const devWorker = readPid(path.join(server.stateDir, 'pids', `worker-${TQ}.pid`));
   process.kill(devWorker, 'SIGTERM');
-  await until(async () => (processGone(devWorker) ? true : undefined), 'dev up\'s worker gone'); // (Temporal lists a poller for minutes after it stops)
+  await until(async () => (processAlive(devWorker) ? undefined : true), 'dev up\'s worker gone'); // (Temporal lists a poller for minutes after it stops)
   const closed = `http://127.0.0.1:${await freePort()}`; // nothing listens there
   startWorker('main', 'main', [`engines.trainer.url=${closed}`, `engines.env.url=${closed}`]);
   startWorker('inference', 'inference');

@@ -56,3 +56,21 @@ def on_policy(c, batch: list[dict]) -> list[dict]:
     """The batch with old_logprobs from the trainer's current weights, as a synchronous rollout would have them."""
     current = logprobs(c, [{"prompt_ids": s["prompt_ids"], "response_ids": s["response_ids"]} for s in batch])
     return [{**s, "old_logprobs": lp} for s, lp in zip(batch, current)]
+
+
+def trained(steps: int = 2, **options) -> TestClient:
+    """A sim trainer (or the backend in options) after `steps` train steps of distinct samples."""
+    c = client(**options)
+    for s in range(steps):
+        ok(c.post("/train_step", json={"step": s, "batch": group_batch(prefix=f"s{s}")}))
+    return c
+
+
+def corrupt(response, *words: str) -> str:
+    """Asserts a 400 checkpoint_corrupt on field path whose message holds `words`; returns the message."""
+    assert response.status_code == 400 and problem_field(response) == "path", response.text
+    body = response.json()
+    assert body["code"] == "checkpoint_corrupt", body
+    for w in words:
+        assert w in body["error"], body
+    return body["error"]

@@ -15,25 +15,9 @@ import pytest
 from rollflow_engines.durable import is_disk_full
 from rollflow_engines.roles.trainer import state_files
 
-from .helpers import client, group_batch, ok, problem_field, torch_client
+from .helpers import client, corrupt, group_batch, ok, torch_client, trained
 
 META = "rollflow_checkpoint.json"
-
-
-def trained(steps: int = 2, **options):
-    c = client(**options)
-    for s in range(steps):
-        ok(c.post("/train_step", json={"step": s, "batch": group_batch(prefix=f"s{s}")}))
-    return c
-
-
-def corrupt(response, *words: str) -> str:
-    assert response.status_code == 400 and problem_field(response) == "path", response.text
-    body = response.json()
-    assert body["code"] == "checkpoint_corrupt", body
-    for w in words:
-        assert w in body["error"], body
-    return body["error"]
 
 
 def dead_pid() -> int:

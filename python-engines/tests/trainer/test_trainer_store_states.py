@@ -12,7 +12,7 @@ from rollflow_engines.objects import ObjectStoreError, delete_object, list_objec
 from rollflow_engines.roles.trainer import store_states
 from rollflow_engines.roles.trainer.store_states import UPLOADING
 
-from .helpers import client, group_batch, logprobs, ok, problem_field, torch_client
+from .helpers import client, corrupt, group_batch, logprobs, ok, problem_field, torch_client, trained
 
 META = "rollflow_checkpoint.json"
 
@@ -25,21 +25,6 @@ def states(object_store) -> str:
 
 def key_of(ref: str) -> str:
     return ref.removeprefix("s3://rollflow/")
-
-
-def trained(steps: int, **options):
-    c = client(**options)
-    for s in range(steps):
-        ok(c.post("/train_step", json={"step": s, "batch": group_batch(prefix=f"s{s}")}))
-    return c
-
-
-def corrupt(response, *words: str) -> None:
-    assert response.status_code == 400 and problem_field(response) == "path", response.text
-    body = response.json()
-    assert body["code"] == "checkpoint_corrupt", body
-    for w in words:
-        assert w in body["error"], body
 
 
 def test_a_state_is_an_object_per_file_with_the_meta_last_and_another_trainer_loads_it(states, tmp_path):
