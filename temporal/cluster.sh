@@ -163,6 +163,10 @@ shared_buffers = 256MB
 synchronous_commit = $TEMPORAL_CLUSTER_PG_SYNC_COMMIT
 EOF
   [ "$(id -u)" -ne 0 ] || chown "$TEMPORAL_CLUSTER_PG_OS_USER:" "$pgdata/rollflow.conf"
+  # initdb lets host connections in from loopback only; on another address (TEMPORAL_CLUSTER_IP: a host's own, as
+  # in tests/integration/multihost.test.ts) the server connects from that address, with a password like any other.
+  local hba="host all all $TEMPORAL_CLUSTER_IP/32 scram-sha-256"
+  grep -qxF "$hba" "$pgdata/pg_hba.conf" || echo "$hba" >>"$pgdata/pg_hba.conf"
   touch "$pglog"; [ "$(id -u)" -ne 0 ] || chown "$TEMPORAL_CLUSTER_PG_OS_USER:" "$pglog"
   # setsid: PostgreSQL outlives the shell (and the make target) that started it.
   as_pg setsid "$PG_BIN/pg_ctl" start -D "$pgdata" -l "$pglog" -w -t 60 >/dev/null \

@@ -30,7 +30,7 @@ def main() -> None:
         "",
         "Hosts (hosts/netns.sh: network and mount namespaces, no shared writable path, TCP over veth):",
         f"A: {'Temporal server on PostgreSQL (temporal/cluster.sh)' if r['bench']['temporal'] == 'cluster' else 'Temporal dev server (SQLite)'} and versitygw; B, C: inference + env server + `worker --role inference,env`;",
-        "D: trainer + `worker --role main,trainer`. Samples, batches, weights, trainer states and env snapshots in the bucket.",
+        "D: trainer + `worker --role main,trainer`. Samples, batches, weights, trainer states, env snapshots and the run's records in the bucket.",
         "",
         f"Run: {len(steps)} steps of 8 episodes. Step time before the first fault: median "
         f"{statistics.median(clean):.1f} s over {len(clean)} steps." if clean else f"Run: {len(steps)} steps of 8 episodes.",
@@ -40,7 +40,7 @@ def main() -> None:
     ]
     for e in r["timeline"]:
         after = [w for w in walls if w > e["at"]]
-        nxt = f"{after[0]:.1f} | {after[0] - e['at']:.1f}" if after else "— | —"
+        nxt = f"{after[0]:.1f} | {after[0] - e['at']:.1f}" if after else f"none: the run had ended (last step at {walls[-1]:.1f}) | —"
         lines.append(f"| {e['at']:.1f} | {e['event']} | {nxt} |")
     lines += [
         "",

@@ -22,6 +22,8 @@ import { TestHosts } from './helpers/hosts';
 // `make test` runs the short version; bench/multihost/run.sh the long one, through these settings.
 const bench = {
   steps: Number(process.env.MULTIHOST_STEPS ?? 8),
+  /** Steps trained before the first fault, and between faults. */
+  between: Number(process.env.MULTIHOST_STEPS_BETWEEN ?? 2),
   /** Longer than the heartbeat timeout (30 s): B's calls in flight are timed out and retried, while B may still finish them. */
   partitionS: Number(process.env.MULTIHOST_PARTITION_S ?? 45),
   /** Bring host C back (its link, its servers and worker) before B's partition, so B's work moves to C. */
@@ -157,19 +159,19 @@ it('completes across four hosts, through the loss of host C and a partition of h
   runStartedAt = Date.now();
   mustRun('d', [path.join(ROOT, 'bin/rollflow'), 'run', config, '--run-id', RUN]);
 
-  // Lose host C after two steps: cut its link, then kill every process on it.
-  await until(async () => (stepsDone() >= 2 ? true : undefined), 'two steps trained', 600_000);
+  // Lose host C after a few steps: cut its link, then kill every process on it.
+  await until(async () => (stepsDone() >= bench.between ? true : undefined), 'steps trained before the first fault', 600_000);
   hosts.link('c', 'down');
   hosts.kill('c');
   mark('host C lost');
   const lostAt = stepsDone();
-  await until(async () => (stepsDone() >= lostAt + 2 ? true : undefined), 'two steps trained after host C was lost', 600_000);
+  await until(async () => (stepsDone() >= lostAt + bench.between ? true : undefined), 'steps trained after host C was lost', 600_000);
   if (bench.restoreC) {
     hosts.link('c', 'up');
     await startRolloutHost('c');
     mark('host C back');
     const backAt = stepsDone();
-    await until(async () => (stepsDone() >= backAt + 2 ? true : undefined), 'two steps trained after host C came back', 600_000);
+    await until(async () => (stepsDone() >= backAt + bench.between ? true : undefined), 'steps trained after host C came back', 600_000);
   }
 
   // Then partition B for longer than a heartbeat timeout (with C lost, B is the only host with inference and env).
