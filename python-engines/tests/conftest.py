@@ -26,6 +26,12 @@ def _free_port() -> int:
 
 
 @pytest.fixture
+def engine_env() -> dict[str, str]:
+    """The environment of a child process that imports rollflow_engines."""
+    return ENGINE_ENV
+
+
+@pytest.fixture
 def free_port() -> int:
     return _free_port()
 

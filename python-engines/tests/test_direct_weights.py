@@ -12,8 +12,6 @@ from rollflow_engines.direct_weights import (
     mismatched_tensors, plan_buckets, require_backend,
 )
 
-from conftest import ENGINE_ENV, _free_port
-
 SHA = "0" * 64
 
 
@@ -119,18 +117,22 @@ CHILD = textwrap.dedent("""
         r = receive_weights(expected, backend="gloo", bucket_bytes=256)
         results.append([r.outcome, r.reason])
     json.dump(results, open(out, "w"))
+    # Leave together: a rank that exits while the other still talks to its store or its gloo pair aborts
+    # ("terminate called without an active exception").
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
 """)
 
 
-def test_a_transfer_over_gloo_between_two_processes(tmp_path):
+def test_a_transfer_over_gloo_between_two_processes(tmp_path, free_port, engine_env):
     """Real torch.distributed (gloo, CPU), two processes: a transfer that arrives bit-exact in 3 buckets and over
     mixed dtypes, one refused by the receiver's shapes (both ranks stop after the manifest), and one whose
     manifest does not describe the bytes (checksum_mismatch)."""
-    port = _free_port()
+    port = free_port
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     procs = [subprocess.Popen([sys.executable, str(script), str(rank), str(port), str(tmp_path / f"{rank}.json")],
-                              env=ENGINE_ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for rank in (0, 1)]
+                              env=engine_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for rank in (0, 1)]
     for p in procs:
         out, _ = p.communicate(timeout=120)
         assert p.returncode == 0, out.decode()[-3000:]
