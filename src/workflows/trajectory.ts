@@ -20,7 +20,6 @@ import { isEnvSessionLost } from './failure';
 import { roleActivities } from './routing';
 import { envStepSummary, finishSummary, generateSummary, recordEnvStep, recordReset, recordReward, recordTurn, transcriptDetails } from './metadata';
 
-
 /** The env and store calls of an episode: activities, or local activities (custom_envs.<tag>.env_calls; see episodeCalls). */
 export type EpisodeCalls = Pick<ActivityInterfaceFor<Activities>, 'envReset' | 'envStep' | 'finishTrajectory'>;
 // (Activity proxies have no own keys, so each call is picked by name, not spread.)
