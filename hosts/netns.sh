@@ -118,6 +118,7 @@ up_host() {
 setup_host() {
   local h=$1 line mp opts rest fstype
   local -a lines
+  mkdir -p /run/lock  # before the machine turns read-only below: its tmpfs needs a mount point
   mapfile -t lines </proc/self/mountinfo
   for line in "${lines[@]}"; do
     read -r _ _ _ _ mp opts rest <<<"$line"
@@ -137,7 +138,6 @@ setup_host() {
     fi
   done
   # /run/lock too: a machine's runtime locks are its own (the sandbox allocates its uids there).
-  mkdir -p /run/lock
   for mp in /tmp /var/tmp /dev/shm /run/lock; do must mount -t tmpfs -o mode=1777 "rollflow-host-$h" "$mp"; done
   bind_rw "$dir/disks/$h/home" "$dir/home"
   bind_rw "$dir/disks/$h/state" "$repo/.state"
