@@ -62,6 +62,14 @@ const count = (events, attr) => events.filter((ev) => ev[attr]).length;
 const planOf = (events) => JSON.parse(Buffer.from(events[0].workflowExecutionStartedEventAttributes.input.payloads[0].data, 'base64').toString('utf8')).plan;
 const lastEventType = (events) => Object.keys(events.at(-1)).find((k) => k.endsWith('EventAttributes'));
 
+/** Each scheduled activity as type@queue; throws unless each of `routed` is there, on a role's queue (not the run's). */
+function onQueues(events, routed) {
+  const scheduled = events.flatMap((x) => (x.activityTaskScheduledEventAttributes ? [x.activityTaskScheduledEventAttributes] : []));
+  const missing = routed.filter((type) => !scheduled.some((a) => a.activityType.name === type && /-(inference|trainer|env)$/.test(a.taskQueue.name)));
+  if (missing.length) throw new Error(`not on a role's queue: ${missing}`);
+  return scheduled.map((a) => `${a.activityType.name}@${a.taskQueue.name}`).join(', ');
+}
+
 /** Each kept history: which execution, and a check that it shows what its case is for. */
 const picks = {
   'run-first': async () => {
@@ -95,6 +103,10 @@ const picks = {
       return `activities: ${scheduled}; local activity markers: ${count(ev, 'markerRecordedEventAttributes')}; children: none`;
     },
   }),
+  // temporal.route_by_role: each engine call scheduled on its role's queue (<task_queue>-<role>).
+  'run-routed': async () => ({ e: await only(runId), why: (ev) => `activities: ${onQueues(ev, ['initTrainer'])}; children in order: ${children(ev)}` }),
+  'group-routed': async () => ({ e: await only(`${runId}/e0-p0`), why: (ev) => `activities: ${onQueues(ev, ['generateGroupTurn', 'envReset', 'envStep'])}; local activity markers: ${count(ev, 'markerRecordedEventAttributes')}` }),
+  'train-step-routed': async () => ({ e: await only(`${runId}/train-1`), why: (ev) => `activities: ${onQueues(ev, ['runTrainStep', 'exportWeights'])}` }),
   'train-step': async () => ({ e: await only(`${runId}/train-1`), why: (ev) => `${count(ev, 'activityTaskScheduledEventAttributes')} activities` }),
   validate: async () => ({ e: await only(`${runId}/val-2`), why: (ev) => `children: ${children(ev)}` }),
   'lockstep-rollout': async () => ({ e: await only(`${runId}/lockstep-e0-p0`), why: (ev) => `${count(ev, 'activityTaskScheduledEventAttributes')} activities, ends in ${lastEventType(ev)}` }),

@@ -25,6 +25,10 @@
 #   lockstep     replay-lockstep     lockstep-rollout   rollout_mode lockstep
 #   spares       replay-spares       run-spares         a spare group started at the last step: the new branch of
 #                                                       patched('spares-in-last-steps')
+#   routed       replay-routed       run-routed         temporal.route_by_role: the trainer's calls on <tq>-trainer
+#                                    group-routed       a one-request group's generation on <tq>-inference, its env
+#                                                       calls activities on <tq>-env (not local activities)
+#                                    train-step-routed  the trainStep of step 1, its trainer calls on <tq>-trainer
 #
 # NEVER re-recorded: histories/run-prepatch*.7587f21.json, recorded once from
 # commit 7587f21, whose run.ts predates the `spares-in-last-steps` rule (its
@@ -60,7 +64,7 @@ else
   repo="$(cd "${1:-$self_root}" && pwd)"
   [ $# -gt 0 ] && shift
   cases=("$@")
-  [ ${#cases[@]} -gt 0 ] || cases=(run one-request agentic lockstep spares)
+  [ ${#cases[@]} -gt 0 ] || cases=(run one-request agentic lockstep spares routed)
 fi
 
 head=$(git -C "$repo" rev-parse --short=7 HEAD)
@@ -136,6 +140,7 @@ for c in "${cases[@]}"; do
     agentic) run agentic replay-agentic; keep_from replay-agentic trajectory-partial ;;
     lockstep) run lockstep replay-lockstep; keep_from replay-lockstep lockstep-rollout ;;
     spares) run spares replay-spares; keep_from replay-spares run-spares ;;
+    routed) run routed replay-routed; keep_from replay-routed run-routed group-routed train-step-routed ;;
     prepatch)
       $prepatch || { say "the prepatch histories are recorded only with --prepatch"; exit 2; }
       run spares replay-spares
@@ -145,6 +150,6 @@ for c in "${cases[@]}"; do
       say "replay-spares-newplan: spares.yaml, started by $client_repo's CLI"
       "$client_repo/bin/rollflow" run "$here/configs/spares.yaml" --json --run-id replay-spares-newplan "${sets[@]}" --set temporal.embedded=false >&2
       keep_from replay-spares-newplan run-prepatch-newplan ;;
-    *) say "unknown case $c (run, one-request, agentic, lockstep, spares)"; exit 2 ;;
+    *) say "unknown case $c (run, one-request, agentic, lockstep, spares, routed)"; exit 2 ;;
   esac
 done
