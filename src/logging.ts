@@ -7,6 +7,13 @@ import pino, { type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
+/** An error's causes, outermost first, at most `max` (a cause that is not an Error ends the chain). */
+export function causesOf(e: Error, max = 10): unknown[] {
+  const causes: unknown[] = [];
+  for (let c = e.cause; c !== undefined && causes.length < max; c = c instanceof Error ? c.cause : undefined) causes.push(c);
+  return causes;
+}
+
 /**
  * An error as a log field: its type, message, the cause chain (type: message,
  * outermost first) and the stack. Without it an error logged under `error`
@@ -15,10 +22,7 @@ export type { Logger };
  */
 export function serializeError(value: unknown): unknown {
   if (!(value instanceof Error)) return value;
-  const causes: string[] = [];
-  for (let c = value.cause; c !== undefined && causes.length < 10; c = c instanceof Error ? c.cause : undefined) {
-    causes.push(c instanceof Error ? `${c.name}: ${c.message}` : String(c));
-  }
+  const causes = causesOf(value).map((c) => (c instanceof Error ? `${c.name}: ${c.message}` : String(c)));
   // pino's serializer adds the error's own fields (code, status, …) and a stack with the causes' stacks.
   const { stack, ...fields } = pino.stdSerializers.err(value) as unknown as Record<string, unknown>;
   for (const key of ['raw', 'name', 'type', 'message', 'failure']) delete fields[key]; // the error itself; said below; a Temporal failure's proto

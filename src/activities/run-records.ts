@@ -7,7 +7,7 @@
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { isObjectRef, parseObjectRef, pad6 } from '../core';
+import { isObjectRef, pad6 } from '../core';
 import { appendFileDurable, S3SampleStore, type SampleStore } from '../store';
 
 export type RecordFile = 'metrics.jsonl' | 'validation.jsonl';
@@ -49,9 +49,7 @@ class BucketRecords implements RunRecords {
   private readonly objects: S3SampleStore;
 
   constructor(ref: string, store?: SampleStore) {
-    const { bucket, key } = parseObjectRef(ref.replace(/\/+$/, ''));
-    const same = store instanceof S3SampleStore && store.where.bucket === bucket ? store.client : undefined;
-    this.objects = new S3SampleStore({ bucket, prefix: `${key}/` }, same);
+    this.objects = S3SampleStore.at(ref, store);
   }
 
   private key = (file: RecordFile, step: number) => `${file.replace(/\.jsonl$/, '')}/step-${pad6(step)}.json`;

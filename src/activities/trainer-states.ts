@@ -12,7 +12,7 @@
  */
 import { appendFileSync, existsSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { isObjectRef, parseObjectRef } from '../core';
+import { isObjectRef } from '../core';
 import { S3SampleStore, type SampleStore } from '../store';
 
 /** The trainer's checkpoint meta file (api.py CHECKPOINT_META): a state holding it is complete. */
@@ -43,7 +43,7 @@ export interface TrainerStates {
 
 /** The states at `stateDir`; a bucket's through `store`'s client when the run's store is that bucket. */
 export const trainerStates = (stateDir: string, store?: SampleStore): TrainerStates =>
-  isObjectRef(stateDir) ? new BucketStates(stateDir, store instanceof S3SampleStore ? store : undefined) : new DirectoryStates(stateDir);
+  isObjectRef(stateDir) ? new BucketStates(stateDir, store) : new DirectoryStates(stateDir);
 
 class DirectoryStates implements TrainerStates {
   constructor(readonly where: string) {}
@@ -90,11 +90,10 @@ class BucketStates implements TrainerStates {
   readonly where: string;
   private readonly objects: S3SampleStore;
 
-  constructor(ref: string, sameBucket?: S3SampleStore) {
+  constructor(ref: string, sameBucket?: SampleStore) {
     this.where = ref.replace(/\/+$/, '');
-    const { bucket, key } = parseObjectRef(this.where);
     // One client per worker: the run's store's, when the states are in its bucket (they are, by RunPlan.bucketRunDir).
-    this.objects = new S3SampleStore({ bucket, prefix: `${key}/` }, sameBucket?.where.bucket === bucket ? sameBucket.client : undefined);
+    this.objects = S3SampleStore.at(this.where, sameBucket);
   }
 
   path(version: number): string {

@@ -20,6 +20,7 @@ import { loadFromArgs, withConfigOptions, type ConfigOptions } from './options';
 import { listRuns, runStatus, steer, syncRunWeights, waitRun, watchRun } from './operate';
 import { startRun, type RunOptions } from '../launch/run';
 import { runSmoke } from './smoke';
+import { causesOf } from '../logging';
 import { runRecords } from '../activities/run-records';
 import { recordsDirOf } from '../client/plan';
 import { openSampleStore } from '../store';
@@ -27,7 +28,7 @@ import { openSampleStore } from '../store';
 /** An error's message and its causes' (the SDK's "Failed to start Workflow" says why only in its cause), each once. */
 export function withCauses(e: Error): string {
   const parts: string[] = [];
-  for (let c: unknown = e; c instanceof Error && parts.length < 5; c = c.cause) if (!parts.some((p) => p.includes(c.message))) parts.push(c.message);
+  for (const c of [e, ...causesOf(e, 4)]) if (c instanceof Error && !parts.some((p) => p.includes(c.message))) parts.push(c.message);
   return parts.join(': ');
 }
 

@@ -9,12 +9,16 @@ import { temporal } from '@temporalio/proto';
 import { WorkflowNotFoundError, type Client, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
 import { NoWorkerError, RunNotFoundError } from './errors';
 
-/** Identities of the processes polling a workflow task queue; Temporal keeps listing a stopped one for a few minutes. */
-export async function taskQueuePollers(client: Client, namespace: string, taskQueue: string): Promise<string[]> {
+/**
+ * Identities of the processes polling a task queue for workflow tasks (or, `kind` activity, for activity tasks: an
+ * engine role's queue has only those); Temporal keeps listing a stopped one for a few minutes.
+ */
+export async function taskQueuePollers(client: Client, namespace: string, taskQueue: string, kind: 'workflow' | 'activity' = 'workflow'): Promise<string[]> {
+  const { TASK_QUEUE_TYPE_WORKFLOW, TASK_QUEUE_TYPE_ACTIVITY } = temporal.api.enums.v1.TaskQueueType;
   const res = await client.workflowService.describeTaskQueue({
     namespace,
     taskQueue: { name: taskQueue },
-    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    taskQueueType: kind === 'workflow' ? TASK_QUEUE_TYPE_WORKFLOW : TASK_QUEUE_TYPE_ACTIVITY,
   });
   return (res.pollers ?? []).map((p) => p.identity ?? '');
 }

@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, NoSuchKey, NotFound, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { ObjectCorruptError, SampleNotFoundError } from './errors';
+import { parseObjectRef } from '../core';
 import { checkKey, parseJsonLines, type SampleStore } from './store';
 
 /** Bodies above this go multipart (lib-storage's part size: S3's minimum part is 5 MiB). */
@@ -40,6 +41,16 @@ export class S3SampleStore implements SampleStore {
     client?: S3Client,
   ) {
     this.client = client ?? new S3Client({ responseChecksumValidation: 'WHEN_REQUIRED' });
+  }
+
+  /**
+   * The store under an s3://<bucket>/<path> ref (a run's directory in its bucket, RunPlan.bucketRunDir), its keys
+   * relative to the ref. With `sameBucket`, the run's own store, its client is shared when the bucket is the same.
+   */
+  static at(ref: string, sameBucket?: SampleStore): S3SampleStore {
+    const { bucket, key } = parseObjectRef(ref.replace(/\/+$/, ''));
+    const shared = sameBucket instanceof S3SampleStore && sameBucket.where.bucket === bucket ? sameBucket.client : undefined;
+    return new S3SampleStore({ bucket, prefix: `${key}/` }, shared);
   }
 
   private objectKey(key: string): string {

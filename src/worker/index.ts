@@ -79,7 +79,7 @@ export function workerRoles({ config }: LoadedConfig, asked?: readonly WorkerRol
 export async function createWorker(
   loaded: LoadedConfig,
   opts: WorkerOptions = {},
-): Promise<{ worker: Worker; workers: Worker[]; connection: NativeConnection; deps: ActivityDeps; sdkMetricsAddress: string | undefined }> {
+): Promise<{ workers: Worker[]; connection: NativeConnection; deps: ActivityDeps; sdkMetricsAddress: string | undefined }> {
   const { config } = loaded;
   const roles = workerRoles(loaded, opts.roles);
   const log = createLogger('worker');
@@ -123,7 +123,7 @@ export async function createWorker(
     throw e;
   }
   log.info({ address: config.temporal.address, taskQueues: roles.map((r) => queueOfRole(config.temporal.task_queue, r)) }, 'worker ready');
-  return { worker: workers[0]!, workers, connection, deps, sdkMetricsAddress };
+  return { workers, connection, deps, sdkMetricsAddress };
 }
 
 /** What a dead worker of this host left behind is retried now (reclaim.ts); a failure here costs only speed, never the worker. */
@@ -167,7 +167,7 @@ export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}):
   const metricsAddress = loaded.config.temporal.worker.metrics_address;
   const created: { workers?: Worker[] } = {}; // beats start before the SDK workers exist
   const stopBeating = startBeating(loaded, () => created.workers && together(created.workers), createLogger('worker'));
-  const { worker, workers, connection, deps, sdkMetricsAddress } = await createWorker(loaded, { ...opts, sdkMetrics: metricsAddress !== 'off' }).catch((e: unknown) => {
+  const { workers, connection, deps, sdkMetricsAddress } = await createWorker(loaded, { ...opts, sdkMetrics: metricsAddress !== 'off' }).catch((e: unknown) => {
     stopBeating();
     throw e;
   });
@@ -176,7 +176,7 @@ export async function runWorker(loaded: LoadedConfig, opts: WorkerOptions = {}):
   const metrics = metricsAddress === 'off' ? undefined : await startMetricsServer(metricsAddress, sdkMetricsAddress, createLogger('worker'));
   // The health prober lives as long as the worker: it brings inference servers marked down back.
   deps.prober.start();
-  const reclaiming = reclaim(loaded, worker.options.identity);
+  const reclaiming = reclaim(loaded, workers[0]!.options.identity); // one identity for all of them
   try {
     await runAll(workers);
     await reclaiming;

@@ -8,6 +8,7 @@ import type { GroupInput } from './group';
 import type { DomainOrder } from './domain-order';
 import { epochOrder, type GroupRef, groupSamplingSeed, groupUid } from '../core';
 import type { PlanEnv, RunPlan } from './run-plan';
+import { carryQueues } from './routing';
 
 /**
  * The env of the group at `position`: positions cycle through the envs in
@@ -58,7 +59,7 @@ export class GroupDispatch {
       sampling: { ...plan.sampling, max_tokens: env.maxTokens, seed: groupSamplingSeed(plan.seed, ref) },
       filter: plan.filter,
       replicate: plan.replicate,
-      ...(plan.queues ? { queues: plan.queues } : {}),
+      ...carryQueues(plan.queues),
     };
   }
 }

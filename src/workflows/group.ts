@@ -15,7 +15,7 @@ import { childWorkflowId, contextKey, type GroupRef, memberSamplingSeed, type Ro
 import { groupDone } from './run-messages';
 import type { GroupResult } from './run-buffer';
 import { generateSummary, trajectoryWorkflowSummary } from './metadata';
-import { roleActivities } from './routing';
+import { carryQueues, roleActivities } from './routing';
 import { KIND, RUN_ID } from './search-attributes';
 import type { EnvSpec, GroupFilter } from './env-spec';
 import { episodeCalls, finishEpisode, playOut, startEpisode, stepEnv, trajectory, type TrajectoryInput, type TrajectorySummary } from './trajectory';
@@ -66,7 +66,7 @@ export function trajectoryInputs(input: GroupInput): TrajectoryInput[] {
     env: input.env,
     envSeed: input.envSeed,
     sampling: { ...input.sampling, seed: memberSamplingSeed(input.sampling.seed, i) },
-    ...(input.queues ? { queues: input.queues } : {}),
+    ...carryQueues(input.queues),
   }));
 }
 

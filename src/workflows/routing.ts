@@ -12,5 +12,8 @@ export function routed<T extends ActivityOptions>(options: T, role: EngineRole, 
   return queues ? { ...options, taskQueue: queues[role] } : options;
 }
 
+/** The queues, as a field of a child's input: none when the run does not route by role. */
+export const carryQueues = (queues: RoleQueues | undefined): { queues?: RoleQueues } => (queues ? { queues } : {});
+
 /** The activities, scheduled with `options` on `role`'s queue when the run routes by role. */
 export const roleActivities = (options: ActivityOptions, role: EngineRole, queues: RoleQueues | undefined) => proxyActivities<Activities>(routed(options, role, queues));

@@ -14,6 +14,7 @@ import { lockstepRollout } from './lockstep';
 import { groupSummary, trainStepSummary, validateSummary } from './metadata';
 import type { Batch } from './run-buffer';
 import type { RunPlan } from './run-plan';
+import { carryQueues } from './routing';
 import { KIND, RUN_ID, STEP } from './search-attributes';
 import { trainStep } from './train-step';
 import { validate } from './validate';
@@ -27,11 +28,6 @@ export class RunChildren {
     /** The run's hold on its trainer (trainerBinding). */
     private readonly trainer: { binding?: TrainerBinding },
   ) {}
-
-  /** The run's role task queues, for a child's input (none when the run does not route by role). */
-  private routing() {
-    return this.plan.queues ? { queues: this.plan.queues } : {};
-  }
 
   private attributes(kind: string) {
     return [{ key: RUN_ID, value: this.plan.runId }, { key: KIND, value: kind }];
@@ -64,7 +60,7 @@ export class RunChildren {
     const { plan } = this;
     return executeChild(trainStep, {
       workflowId: trainStepWorkflowId(plan.runId, batch.step),
-      args: [{ runId: plan.runId, step: batch.step, sampleKeys: batch.groups.flatMap((g) => g.storeKeys), options: plan.train, ...this.trainer, ...this.routing() }],
+      args: [{ runId: plan.runId, step: batch.step, sampleKeys: batch.groups.flatMap((g) => g.storeKeys), options: plan.train, ...this.trainer, ...carryQueues(plan.queues) }],
       typedSearchAttributes: [...this.attributes('trainStep'), { key: STEP, value: batch.step }],
       staticSummary: trainStepSummary(batch.step, batch.groups.reduce((n, g) => n + g.samples, 0), batch.version),
     });
@@ -76,7 +72,7 @@ export class RunChildren {
     const v = plan.validation!;
     return executeChild(validate, {
       workflowId: validateWorkflowId(plan.runId, steps),
-      args: [{ runId: plan.runId, steps, version, envs: v.envs, groupSize: v.groupSize, sampling: plan.sampling, seed: plan.seed, replicate: plan.replicate, ...this.routing() }],
+      args: [{ runId: plan.runId, steps, version, envs: v.envs, groupSize: v.groupSize, sampling: plan.sampling, seed: plan.seed, replicate: plan.replicate, ...carryQueues(plan.queues) }],
       typedSearchAttributes: [...this.attributes('validate'), { key: STEP, value: steps }],
       staticSummary: validateSummary(steps, version),
     });

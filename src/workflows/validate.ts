@@ -9,6 +9,7 @@ import { executeChild, workflowInfo } from '@temporalio/workflow';
 import { groupSummary } from './metadata';
 import type { Sampling } from '../activities';
 import { group, type GroupInput } from './group';
+import { carryQueues } from './routing';
 import { childWorkflowId, type RoleQueues, validationGroupUid, validationSeeds } from '../core';
 import type { GroupResult } from './run-buffer';
 import { KIND, RUN_ID } from './search-attributes';
@@ -55,7 +56,7 @@ export async function validate(input: ValidateInput): Promise<ValidationResult> 
         sampling: { ...input.sampling, max_tokens: env.maxTokens, seed: seeds.samplingSeed },
         filter: 'none',
         replicate: input.replicate,
-        ...(input.queues ? { queues: input.queues } : {}),
+        ...carryQueues(input.queues),
       };
       const result = await executeChild(group, {
         workflowId: childWorkflowId(workflowInfo().workflowId, 'g', g),

@@ -13,6 +13,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { roleQueues, runDataDir } from '../../src/core';
+import { taskQueuePollers } from '../../src/client/run-handle';
 import { processAlive } from '../../src/worker/reclaim';
 import { status as statusQuery } from '../../src/workflows/run';
 import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
@@ -35,11 +36,7 @@ function startWorker(name: string, role: string, sets: string[] = []): void {
   workers[name] = child;
 }
 
-/** The pollers Temporal lists on `queue`, for activity or workflow tasks. */
-async function pollers(queue: string, kind: 'activity' | 'workflow'): Promise<string[]> {
-  const r = await client.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: queue }, taskQueueType: kind === 'activity' ? 2 : 1 });
-  return (r.pollers ?? []).map((p) => p.identity ?? '');
-}
+const pollers = (queue: string, kind: 'activity' | 'workflow') => taskQueuePollers(client, 'default', queue, kind);
 
 beforeAll(async () => {
   expect(readdirSync(path.join(ROOT, 'dist')).length, 'run `make build` first').toBeGreaterThan(0);
