@@ -64,7 +64,28 @@ def w1_table(rep: dict) -> list[str]:
             f"{c.get('worker_processes', 'n/a')} | {' / '.join(str(r['logged']['server'].get('error', 0)) for r in c['runs'].values())} |"
         )
     errors = [f"- B={c['batch']} ({c['mean_s']:g},{c['std_s']:g}) {m}: {r['error']}" for c in rep["cells"] for m, r in c["runs"].items() if not r["ok"]]
-    return rows + ([""] + errors if errors else [])
+    return rows + ([""] + errors if errors else []) + w1_store_table(rep)
+
+
+def w1_store_table(rep: dict) -> list[str]:
+    """The object store's cost (stores=[dir,s3]): each mode's rollout makespan on the bucket against the directory."""
+    cells = [c for c in rep["cells"] if "store_cost" in c]
+    if not cells:
+        return []
+    rows = [
+        "",
+        "The object store against the run directory (target: s3/dir − 1 ≤ +10% at B = 64):",
+        "",
+        "| B | (μ, σ) | mode | dir s | s3 (versitygw) s | s3/dir − 1 | s3 run error |",
+        "|---:|---|---|---:|---:|---:|---|",
+    ]
+    for c in cells:
+        for mode, d in c["store_cost"].items():
+            run = d["run_s3"]
+            rows.append(
+                f"| {c['batch']} | ({c['mean_s']:g}, {c['std_s']:g}) | {mode} | {num(d['makespan_dir_s'])} | {num(d['makespan_s3_s'])} | {pct(d['cost'])} | {run.get('error', '')} |"
+            )
+    return rows
 
 
 def w5_table(rep: dict) -> list[str]:

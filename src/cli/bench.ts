@@ -43,8 +43,11 @@ function describeCell(c: Record<string, unknown>): string {
   if (c.workload === 'w1') {
     const ran = (c.runs ?? {}) as Record<string, unknown>;
     const m = (mode: string, x: unknown) => (mode in ran ? s(x) : 'not run');
-    const costs = Object.entries((c.durability_cost ?? {}) as Record<string, { makespan_on_s: unknown; makespan_off_s: unknown; cost: unknown }>);
-    const durability = costs.map(([mode, d]) => `; durability cost (${mode}) ${pct(d.cost)}: ${s(d.makespan_on_s)} with, ${s(d.makespan_off_s)} without`).join('');
+    const costs = (key: string, base: string, variant: string, what: string) =>
+      Object.entries((c[key] ?? {}) as Record<string, Record<string, unknown>>)
+        .map(([mode, d]) => `; ${what} cost (${mode}) ${pct(d.cost)}: ${s(d[`makespan_${base}_s`])} ${base}, ${s(d[`makespan_${variant}_s`])} ${variant}`)
+        .join('');
+    const durability = costs('durability_cost', 'on', 'off', 'durability') + costs('store_cost', 'dir', 's3', 'store');
     return `w1 B=${c.batch} (μ,σ)=(${c.mean_s},${c.std_s}) scale ${c.time_scale}: lockstep ${m('lockstep', c.baseline_makespan_s)}, env_async ${m('env_async', c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup}×), overhead ${pct(c.overhead)}${durability}`;
   }
   if (c.workload === 'w7') {

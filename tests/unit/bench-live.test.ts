@@ -19,6 +19,7 @@ import {
   w1DesOptions,
   w1Report,
   w1RunConfig,
+  w1Variants,
   w2Report,
   w2RunConfig,
   w3Report,
@@ -88,6 +89,24 @@ describe('run configs', () => {
     const slept = Array.from({ length: 8 }, (_, g) => Array.from({ length: env.turns }, (_, t) => stepLatency(model, seedAt(g), t) * env.time_scale));
     const d = w1DesOptions(w1, cell);
     expect(batchLatencyTable({ model, turns: d.turns!, seed: d.seed!, datasetSize: d.dataset_size!, groups: 8, groupSize: 1, timeScale: d.time_scale })).toEqual(slept);
+  });
+
+  it('W1 on a bucket store: the same run with its samples, records and trainer states in the bucket, and nothing else changed', () => {
+    const onBucket = parseConfig(w1RunConfig(w1, cell, 'env_async', '/tmp/runs', 'on', 's3'), 'bench');
+    const onDir = parseConfig(w1RunConfig(w1, cell, 'env_async', '/tmp/runs', 'on', 'dir'), 'bench');
+    expect(onBucket.derived.sample_store).toMatchObject({ kind: 's3', bucket: 'rollflow', prefix: 'bench/' });
+    expect(onDir.derived.sample_store.kind).toBe('dir');
+    expect({ ...onBucket.config, sample_store: undefined }).toEqual({ ...onDir.config, sample_store: undefined });
+  });
+
+  it('W1 variants: the baseline first, then each other durability and each other store, each differing from the baseline in one thing', () => {
+    expect(w1Variants({ durability: ['on'], stores: ['dir'] })).toEqual([{ durability: 'on', store: 'dir' }]);
+    expect(w1Variants({ durability: ['on', 'off'], stores: ['dir', 's3'] })).toEqual([
+      { durability: 'on', store: 'dir' },
+      { durability: 'off', store: 'dir' },
+      { durability: 'on', store: 's3' },
+    ]);
+    expect(() => parseLiveOptions('w1', { stores: ['nfs'] })).toThrow(/stores/);
   });
 
   it('W7: N trajectories in groups of G; N must be a multiple of G', () => {

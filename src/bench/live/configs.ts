@@ -91,9 +91,10 @@ export function w1Cells(o: W1LiveOptions): W1Cell[] {
 }
 
 /** W1: one group per trajectory (G = 1), so every trajectory has its own env seed and latencies. */
-export function w1RunConfig(o: W1LiveOptions, cell: W1Cell, mode: 'lockstep' | 'env_async', runDir: string, durability: 'on' | 'off' = 'on'): RunConfigInput {
+export function w1RunConfig(o: W1LiveOptions, cell: W1Cell, mode: 'lockstep' | 'env_async', runDir: string, durability: 'on' | 'off' = 'on', store: 'dir' | 's3' = 'dir'): RunConfigInput {
   const c = { exp: 'bench-w1', seed: o.seed, groups: cell.batch, groupSize: 1, turns: o.turns, meanS: cell.mean_s, stdS: cell.std_s, llmS: o.llm_s, llmTokens: o.llm_tokens, datasetSize: o.dataset_size, timeScale: o.time_scale, mode, envCalls: o.env_calls };
-  const config = rolloutConfig(c, o, runDir);
+  // A bucket store takes the samples, the batches, the run's records and the trainer's states: everything the rollout writes.
+  const config = { ...rolloutConfig(c, o, runDir), ...(store === 's3' ? { sample_store: { kind: 's3' as const, bucket: o.s3_bucket, prefix: 'bench' } } : {}) };
   if (durability === 'on') return config;
   // Without #12's durability additions: empty heartbeats (a retried generation starts over) and the trainer state saved at the start only.
   return { ...config, trainer_state_save_steps: 0, temporal: { ...config.temporal, worker: { heartbeat_partial_tokens: false } } };

@@ -24,7 +24,7 @@ import { benchW8 } from './w8-bench';
 export { isLiveWorkload, parseLiveOptions, W1LiveOptions, W2LiveOptions, W3LiveOptions, W4LiveOptions, W5LiveOptions, W7LiveOptions, W8LiveOptions, type LiveWorkload } from './options';
 export { w1Cells, w1DesOptions, w1RunConfig, w2RunConfig, w3RunConfig, w4RunConfig, w5Pools, w5RunConfig, w5TrainStepS, w7DesOptions, w7RunConfig } from './configs';
 export { activitiesPerTrajectory, dispatchRamp, overhead, dispatchIndex, rolloutMakespan, summarizeSteps, speedup } from './report';
-export { w1Report, w7Report } from './rollout-bench';
+export { w1Report, w1Variants, w7Report } from './rollout-bench';
 export { genSecondsTable, w5Des, w5Row } from './w5-bench';
 export { lengthsByPrompt, w4Report } from './w4-bench';
 export { w3Report } from './w3-bench';

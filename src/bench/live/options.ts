@@ -41,6 +41,12 @@ export const W1LiveOptions = z.strictObject({
     .min(1)
     .default(['on'])
     .describe('Runs of each mode: on, the defaults (generation heartbeats carry the partial tokens, trainer state saved at the start and every trainer_state_save_steps); off, without them (empty beats, the start save only). [on, off] runs both and reports the cost.'),
+  stores: z
+    .array(z.enum(['dir', 's3']))
+    .min(1)
+    .default(['dir'])
+    .describe("Runs of each mode: dir, the sample store in the run's directory (the default); s3, in the bucket s3_bucket, reached through the standard AWS variables (bench/store/w1.sh starts a local versitygw and sets them). [dir, s3] runs both and reports what the store costs."),
+  s3_bucket: z.string().min(3).default('rollflow').describe('The bucket of the s3 runs (it must exist); their keys go under bench/.'),
   env_calls: envCalls,
   ...StackOptions,
 });

@@ -41,17 +41,27 @@ export async function benchW1(o: W1LiveOptions, ctx: BenchContext): Promise<obje
   const cells = [];
   for (const cell of w1Cells(o)) {
     const des = desW1(w1DesOptions(o, cell));
-    const byDurability: Partial<Record<'on' | 'off', W1Runs>> = {};
-    for (const durability of o.durability) {
-      const runs: W1Runs = (byDurability[durability] = {});
+    const outcomes = new Map<string, W1Runs>();
+    for (const v of w1Variants(o)) {
+      const runs: W1Runs = {};
+      outcomes.set(variantKey(v), runs);
       for (const mode of o.modes) {
-        const runId = `w1-b${cell.batch}-m${cell.mean_s}-s${cell.std_s}-${mode}${durability === 'off' ? '-nodurability' : ''}-${ctx.stamp}`;
-        runs[mode] = await ctx.stack.run(`w1-${mode}`, w1RunConfig(o, cell, mode, runDir(ctx, runId), durability), runId, o.run_timeout_s, workersFor(o, cell.batch));
+        const suffix = `${v.durability === 'off' ? '-nodurability' : ''}${v.store === 's3' ? '-s3' : ''}`;
+        const runId = `w1-b${cell.batch}-m${cell.mean_s}-s${cell.std_s}-${mode}${suffix}-${ctx.stamp}`;
+        runs[mode] = await ctx.stack.run(`w1-${mode}`, w1RunConfig(o, cell, mode, runDir(ctx, runId), v.durability, v.store), runId, o.run_timeout_s, workersFor(o, cell.batch));
       }
     }
-    const runs = (byDurability.on ?? byDurability.off)!;
-    const cost = byDurability.on && byDurability.off ? { durability_cost: durabilityCost(byDurability.on, byDurability.off) } : {};
-    const report = { ...w1Report(o, cell, des.modes.lockstep!.makespan_s, des.modes.env_async!.makespan_s, runs), ...cost, worker_processes: workersFor(o, cell.batch) };
+    const [base] = w1Variants(o);
+    const runsOf = (durability: W1Variant['durability'], store: W1Variant['store']) => outcomes.get(variantKey({ durability, store }));
+    const runs = outcomes.get(variantKey(base!))!;
+    const offRuns = base!.durability === 'on' ? runsOf('off', base!.store) : undefined;
+    const s3Runs = base!.store === 'dir' ? runsOf(base!.durability, 's3') : undefined;
+    const report = {
+      ...w1Report(o, cell, des.modes.lockstep!.makespan_s, des.modes.env_async!.makespan_s, runs),
+      ...(offRuns ? { durability_cost: variantCost(runs, offRuns, ['on', 'off']) } : {}),
+      ...(s3Runs ? { store_cost: variantCost(runs, s3Runs, ['dir', 's3']) } : {}),
+      worker_processes: workersFor(o, cell.batch),
+    };
     ctx.emit(report);
     cells.push(report);
   }
@@ -59,18 +69,35 @@ export async function benchW1(o: W1LiveOptions, ctx: BenchContext): Promise<obje
 }
 
 type W1Runs = Partial<Record<'lockstep' | 'env_async', RunOutcome>>;
+interface W1Variant {
+  durability: 'on' | 'off';
+  store: 'dir' | 's3';
+}
+const variantKey = (v: W1Variant) => `${v.durability}/${v.store}`;
 
 /**
- * What the durability additions cost per mode: the rollout makespan with them
- * (on) and without (off), and on/off − 1 (the target is at most 3 %), with the
- * runs without them.
+ * The runs of a W1 cell: the first durability and store listed (the
+ * baseline), then each other durability at the baseline's store and each
+ * other store at the baseline's durability, so each cost compares two runs
+ * that differ in one thing only.
  */
-function durabilityCost(on: W1Runs, off: W1Runs) {
+export function w1Variants(o: Pick<W1LiveOptions, 'durability' | 'stores'>): W1Variant[] {
+  const [durability, store] = [o.durability[0]!, o.stores[0]!];
+  return [{ durability, store }, ...o.durability.slice(1).map((d) => ({ durability: d, store })), ...o.stores.slice(1).map((st) => ({ durability, store: st }))];
+}
+
+/**
+ * What a variant costs per mode: the rollout makespan of the baseline's runs
+ * and of the variant's, variant/baseline − 1, and the variant's runs. For the
+ * durability additions (on against off) the target is at most 3 %; for the
+ * object store (s3 against dir) at most 10 %.
+ */
+function variantCost(base: W1Runs, variant: W1Runs, [baseName, variantName]: [string, string]) {
   return Object.fromEntries(
-    Object.entries(off).map(([mode, without]) => {
-      const [withS, withoutS] = [on[mode as keyof W1Runs], without].map((r) => (r ? makespanOf(r) : undefined));
-      const cost = withS !== undefined && withoutS !== undefined ? Math.round((withS / withoutS - 1) * 1000) / 1000 : null;
-      return [mode, { makespan_on_s: withS ?? null, makespan_off_s: withoutS ?? null, cost, run_off: runRecord(without!) }];
+    Object.entries(variant).map(([mode, run]) => {
+      const [baseS, variantS] = [base[mode as keyof W1Runs], run].map((r) => (r ? makespanOf(r) : undefined));
+      const cost = baseS !== undefined && variantS !== undefined ? Math.round((variantS / baseS - 1) * 1000) / 1000 : null;
+      return [mode, { [`makespan_${baseName}_s`]: baseS ?? null, [`makespan_${variantName}_s`]: variantS ?? null, cost, [`run_${variantName}`]: runRecord(run) }];
     }),
   );
 }

@@ -20,7 +20,9 @@ import { cliEntry, logsDir, pidsDir, ROOT, stateDir } from '../../paths';
 import { down, up } from '../../stack';
 import { ensureStarted, startDetached, stopProcess, waitUntil, type ManagedProcess } from '../../stack/processes';
 import { pollers } from '../../stack/worker';
-import { runDataDir, storeDirectory } from '../../core';
+import { runRecords } from '../../activities/run-records';
+import { recordsDirOf } from '../../client/plan';
+import { openSampleStore } from '../../store';
 import { status as statusQuery, type RunStatus } from '../../workflows/run';
 import type { Metrics } from './report';
 
@@ -31,12 +33,12 @@ export interface RunOutcome {
   error?: string;
   /** The `rollflow run --json` summary line. */
   summary?: Record<string, unknown>;
-  /** One record per train step, from <run_dir>/<run id>/metrics.jsonl. */
+  /** One record per train step, from wherever the run keeps its records (its directory, or the bucket of a bucket store). */
   metrics: Metrics[];
   /** The run's final status (totals of dispatched, failed, dropped groups). */
   status?: RunStatus;
-  /** The run's sample store (batch files of what each step trained on). */
-  store_dir: string;
+  /** The run's sample store when it is a directory (batch files of what each step trained on); none for a bucket. */
+  store_dir?: string;
   wall_s: number;
   load1_before: number;
   load1_after: number;
@@ -110,11 +112,13 @@ function levelsSince(file: string, from: number): Record<string, number> {
   return counts;
 }
 
+const storeDirOf = ({ derived }: LoadedConfig) => (derived.sample_store.kind === 'dir' ? { store_dir: derived.sample_store.path } : {});
 const sizeOf = (file: string) => (existsSync(file) ? statSync(file).size : 0);
 const round = (x: number, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
 
-/** Response tokens of every sample a run trained on, by uid, from the batch files the trainer read. */
-export function trainedTokens(storeDir: string, runId: string): Map<string, number> {
+/** Response tokens of every sample a run trained on, by uid, from the batch files the trainer read (a directory store's). */
+export function trainedTokens(storeDir: string | undefined, runId: string): Map<string, number> {
+  if (storeDir === undefined) throw new Error(`reading what run ${runId} trained on needs a directory sample store; this run's store is a bucket`);
   const dir = path.join(storeDir, runId, 'batches');
   const tokens = new Map<string, number>();
   if (!existsSync(dir)) return tokens;
@@ -193,7 +197,7 @@ export class BenchStack {
       await up(loaded, [file], this.say); // engines and worker restart only when their settings changed
       await this.ensureWorkers(loaded, file, workers);
     } catch (e) {
-      return { run_id: runId, ok: false, error: `stack: ${(e as Error).message}`, metrics: [], store_dir: storeDirectory(loaded.derived.sample_store, 'the live bench'), wall_s: 0, load1_before: round(loadavg()[0]!, 2), load1_after: round(loadavg()[0]!, 2), cpu_s: { server: 0, worker: 0, engines: 0 }, logged: { server: {}, worker: {} } };
+      return { run_id: runId, ok: false, error: `stack: ${(e as Error).message}`, metrics: [], ...storeDirOf(loaded), wall_s: 0, load1_before: round(loadavg()[0]!, 2), load1_after: round(loadavg()[0]!, 2), cpu_s: { server: 0, worker: 0, engines: 0 }, logged: { server: {}, worker: {} } };
     }
     const serverLog = path.join(this.dir, 'temporal', 'server.log');
     const workerLog = path.join(this.dir, 'logs', `worker-${loaded.config.temporal.task_queue}.log`);
@@ -220,8 +224,11 @@ export class BenchStack {
     const cpu1 = stackCpu();
     const status = await this.finalStatus(loaded, runId);
     if (error) await this.terminate(loaded, runId).catch((e: Error) => this.say(`rollflow bench: could not terminate ${runId}: ${e.message}`));
-    const metricsFile = path.join(runDataDir(loaded.derived.run_dir, runId), 'metrics.jsonl');
-    const metrics = existsSync(metricsFile) ? readFileSync(metricsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Metrics) : [];
+    const records = runRecords(recordsDirOf(loaded, runId), openSampleStore(loaded.derived.sample_store));
+    const metrics = (await records.read('metrics.jsonl').catch((e: Error) => {
+      error ??= `reading the run's records: ${e.message}`;
+      return [];
+    })) as unknown as Metrics[];
     const last = lines[lines.length - 1];
     return {
       run_id: runId,
@@ -230,7 +237,7 @@ export class BenchStack {
       ...(!error && last ? { summary: JSON.parse(last) as Record<string, unknown> } : {}),
       metrics,
       ...(status ? { status } : {}),
-      store_dir: storeDirectory(loaded.derived.sample_store, 'the live bench'),
+      ...storeDirOf(loaded),
       wall_s: round(wall_s),
       load1_before: round(load1_before, 2),
       load1_after: round(loadavg()[0]!, 2),
