@@ -3,14 +3,17 @@
 // JSON schemas in strict mode (kubernetes-validate in .venv), each shown to
 // reject a broken copy; then the probes and watchdogs read against the
 // liveness contract (docs/production.md), and the engine options against the
-// engines' own offline check.
+// engines' own offline check. deploy/k8s is the multi-host topology (docs/scaling.md): its run.yaml is loaded
+// by the config loader (routed by role, the data plane in the bucket), each role worker sits in its engine's
+// pod, no claim is mounted by two Deployments, and the bucket is addressed by AWS variables only.
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { loadConfigObject } from '../../src/configs';
+import { loadConfig, loadConfigObject } from '../../src/configs';
+import { WORKER_ROLES } from '../../src/core';
 import { pythonBin, pythonEnginesEnv } from '../../src/paths';
 
 const root = path.join(__dirname, '../..');
@@ -143,21 +146,54 @@ function validateManifests(dir: string, files: string[], version: string): { val
 }
 
 interface Probe { httpGet?: { path: string; port: string }; exec?: { command: string[] }; periodSeconds: number; timeoutSeconds: number; failureThreshold: number }
-interface Container { command: string[]; env?: { name: string; value: string }[]; ports: { name: string; containerPort: number }[]; startupProbe: Probe; livenessProbe: Probe; readinessProbe: Probe; volumeMounts: { name: string; mountPath: string }[] }
+interface Container {
+  name: string;
+  command: string[];
+  env?: { name: string; value: string }[];
+  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
+  ports: { name: string; containerPort: number }[];
+  startupProbe: Probe;
+  livenessProbe: Probe;
+  readinessProbe: Probe;
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+interface Volume { name: string; configMap?: { name: string }; emptyDir?: object; persistentVolumeClaim?: { claimName: string } }
 interface Resource {
   kind: string;
   metadata: { name: string };
   data?: Record<string, string>;
+  stringData?: Record<string, string>;
   spec: {
+    accessModes?: string[];
+    clusterIP?: string;
     selector: Record<string, unknown>;
     ports: { port: number; targetPort: string }[];
-    template: { metadata: { labels: Record<string, string> }; spec: { containers: Container[]; volumes: { name: string; configMap?: { name: string }; emptyDir?: object }[] } };
+    template: { metadata: { labels: Record<string, string> }; spec: { containers: Container[]; volumes?: Volume[] } };
   };
 }
 const resources = () => manifestFiles().flatMap((f) => parseAllDocuments(readFileSync(path.join(k8sDir, f), 'utf8')).map((d) => d.toJS() as Resource));
 const deployment = (name: string) => resources().find((r) => r.kind === 'Deployment' && r.metadata.name === name)!;
 const service = (name: string) => resources().find((r) => r.kind === 'Service' && r.metadata.name === name)!;
 const container = (name: string) => deployment(name).spec.template.spec.containers[0]!;
+const deployments = () => resources().filter((r) => r.kind === 'Deployment');
+/** The rollflow worker in a Deployment's pod, beside its engine. */
+const workerIn = (name: string) => deployment(name).spec.template.spec.containers.find((c) => c.name === 'worker')!;
+const WORKER_PODS = ROLES.map((r) => `rollflow-engine-${r}`);
+/** A worker command line: node dist/cli/index.js worker <config> [--role r,…] [--set k=v]… */
+function workerArgs(command: string[]): { config: string; roles: string[]; sets: string[]; flags: string[] } {
+  expect(command.slice(0, 3)).toEqual(['node', 'dist/cli/index.js', 'worker']);
+  const rest = command.slice(4);
+  const flags = rest.filter((_, i) => i % 2 === 0);
+  const valueOf = (flag: string) => rest.filter((_, i) => i % 2 === 1 && rest[i - 1] === flag);
+  return { config: command[3]!, roles: valueOf('--role').flatMap((r) => r.split(',')), sets: valueOf('--set'), flags };
+}
+/** The run config as the ConfigMap mounts it, written to a file and read by the loader the CLI uses, with a worker's --set overrides. */
+function loadRunYaml(sets: string[] = []) {
+  const configMap = resources().find((r) => r.kind === 'ConfigMap' && r.metadata.name === 'rollflow-config')!;
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'rollflow-k8s-config-')), 'run.yaml');
+  writeFileSync(file, configMap.data!['run.yaml']!);
+  return loadConfig(file, sets);
+}
 const argAfter = (command: string[], flag: string) => command[command.indexOf(flag) + 1];
 /** How long after a hang the kubelet restarts the container at most: the first probe to miss comes within a period, the last waits its timeout out. */
 const hangBound = (p: Probe) => p.periodSeconds * p.failureThreshold + p.timeoutSeconds;
@@ -171,7 +207,7 @@ describe('deploy/k8s', () => {
 
   it('is checked for real: a misspelt key, a wrong type and an unknown kind are each refused', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'rollflow-k8s-'));
-    const worker = readFileSync(path.join(k8sDir, 'worker.yaml'), 'utf8');
+    const worker = readFileSync(path.join(k8sDir, 'engine-env.yaml'), 'utf8');
     const broken = { 'misspelt.yaml': ['livenessProbe:', 'livenesProbe:'], 'type.yaml': ['periodSeconds: 5\n', 'periodSeconds: "5"\n'], 'kind.yaml': ['kind: Deployment', 'kind: Deploymnt'] };
     for (const [file, [from, to]] of Object.entries(broken)) {
       expect(worker).toContain(from);
@@ -207,20 +243,118 @@ describe('deploy/k8s', () => {
     expect(service(`rollflow-engine-${role}`).spec.ports).toEqual([{ name: 'http', port: c.ports[0]!.containerPort, targetPort: 'http' }]);
   });
 
-  it('the worker: `probe worker` on its own config for all three probes, its liveness file on a pod-local volume, a hang restarted within 60 s', () => {
-    const d = deployment('rollflow-worker');
-    const c = container('rollflow-worker');
-    expect(c.command.slice(0, 3)).toEqual(['node', 'dist/cli/index.js', 'worker']);
-    const configPath = c.command[3]!;
-    const configVolume = d.spec.template.spec.volumes.find((v) => v.configMap?.name === 'rollflow-config')!;
-    const configMount = c.volumeMounts.find((m) => m.name === configVolume.name)!;
+  it.each(WORKER_PODS)('the worker in %s: `probe worker` on its own config for all three probes, its liveness file on a pod-local volume, a hang restarted within 60 s', (name) => {
+    const d = deployment(name);
+    const c = workerIn(name);
+    const { config: configPath } = workerArgs(c.command);
+    const volumes = d.spec.template.spec.volumes ?? [];
+    const configVolume = volumes.find((v) => v.configMap?.name === 'rollflow-config')!;
+    const configMount = c.volumeMounts!.find((m) => m.name === configVolume.name)!;
     expect(configPath).toBe(`${configMount.mountPath}/run.yaml`);
     for (const probe of [c.startupProbe, c.livenessProbe, c.readinessProbe]) expect(probe.exec?.command).toEqual(['node', 'dist/cli/index.js', 'probe', 'worker', configPath]);
     const state = c.env!.find((e) => e.name === 'ROLLFLOW_STATE')!.value;
-    const stateMount = c.volumeMounts.find((m) => m.mountPath === state)!;
-    expect(d.spec.template.spec.volumes.find((v) => v.name === stateMount.name)!.emptyDir).toBeDefined();
+    const stateMount = c.volumeMounts!.find((m) => m.mountPath === state)!;
+    expect(volumes.find((v) => v.name === stateMount.name)!.emptyDir).toBeDefined();
     // The liveness file goes stale 30 s after the hang at most; the probe then fails at once.
     expect(30 + hangBound(c.livenessProbe)).toBeLessThanOrEqual(60);
+    // The metrics Service (headless: every worker's endpoint) selects this pod, on the worker's metrics port.
+    const metrics = service('rollflow-worker');
+    expect(metrics.spec.clusterIP).toBe('None');
+    const labels = d.spec.template.metadata.labels;
+    expect(Object.entries(metrics.spec.selector).every(([k, v]) => labels[k] === v)).toBe(true);
+    expect(c.ports).toEqual([{ name: 'metrics', containerPort: metrics.spec.ports[0]!.port }]);
+  });
+
+  it('role workers: --role covers inference, trainer and env exactly once and main at least once, each engine role in its own engine\'s pod', () => {
+    const workers = deployments().flatMap((d) => d.spec.template.spec.containers.filter((c) => c.command[2] === 'worker').map((c) => ({ pod: d.metadata.name, ...workerArgs(c.command) })));
+    expect(workers.map((w) => w.pod).sort()).toEqual([...WORKER_PODS].sort());
+    const roles = workers.flatMap((w) => w.roles);
+    for (const r of roles) expect(WORKER_ROLES).toContain(r);
+    for (const role of ROLES) expect(roles.filter((r) => r === role), role).toHaveLength(1);
+    expect(roles.filter((r) => r === 'main').length).toBeGreaterThanOrEqual(1);
+    for (const w of workers) {
+      expect(w.flags.every((f) => f === '--role' || f === '--set'), w.pod).toBe(true);
+      // Every engine role a worker serves is the role of the engine beside it.
+      for (const r of w.roles.filter((r) => r !== 'main')) expect(w.pod).toBe(`rollflow-engine-${r}`);
+    }
+    // main stays one worker: more than one was never exercised (docs/scaling.md).
+    const main = workers.filter((w) => w.roles.includes('main'));
+    expect(main).toHaveLength(1);
+    expect(deployment(main[0]!.pod).spec).toMatchObject({ replicas: 1 });
+  });
+
+  it('no volume is shared between pods: each PersistentVolumeClaim is ReadWriteOnce and mounted by one Deployment of one replica', () => {
+    const claims = resources().filter((r) => r.kind === 'PersistentVolumeClaim');
+    for (const claim of claims) {
+      expect(claim.spec.accessModes, claim.metadata.name).toEqual(['ReadWriteOnce']);
+      const users = deployments().filter((d) => (d.spec.template.spec.volumes ?? []).some((v) => v.persistentVolumeClaim?.claimName === claim.metadata.name));
+      expect(users.map((d) => d.metadata.name), claim.metadata.name).toHaveLength(1);
+      expect(users[0]!.spec).toMatchObject({ replicas: 1, strategy: { type: 'Recreate' } });
+    }
+    // And no Deployment names a claim that is not here.
+    const named = deployments().flatMap((d) => (d.spec.template.spec.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim ? [v.persistentVolumeClaim.claimName] : [])));
+    expect(named.every((n) => claims.some((c) => c.metadata.name === n))).toBe(true);
+    // The codec server reads the bucket only: no claim at all.
+    expect((deployment('rollflow-codec').spec.template.spec.volumes ?? []).filter((v) => v.persistentVolumeClaim)).toEqual([]);
+  });
+
+  it('the object store is addressed by the standard AWS variables, from a ConfigMap and a Secret in every container, never by the run config', () => {
+    const settings = resources().find((r) => r.kind === 'ConfigMap' && r.metadata.name === 'rollflow-object-store')!;
+    const key = resources().find((r) => r.kind === 'Secret' && r.metadata.name === 'rollflow-object-store')!;
+    expect(Object.keys(settings.data!).sort()).toEqual(['AWS_ENDPOINT_URL', 'AWS_REGION']);
+    expect(Object.keys(key.stringData!).sort()).toEqual(['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']);
+    for (const d of deployments()) {
+      for (const c of d.spec.template.spec.containers) {
+        expect(c.envFrom, `${d.metadata.name}/${c.name}`).toEqual([{ configMapRef: { name: 'rollflow-object-store' } }, { secretRef: { name: 'rollflow-object-store' } }]);
+      }
+    }
+    const runYaml = resources().find((r) => r.kind === 'ConfigMap' && r.metadata.name === 'rollflow-config')!.data!['run.yaml']!;
+    expect(runYaml).not.toMatch(/^[^#]*(AWS_|endpoint|secret|access_key)/im);
+  });
+
+  it('run.yaml, read by the config loader from a file as a worker reads it: routed by role, its data plane in the bucket, every engine\'s bucket paths under its prefix', () => {
+    const { config, derived } = loadRunYaml();
+    expect(config.temporal.route_by_role).toBe(true);
+    expect(config.temporal.embedded).toBe(false);
+    expect(config.sample_store).toMatchObject({ kind: 's3', bucket: expect.any(String), prefix: expect.any(String) });
+    expect(derived.sample_store.kind).toBe('s3');
+    const root = `s3://${config.sample_store.bucket}/${config.sample_store.prefix}`;
+    // Options of servers rollflow does not launch are their own command line's, not engines.*.options.
+    const trainer = serveOptions(container('rollflow-engine-trainer').command);
+    expect(trainer.export_dir).toMatch(new RegExp(`^${root}.`));
+    const env = serveOptions(container('rollflow-engine-env').command);
+    expect(env.snapshot_dir).toMatch(new RegExp(`^${root}.`));
+    // Scratch (exports and states before upload, pulled weights, sandboxes) on each pod's own emptyDir.
+    const scratch: Record<string, unknown[]> = { trainer: [trainer.export_scratch_dir, trainer.state_scratch_dir], inference: [serveOptions(container('rollflow-engine-inference').command).weights_cache_dir], env: [env.sandbox_root] };
+    for (const role of ROLES) {
+      const d = deployment(`rollflow-engine-${role}`);
+      const c = container(`rollflow-engine-${role}`);
+      for (const dir of scratch[role]!) {
+        expect(typeof dir, `${role} ${String(dir)}`).toBe('string');
+        const mount = c.volumeMounts!.find((m) => (dir as string).startsWith(`${m.mountPath}/`))!;
+        expect(d.spec.template.spec.volumes!.find((v) => v.name === mount.name)!.emptyDir, `${role} ${String(dir)}`).toBeDefined();
+      }
+      for (const e of Object.values(config.engines).flat()) if (e) expect(e.options).toEqual({});
+    }
+    // run_dir (the main worker's checkpoint manifests and trackers' files) is on the claim its pod alone mounts.
+    const main = WORKER_PODS.find((p) => workerArgs(workerIn(p).command).roles.includes('main'))!;
+    const runMount = workerIn(main).volumeMounts!.find((m) => derived.run_dir.startsWith(`${m.mountPath}/`))!;
+    expect(deployment(main).spec.template.spec.volumes!.find((v) => v.name === runMount.name)!.persistentVolumeClaim).toBeDefined();
+  });
+
+  it.each(WORKER_PODS)('the worker in %s loads run.yaml with its own --role and --set, and calls the engine of its role in its own pod on loopback', (name) => {
+    const { roles, sets } = workerArgs(workerIn(name).command);
+    const { config } = loadRunYaml(sets);
+    const engine = container(name);
+    const role = roles.find((r) => r !== 'main') as (typeof ROLES)[number];
+    const own = role === 'inference' ? config.engines.inference : [config.engines[role]];
+    expect(own.map((e) => e.url)).toEqual([`http://127.0.0.1:${argAfter(engine.command, '--port')}`]);
+    expect(own.every((e) => !e.launch)).toBe(true);
+    // The other roles' engines stay the Services (the main worker syncs weights to the inference one).
+    for (const other of ROLES.filter((r) => r !== role)) {
+      const e = other === 'inference' ? config.engines.inference[0]! : config.engines[other];
+      expect(new URL(e.url).hostname).toBe(`rollflow-engine-${other}`);
+    }
   });
 
   it('the run config is a valid rollflow config whose engines, codec and metrics are the Services of these manifests', () => {
