@@ -12,7 +12,7 @@ import type { LoadedConfig } from '../configs';
 import { engineStatus, launchedEngines, startEngine, stopEngine } from './engines';
 import { codecProcess, codecStatus, startCodecServer, stopCodecServer } from './codec';
 import { startTemporal, stopTemporal, temporalStatus } from './temporal';
-import { readSupervisorStatus, startSupervisor, stopSupervisor, supervisionTurnedOff, supervisorLines } from './supervisor';
+import { haltSupervisor, readSupervisorStatus, startSupervisor, stopSupervisor, supervisionTurnedOff, supervisorLines } from './supervisor';
 import { readWorkerBeat, startWorker, stopWorker, workerBeatProblem, workerStatus } from './worker';
 
 const embedded = ({ config, derived }: LoadedConfig) => config.temporal.embedded && derived.temporal.loopback;
@@ -27,6 +27,10 @@ const embedded = ({ config, derived }: LoadedConfig) => config.temporal.embedded
  */
 export async function up(loaded: LoadedConfig, configArgs: string[], say: (line: string) => void, { supervise = true as boolean | 'unless-off' } = {}): Promise<void> {
   checkConfig(loaded, { run: false });
+  // A running supervisor would restart each part this call replaces, from the config it was started with, beside
+  // the one started here (two workers on one queue, one of the old config): it stops first, and is started again,
+  // with this config, once every part is up.
+  const halted = await haltSupervisor(loaded);
   if (embedded(loaded)) startTemporal(loaded.derived.temporal, codecProcess(loaded)?.url);
   // Engines start in parallel: each is a Python process that takes a moment to import.
   for (const line of await Promise.all(launchedEngines(loaded).map(startEngine))) say(line);
@@ -39,7 +43,9 @@ export async function up(loaded: LoadedConfig, configArgs: string[], say: (line:
     await client.connection.close();
   }
   const on = supervise === 'unless-off' ? !supervisionTurnedOff(loaded) : supervise;
-  say(on ? await startSupervisor(loaded, configArgs) : await stopSupervisor(loaded, { turnOff: supervise === false }));
+  if (on) return say(await startSupervisor(loaded, configArgs));
+  await stopSupervisor(loaded, { turnOff: supervise === false });
+  say(halted);
 }
 
 export async function down(loaded: LoadedConfig, say: (line: string) => void): Promise<void> {

@@ -121,9 +121,14 @@ export function respawnSupervisorIfWanted(loaded: LoadedConfig): number | undefi
 
 /** `turnOff`: also keep it off for a later `rollflow run` (`dev up --no-supervise`); `dev down` clears that. */
 export async function stopSupervisor(loaded: LoadedConfig, { turnOff = false } = {}): Promise<string> {
-  rmSync(wantedFile(loaded), { force: true });
   if (turnOff) writeFileAtomic(unsupervisedFile(loaded), 'dev up --no-supervise\n');
   else rmSync(unsupervisedFile(loaded), { force: true });
+  return haltSupervisor(loaded);
+}
+
+/** Stops the supervisor and its respawn by the worker's beat, leaving `dev up --no-supervise`'s choice as it is. */
+export async function haltSupervisor(loaded: LoadedConfig): Promise<string> {
+  rmSync(wantedFile(loaded), { force: true });
   const stopped = await stopProcess(supervisorProcess(loaded));
   rmSync(supervisorStatusFile(loaded), { force: true }); // what it said of parts it no longer watches
   return `${name(loaded)}: ${stopped}`;

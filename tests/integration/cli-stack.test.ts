@@ -1,10 +1,11 @@
 // The user's path, end to end: `rollflow dev up` brings up a real dev server,
 // real engine processes and a worker; `smoke` runs a workflow through them;
 // a dead engine is named in the report; `dev down` stops everything.
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
+import type { SupervisorStatus } from '../../src/stack/supervisor';
 
 let server: TestDevServer;
 let config: string;
@@ -96,6 +97,27 @@ describe('rollflow CLI on the embedded stack', () => {
     expect(rollflow('smoke', config).status).toBe(0);
   });
 
+  it('dev up after the config file changed, under a running supervisor: one worker, of the new config, and the supervisor started again with it', async () => {
+    const pids = path.join(server.stateDir, 'pids');
+    const [workerFile, supervisorFile] = ['worker-cli-stack-test.pid', 'supervisor-cli-stack-test.pid'].map((f) => path.join(pids, f));
+    const [workerBefore, supervisorBefore] = [readPid(workerFile!), readPid(supervisorFile!)];
+    // The same arguments, another file content (what a bench or a user editing the YAML does).
+    writeFileSync(config, readFileSync(config, 'utf8').replace('  task_queue: cli-stack-test\n', '  task_queue: cli-stack-test\n  worker: { max_concurrent_activities: 123 }\n'));
+    const up = rollflow('dev', 'up', config);
+    expect(up.status, up.stderr).toBe(0);
+    expect(up.stdout).toMatch(/worker-cli-stack-test: restarted \(code rebuilt or config changed\) \(pid \d+\)/);
+    const [worker, supervisor] = [readPid(workerFile!), readPid(supervisorFile!)];
+    expect(worker).not.toBe(workerBefore);
+    // The old supervisor, left watching with the old config, restarted the worker beside dev up's own.
+    expect(supervisor).not.toBe(supervisorBefore);
+    const seen = await until(async () => {
+      const s = JSON.parse(readFileSync(path.join(pids, 'supervisor-cli-stack-test.json'), 'utf8')) as SupervisorStatus;
+      return s.pid === supervisor && s.parts['worker-cli-stack-test']?.state === 'running' ? s : undefined;
+    }, 'the new supervisor to find the worker running');
+    expect(seen.parts['worker-cli-stack-test']).toMatchObject({ pid: worker, restarts: 0, hangKills: 0 });
+    expect(workerProcessesOf(config)).toEqual([worker]);
+  });
+
   it('stops everything', () => {
     const down = rollflow('dev', 'down', config);
     expect(down.status, down.stderr).toBe(0);
@@ -111,4 +133,19 @@ function readdirPid(prefix: string): string {
   const name = readdirSync(dir).find((f) => f.startsWith(prefix));
   if (!name) throw new Error(`no pid file ${prefix}* in ${dir}`);
   return path.join(dir, name);
+}
+
+/** Live `rollflow worker` processes of `configFile`, from /proc. */
+function workerProcessesOf(configFile: string): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        const args = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+        return args.some((a) => a.endsWith('cli/index.js')) && args.includes('worker') && args.includes(configFile);
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
 }
