@@ -116,6 +116,10 @@ bench: setup build
 	.venv/bin/python bench/sandbox/bench_sandbox.py --out $(BENCH_OUT)/sandbox.json
 	# one weight sync through the object store against a local directory, 1 MB to 1 GB (bench/results/weights-sync.md)
 	OUT=$(BENCH_OUT)/weights-sync.md bench/weights-sync/run.sh
+	# W1 (B = 64) with the sample store in a bucket against the run directory (w1-b64-store.json, its table in w1.md)
+	OUT=$(BENCH_OUT)/w1-b64-store.json bench/store/w1.sh
+	# Temporal's cost of a turn, a trajectory and a train step on the PostgreSQL cluster, projected (capacity.md)
+	OUT_DIR=$(BENCH_OUT) bench/capacity/run.sh
 	bench/chaos/v2.sh
 	# exactly-once at α = 0: 3 seeds, a fault every 20-40 s, every export bit-identical (docs/exactly-once.md)
 	OUT=$(BENCH_OUT)/exactly-once.md node bench/exactly-once/run.cjs

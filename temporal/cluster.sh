@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The local Temporal cluster: start | stop | status | health | address | config.
+# The local Temporal cluster: start | stop | status | health | address | config | sql.
 # The Temporal server binary (temporal/ensure-server.sh, the version the dev
 # server embeds) with frontend, history, matching and worker services in one
 # process, on its own PostgreSQL instance (Debian's binaries, a private data
@@ -418,5 +418,8 @@ case "${1:-}" in
   health) rf_healthy "$address" ;;
   address) echo "$address" ;;
   config) render_config "$( [ -f "$pwfile" ] && cat "$pwfile" || echo '<generated at first start>')" ;;
-  *) echo "usage: $0 start|stop|status|health|address|config" >&2; exit 64 ;;
+  # sql DB [psql args...]: psql on one of the cluster's databases (temporal, temporal_visibility), unaligned and
+  # tuples only, e.g. `cluster.sh sql temporal -c 'SELECT 1'`; benches read PostgreSQL's statistics this way.
+  sql) shift; [ $# -ge 1 ] || rf_die "usage: $0 sql DB [psql args...]"; PG_BIN=$(pg_bin); pg_sql "$@" ;;
+  *) echo "usage: $0 start|stop|status|health|address|config|sql" >&2; exit 64 ;;
 esac

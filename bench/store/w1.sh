@@ -17,4 +17,4 @@ eval "$(object-store/versitygw.sh env)"
 unset AWS_PROFILE AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 out="${OUT:-bench/results/w1-b64-store.json}"
 eval "node dist/cli/index.js bench w1 --set 'batches=[64]' --set 'stores=[dir,s3]' ${SETS:-} --out \"\$out\""
-.venv/bin/python bench/report.py w1 bench/results/w1*.json
+.venv/bin/python bench/report.py w1 "$(dirname "$out")"/w1*.json
