@@ -2,7 +2,7 @@
 // container engine: Debian's docker-compose validates the file offline, and
 // the dev server's reading of the dynamic config must equal the YAML itself.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -23,8 +23,45 @@ describe('docker-compose.yml', () => {
     const r = composeConfig(path.join(root, 'docker-compose.yml'), '--services');
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.trim().split('\n').sort()).toEqual(
-      ['engine-env', 'engine-inference', 'engine-trainer', 'grafana', 'postgresql', 'prometheus', 'temporal', 'temporal-setup', 'temporal-ui', 'worker'].sort(),
+      ['engine-env', 'engine-inference', 'engine-trainer', 'grafana', 'object-store', 'object-store-setup', 'postgresql', 'prometheus', 'temporal', 'temporal-setup', 'temporal-ui', 'worker'].sort(),
     );
+  });
+
+  type Service = { build?: unknown; image?: string; command?: string[]; volumes?: string[]; environment?: Record<string, string>; networks?: Record<string, { ipv4_address?: string }> };
+  const services = () => (parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> }).services;
+  const rollflowServices = ['engine-inference', 'engine-trainer', 'engine-env', 'worker'];
+
+  it('has an object store, and the rollflow services share no volume: everything goes through the bucket', () => {
+    const all = services();
+    expect(all['object-store']!.build).toBe('deploy/versitygw');
+    // A volume (named or a host path) mounted by two services is a disk they share.
+    const mountedBy = new Map<string, string[]>();
+    for (const [name, s] of Object.entries(all)) for (const v of s.volumes ?? []) mountedBy.set(v.split(':')[0]!, [...(mountedBy.get(v.split(':')[0]!) ?? []), name]);
+    for (const [source, by] of mountedBy) expect(by.length, `${source} is mounted by ${by.join(', ')}`).toBe(1);
+    for (const name of rollflowServices) expect(all[name]!.volumes ?? [], name).toEqual([]);
+  });
+
+  it('every service that touches the store gets it from the standard AWS variables, the endpoint being the store\'s fixed address', () => {
+    const all = services();
+    const address = all['object-store']!.networks!.default!.ipv4_address;
+    for (const name of [...rollflowServices, 'object-store-setup']) {
+      const env = all[name]!.environment ?? {};
+      expect(Object.keys(env), name).toEqual(expect.arrayContaining(['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_ENDPOINT_URL', 'AWS_REGION']));
+      expect(env.AWS_ENDPOINT_URL, name).toBe(`http://${address}:7070`);
+    }
+    expect(all['engine-trainer']!.command).toEqual(expect.arrayContaining(['export_dir=s3://rollflow/weights']));
+    expect(all['engine-env']!.command!.some((a) => a.startsWith('snapshot_dir=s3://rollflow/'))).toBe(true);
+  });
+
+  it('the compose run config keeps its samples in the bucket and names no credential', () => {
+    const text = readFileSync(path.join(root, 'examples/compose.yaml'), 'utf8');
+    expect((parse(text) as { sample_store: unknown }).sample_store).toEqual({ kind: 's3', bucket: 'rollflow' });
+    expect(text).not.toMatch(/aws_|secret|access_key|endpoint/i);
+  });
+
+  it('deploy/compose/local-images.yml is a valid override of it', () => {
+    const r = spawnSync('docker-compose', ['-f', 'docker-compose.yml', '-f', 'deploy/compose/local-images.yml', 'config', '-q'], { cwd: root, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
   });
 
   it('is checked for real: a misspelt key is rejected', () => {
@@ -32,6 +69,8 @@ describe('docker-compose.yml', () => {
     const broken = readFileSync(path.join(root, 'docker-compose.yml'), 'utf8').replace('    healthcheck:', '    healthchek:');
     writeFileSync(path.join(dir, 'docker-compose.yml'), broken);
     copyFileSync(path.join(root, 'Dockerfile'), path.join(dir, 'Dockerfile'));
+    mkdirSync(path.join(dir, 'deploy/versitygw'), { recursive: true });
+    copyFileSync(path.join(root, 'deploy/versitygw/Dockerfile'), path.join(dir, 'deploy/versitygw/Dockerfile'));
     const r = composeConfig(path.join(dir, 'docker-compose.yml'), '-q');
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('healthchek');
