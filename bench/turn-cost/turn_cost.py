@@ -143,6 +143,10 @@ def per_unit(runs: list[dict]) -> dict[str, dict]:
     return out
 
 
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def main_measure(a: argparse.Namespace) -> int:
     sets = [line for line in Path(a.sets).read_text().splitlines() if line]
     address = next(s.split("=", 1)[1] for s in sets if s.startswith("temporal.address="))
@@ -150,7 +154,7 @@ def main_measure(a: argparse.Namespace) -> int:
     # One small run first, not measured: the worker's first workflows and activities (code loaded and compiled,
     # connections and task queues made) would otherwise fall in the first measured run.
     measure(t, a.kinds.split(",")[0], 1, 1, 2, sets, address, cli)
-    data = {"target": t.name, "steps": a.steps, "batch": a.groups * 4, "idle": idle(t, a.idle_s), "runs": []}
+    data = {"target": t.name, "date": now(), "commit": sh("git", "rev-parse", "--short", "HEAD"), "steps": a.steps, "batch": a.groups * 4, "idle": idle(t, a.idle_s), "runs": []}
     for kind in a.kinds.split(","):
         for turns in [1] if kind in SINGLE_TURN else a.turns:
             r = measure(t, kind, turns, a.steps, a.groups, sets, address, cli)
@@ -178,7 +182,7 @@ def report(data: dict) -> str:
     lines = [
         "# The cost of a turn, per part (issue #26 item 1: the baseline)",
         "",
-        f"Command: `{data['command']}` ({data['date']}, commit {data['commit']})",
+        f"Command: `{data['command']}` (targets started {data['date']}; commit {data['commit']})",
         "",
         f"Machine: {os.cpu_count()} cores, shared (load average 1 min {min(loads):.1f}–{max(loads):.1f} at the runs' starts and ends).",
         "Workload: bench/capacity/capacity.yaml (latency_sim, zero engine latency, α = 0, groups of 4), "
@@ -212,8 +216,13 @@ def report(data: dict) -> str:
 
 
 def main_report(a: argparse.Namespace) -> int:
-    targets = {(d := json.loads(Path(f).read_text()))["target"]: d for f in a.files}
-    data = {"command": a.command, "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": sh("git", "rev-parse", "--short", "HEAD"), "out_dir": a.out_dir, "targets": targets}
+    targets: dict[str, dict] = {}
+    for f in a.files:  # a target's measurements, or a report's JSON made before (to remake its .md)
+        d = json.loads(Path(f).read_text())
+        targets.update(d["targets"] if "targets" in d else {d["target"]: d})
+    # The measurements' date and commit, not the report's: the report is made again when the notes change.
+    dates, commits = sorted(d["date"] for d in targets.values()), sorted({d["commit"] for d in targets.values()})
+    data = {"command": a.command, "date": ", ".join(dates), "commit": ", ".join(commits), "out_dir": a.out_dir, "targets": targets}
     out = Path(a.out_dir)
     (out / "turn-cost.json").write_text(json.dumps(data, indent=2) + "\n")
     (out / "turn-cost.md").write_text(report(data))
@@ -237,7 +246,7 @@ def main() -> int:
     m.add_argument("--idle-s", default=10, type=float)
     m.add_argument("--out", required=True)
     r = sub.add_parser("report", help="turn-cost.md and .json from the targets' measurements")
-    r.add_argument("files", nargs="+")
+    r.add_argument("files", nargs="+", help="measure's outputs, or a turn-cost.json to make its .md again")
     r.add_argument("--out-dir", default="bench/results")
     r.add_argument("--command", default="bench/turn-cost/run.sh")
     a = ap.parse_args()
