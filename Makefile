@@ -120,6 +120,8 @@ bench: setup build
 	OUT=$(BENCH_OUT)/w1-b64-store.json bench/store/w1.sh
 	# Temporal's cost of a turn, a trajectory and a train step on the PostgreSQL cluster, projected (capacity.md)
 	OUT_DIR=$(BENCH_OUT) bench/capacity/run.sh
+	# per trajectory-turn, four kinds of turn on the cluster and the dev server: events, tasks, writes, CPU (turn-cost.md)
+	OUT_DIR=$(BENCH_OUT) bench/turn-cost/run.sh
 	bench/chaos/v2.sh
 	# exactly-once at α = 0: 3 seeds, a fault every 20-40 s, every export bit-identical (docs/exactly-once.md)
 	OUT=$(BENCH_OUT)/exactly-once.md node bench/exactly-once/run.cjs

@@ -39,6 +39,8 @@ start() {
               --sqlite-pragma journal_mode=wal --sqlite-pragma "synchronous=$TEMPORAL_SQLITE_SYNC")
   # The UI shows payloads through rollflow's codec server when one is configured (temporal.codec_url).
   if [ -n "${TEMPORAL_CODEC_ENDPOINT:-}" ]; then args+=(--ui-codec-endpoint "$TEMPORAL_CODEC_ENDPOINT"); fi
+  # The server's Prometheus metrics on this port (/metrics), off unless set: benches read its persistence counters.
+  if [ -n "${TEMPORAL_METRICS_PORT:-}" ]; then args+=(--metrics-port "$TEMPORAL_METRICS_PORT"); fi
   local kv
   while read -r kv; do args+=(--dynamic-config-value "$kv"); done < <(dynamic_config_pairs "$here/dynamic-config.yaml")
   while read -r kv; do args+=(--search-attribute "$kv"); done < <(rf_read_list "$here/search-attributes.txt")

@@ -24,17 +24,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
-import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: costs.py, shared with bench/turn-cost
+from costs import HZ, pg_ticks, pid_in, prometheus, run_to_completion, sh, ticks  # noqa: E402
+
 STATE = Path(os.environ["ROLLFLOW_STATE"])
 CLUSTER = Path(os.environ["TEMPORAL_CLUSTER_DIR"])
-HZ = os.sysconf("SC_CLK_TCK")
 
 RUNS = {  # name: (steps S, groups of 4 per step, turns T)
     "base": (4, 16, 1),
@@ -47,51 +46,25 @@ QUANTITIES = ["history_events", "state_transitions", "history_bytes", "pg_transa
 SHARD_WRITES = ("CreateWorkflowExecution", "UpdateWorkflowExecution", "ConflictResolveWorkflowExecution", "SetWorkflowExecution")
 
 
-def sh(*args: str) -> str:
-    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} exited {r.returncode}: {r.stderr.strip()[-2000:]}")
-    return r.stdout.strip()
-
-
 def sql(db: str, query: str) -> list[str]:
     return sh("temporal/cluster.sh", "sql", db, "-c", query).splitlines()
-
-
-def ticks(pid: int) -> int:
-    """utime + stime + cutime + cstime of a live process; 0 once it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return 0
-    return sum(int(x) for x in fields[11:15])
-
-
-def pid_in(file: Path) -> int:
-    return int(file.read_text().split()[0])
-
-
-def pg_ticks() -> int:
-    postmaster = pid_in(CLUSTER / "pg" / "postmaster.pid")
-    children = sh("ps", "-o", "pid=", "--ppid", str(postmaster)).split()
-    return ticks(postmaster) + sum(ticks(int(c)) for c in children)
 
 
 def server_metrics() -> dict[str, float]:
     """Sums over the history service's shard writes, and the time requests waited for a shard's lock, from the
     server's Prometheus endpoint (cluster.sh: frontend port + 8)."""
-    port = int(os.environ["TEMPORAL_CLUSTER_PORT"]) + 8
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    out = {"shard_write_s": 0.0, "shard_writes": 0.0, "shard_lock_wait_s": 0.0, "shard_lock_waits": 0.0}
-    for line in text.splitlines():
-        if line.startswith("persistence_latency_") and 'service_name="history"' in line and 'namespace="default"' in line and any(f'operation="{op}"' in line for op in SHARD_WRITES):
-            key = "shard_write_s" if line.startswith("persistence_latency_sum") else "shard_writes" if line.startswith("persistence_latency_count") else None
-        elif line.startswith("semaphore_latency_") and 'operation="ShardInfo"' in line:
-            key = "shard_lock_wait_s" if line.startswith("semaphore_latency_sum") else "shard_lock_waits" if line.startswith("semaphore_latency_count") else None
+    keys = {
+        "persistence_latency_sum": "shard_write_s", "persistence_latency_count": "shard_writes",
+        "semaphore_latency_sum": "shard_lock_wait_s", "semaphore_latency_count": "shard_lock_waits",
+    }
+    out = dict.fromkeys(keys.values(), 0.0)
+    for name, labels, value in prometheus(int(os.environ["TEMPORAL_CLUSTER_PORT"]) + 8):
+        if name.startswith("persistence_latency_"):
+            mine = labels.get("service_name") == "history" and labels.get("namespace") == "default" and labels.get("operation") in SHARD_WRITES
         else:
-            continue
-        if key:
-            out[key] += float(line.rsplit(" ", 1)[1])
+            mine = name.startswith("semaphore_latency_") and labels.get("operation") == "ShardInfo"
+        if mine and name in keys:
+            out[keys[name]] += value
     return out
 
 
@@ -108,7 +81,7 @@ def snapshot() -> dict[str, float]:
         "pg_row_writes": rows,
         "pg_wal_bytes": wal,
         "cpu_server_s": ticks(pid_in(CLUSTER / "server.pid")) / HZ,
-        "cpu_postgres_s": pg_ticks() / HZ,
+        "cpu_postgres_s": pg_ticks(CLUSTER / "pg") / HZ,
         "cpu_worker_s": ticks(pid_in(worker)) / HZ,
     }
 
@@ -134,15 +107,10 @@ def measure(name: str, sets: list[str], address: str, cli: str) -> dict:
     steps, groups, turns = RUNS[name]
     run_id = f"capacity-{name}-{int(time.time())}"
     overrides = [f"max_steps={steps}", f"train_env_manager.num_env_groups={groups}", f"custom_envs.instant.max_steps={turns}", f"custom_envs.instant.env_config.turns={turns}", *sets]
-    args = [a for kv in overrides for a in ("--set", kv)]
     # PostgreSQL's statistics are flushed by each backend about once a second: let the last run's settle.
     time.sleep(2)
-    before, load_before, started = snapshot(), os.getloadavg()[0], time.time()
-    sh("bin/rollflow", "run", "bench/capacity/capacity.yaml", "--run-id", run_id, *args)
-    result = json.loads(sh(cli, "workflow", "result", "--address", address, "--workflow-id", run_id, "-o", "json"))
-    wall = time.time() - started
-    if result.get("status") not in ("COMPLETED", "WORKFLOW_EXECUTION_STATUS_COMPLETED"):
-        raise RuntimeError(f"{run_id} did not complete: {json.dumps(result)[:500]}")
+    before, load_before = snapshot(), os.getloadavg()[0]
+    wall = run_to_completion("bench/capacity/capacity.yaml", run_id, overrides, address, cli)
     time.sleep(2)
     after = snapshot()
     by_type = histories(run_id)
