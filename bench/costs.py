@@ -44,6 +44,11 @@ def pid_in(file: Path) -> int:
     return int(file.read_text().split()[0])
 
 
+def worker_pid(state: Path) -> int:
+    """The pid of the stack's worker under the state directory `state` (ROLLFLOW_STATE): one worker a bench stack."""
+    return pid_in(next((state / "pids").glob("worker-*.pid")))
+
+
 def pg_ticks(pgdata: Path) -> int:
     """PostgreSQL's CPU: the postmaster with the backends it reaped (its cutime) and the ones still alive."""
     postmaster = pid_in(pgdata / "postmaster.pid")

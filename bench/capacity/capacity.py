@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: costs.py, shared with bench/turn-cost
-from costs import HZ, pg_ticks, pid_in, prometheus, run_to_completion, sh, ticks  # noqa: E402
+from costs import HZ, pg_ticks, pid_in, prometheus, run_to_completion, sh, ticks, worker_pid  # noqa: E402
 
 STATE = Path(os.environ["ROLLFLOW_STATE"])
 CLUSTER = Path(os.environ["TEMPORAL_CLUSTER_DIR"])
@@ -74,7 +74,6 @@ def snapshot() -> dict[str, float]:
         t, r = line.split("|")
         txn, rows = txn + int(t), rows + int(r)
     wal = int(sql("temporal", "SELECT wal_bytes FROM pg_stat_wal")[0].split(".")[0])
-    worker = next((STATE / "pids").glob("worker-*.pid"))
     return {
         **server_metrics(),
         "pg_transactions": txn,
@@ -82,7 +81,7 @@ def snapshot() -> dict[str, float]:
         "pg_wal_bytes": wal,
         "cpu_server_s": ticks(pid_in(CLUSTER / "server.pid")) / HZ,
         "cpu_postgres_s": pg_ticks(CLUSTER / "pg") / HZ,
-        "cpu_worker_s": ticks(pid_in(worker)) / HZ,
+        "cpu_worker_s": ticks(worker_pid(STATE)) / HZ,
     }
 
 

@@ -22,10 +22,7 @@ cleanup() {
 trap cleanup EXIT
 temporal/cluster.sh start
 # Engines on ports free right now (another stack's engine would answer our runs).
-read -r p_inf p_tr p_env < <(python3 -c 'import socket
-socks = [socket.socket() for _ in range(3)]
-for s in socks: s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in socks))')
+read -r p_inf p_tr p_env < <(python3 bench/costs.py free-ports 3)
 printf '%s\n' "temporal.address=$(temporal/cluster.sh address)" "engines.inference[0].url=http://127.0.0.1:$p_inf" \
   "engines.trainer.url=http://127.0.0.1:$p_tr" "engines.env.url=http://127.0.0.1:$p_env" >"$sets_file"
 bin/rollflow dev up bench/capacity/capacity.yaml $(sed 's/^/--set /' "$sets_file") >&2

@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: costs.py, shared with bench/capacity
-from costs import HZ, pg_ticks, pid_in, prometheus, run_to_completion, sh, ticks  # noqa: E402
+from costs import HZ, pg_ticks, pid_in, prometheus, run_to_completion, sh, ticks, worker_pid  # noqa: E402
 
 CONFIG = "bench/capacity/capacity.yaml"
 ENV = "custom_envs.instant"
@@ -79,7 +79,7 @@ class Target:
             if name in ("persistence_requests", "visibility_persistence_requests"):
                 key = f"{name}/{labels.get('service_name')}/{labels.get('operation')}"
                 out[key] = out.get(key, 0.0) + value
-        server, worker = pid_in(self.server_pid), pid_in(next((self.state / "pids").glob("worker-*.pid")))
+        server, worker = pid_in(self.server_pid), worker_pid(self.state)
         out["pid_server"], out["pid_worker"] = server, worker  # a restart between two snapshots spoils their CPU
         out["cpu_server_s"] = ticks(server) / HZ
         out["cpu_worker_s"] = ticks(worker) / HZ

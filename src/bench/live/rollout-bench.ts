@@ -41,21 +41,22 @@ export async function benchW1(o: W1LiveOptions, ctx: BenchContext): Promise<obje
   const cells = [];
   for (const cell of w1Cells(o)) {
     const des = desW1(w1DesOptions(o, cell));
-    const outcomes = new Map<string, W1Runs>();
-    for (const v of w1Variants(o)) {
+    const variants = w1Variants(o);
+    const outcomes: W1Runs[] = [];
+    for (const v of variants) {
       const runs: W1Runs = {};
-      outcomes.set(variantKey(v), runs);
+      outcomes.push(runs);
       for (const mode of o.modes) {
         const suffix = `${v.durability === 'off' ? '-nodurability' : ''}${v.store === 's3' ? '-s3' : ''}`;
         const runId = `w1-b${cell.batch}-m${cell.mean_s}-s${cell.std_s}-${mode}${suffix}-${ctx.stamp}`;
         runs[mode] = await ctx.stack.run(`w1-${mode}`, w1RunConfig(o, cell, mode, runDir(ctx, runId), v.durability, v.store), runId, o.run_timeout_s, workersFor(o, cell.batch));
       }
     }
-    const [base] = w1Variants(o);
-    const runsOf = (durability: W1Variant['durability'], store: W1Variant['store']) => outcomes.get(variantKey({ durability, store }));
-    const runs = outcomes.get(variantKey(base!))!;
-    const offRuns = base!.durability === 'on' ? runsOf('off', base!.store) : undefined;
-    const s3Runs = base!.store === 'dir' ? runsOf(base!.durability, 's3') : undefined;
+    const [base, runs] = [variants[0]!, outcomes[0]!];
+    // A variant's runs, or undefined when it was not asked for (outcomes[-1]).
+    const runsOf = (v: W1Variant) => outcomes[variants.findIndex((w) => w.durability === v.durability && w.store === v.store)];
+    const offRuns = base.durability === 'on' ? runsOf({ durability: 'off', store: base.store }) : undefined;
+    const s3Runs = base.store === 'dir' ? runsOf({ durability: base.durability, store: 's3' }) : undefined;
     const report = {
       ...w1Report(o, cell, des.modes.lockstep!.makespan_s, des.modes.env_async!.makespan_s, runs),
       ...(offRuns ? { durability_cost: variantCost(runs, offRuns, ['on', 'off']) } : {}),
@@ -73,7 +74,6 @@ interface W1Variant {
   durability: 'on' | 'off';
   store: 'dir' | 's3';
 }
-const variantKey = (v: W1Variant) => `${v.durability}/${v.store}`;
 
 /**
  * The runs of a W1 cell: the first durability and store listed (the
