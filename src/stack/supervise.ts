@@ -5,7 +5,9 @@
  * event loop; or an answer that says its work stopped moving) for the part's
  * `hangAfterMs` is killed with SIGKILL and started again. Restarts back off
  * (at once, then 1, 2, 4 … up to 30 s) while each life is short. After
- * `maxFastFailures` short lives in a row the part is in state `crash-loop`,
+ * `maxFastFailures` short lives in a row that never passed a probe (a part
+ * that cannot come up, not one that came up and then hung or died) the part
+ * is in state `crash-loop`,
  * its log's last lines in the status file, and it is tried again only every
  * `crashLoopRetryMs` (5 min): restarting a process that cannot start at full
  * speed only hides why, but giving up for good would leave it down after
@@ -38,7 +40,11 @@ export interface Part {
 export interface SuperviseOptions {
   checkEveryMs: number;
   probeEveryMs: number;
-  /** A life shorter than this that ends in a restart counts towards a crash loop. */
+  /**
+   * A life shorter than this that ends in a restart makes the next restart wait longer; if it never passed a probe,
+   * it also counts towards a crash loop. One that passed a probe came up and worked (a deadlock after some work): it
+   * is restarted after its backoff however often, since parking it in crash-loop would stall the run that needs it.
+   */
   fastFailMs: number;
   maxFastFailures: number;
   crashLoopRetryMs: number;
@@ -65,8 +71,10 @@ export async function watchPart(part: Part, o: SuperviseOptions, report: (s: Par
   const set = (change: Partial<PartStatus>) => report((status = { ...status, ...change }));
   let lifeStart = Date.now();
   let fastFailures = 0;
+  let cannotComeUp = 0; // short lives in a row that never passed a probe
   let unhealthySince: number | undefined;
   let lastProbe = 0;
+  let cameUp = false; // this life passed a probe
   let startError: string | undefined;
   const first = livePid(part.process);
   if (first !== undefined) set({ pid: first });
@@ -78,6 +86,7 @@ export async function watchPart(part: Part, o: SuperviseOptions, report: (s: Par
       const problem = await part.probe(pid);
       if (problem === undefined) {
         unhealthySince = undefined;
+        cameUp = true;
         if (status.state !== 'running' || status.pid !== pid) set({ state: 'running', pid, since: Date.now() });
       } else {
         unhealthySince ??= Date.now();
@@ -93,10 +102,12 @@ export async function watchPart(part: Part, o: SuperviseOptions, report: (s: Par
       await sleep(o.checkEveryMs);
       continue;
     }
-    fastFailures = Date.now() - lifeStart < o.fastFailMs ? fastFailures + 1 : 1;
+    const short = Date.now() - lifeStart < o.fastFailMs;
+    fastFailures = short ? fastFailures + 1 : 1;
+    cannotComeUp = short && !cameUp ? cannotComeUp + 1 : 1;
     const now = Date.now();
-    if (fastFailures > o.maxFastFailures) {
-      const reason = `${why}; ${fastFailures - 1} lives in a row each shorter than ${o.fastFailMs / 1000} s: tried again every ${o.crashLoopRetryMs / 1000} s only (see its log, fix it, then rollflow dev up)`;
+    if (cannotComeUp > o.maxFastFailures) {
+      const reason = `${why}; ${cannotComeUp - 1} lives in a row each shorter than ${o.fastFailMs / 1000} s, none healthy: tried again every ${o.crashLoopRetryMs / 1000} s only (see its log, fix it, then rollflow dev up)`;
       set({ state: 'crash-loop', pid: undefined, reason, restarts: status.restarts + 1, logTail: tail(part.process.logFile, 15), nextAttemptAt: now + o.crashLoopRetryMs, since: now });
     } else {
       set({ state: 'backoff', pid: undefined, reason: why, restarts: status.restarts + 1, nextAttemptAt: now + backoffMs(fastFailures, o), since: now });
@@ -107,6 +118,7 @@ export async function watchPart(part: Part, o: SuperviseOptions, report: (s: Par
     set({ state: 'starting', nextAttemptAt: undefined });
     lifeStart = Date.now();
     unhealthySince = undefined;
+    cameUp = false;
     try {
       await part.start();
       startError = undefined;

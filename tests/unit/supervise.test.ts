@@ -91,11 +91,32 @@ describe('supervisor', () => {
     const seen = await watchUntil(part, (s) => s.filter((x) => x.state === 'crash-loop').length === 2);
     const first = seen.find((s) => s.state === 'crash-loop')!;
     expect(first.logTail).toContain(`attempt ${FAST.maxFastFailures}: cannot bind port 1`);
-    expect(first.reason).toContain('3 lives in a row each shorter than 60 s: tried again every 0.03 s only');
+    expect(first.reason).toContain('3 lives in a row each shorter than 60 s, none healthy: tried again every 0.03 s only');
     expect(first.nextAttemptAt! - first.since).toBe(FAST.crashLoopRetryMs);
     expect(starts).toBe(FAST.maxFastFailures + 1);
     expect(seen.filter((s) => s.state === 'backoff').map((s) => s.reason)).toEqual(['exited', 'the restart failed: exited during start', 'the restart failed: exited during start']);
     expect(seen.map((s) => s.state).filter((s) => s !== 'starting')).toEqual(['backoff', 'backoff', 'backoff', 'crash-loop', 'crash-loop']);
+  });
+
+  it('restarts a part that came up and then hung each time, backing off as short lives do, and never parks it in crash-loop', async () => {
+    const p = managed('deadlocks');
+    startSleep(p);
+    // Each life answers its first probe, then reports its work stopped (a backend that deadlocks after some work).
+    let probes = 0;
+    const part: Part = {
+      name: 'deadlocks',
+      process: p,
+      start: async () => ((probes = 0), startSleep(p)),
+      probe: async () => (probes++ === 0 ? undefined : 'stalled: no progress for 5 s'),
+      hangAfterMs: 0,
+    };
+    const hangs = FAST.maxFastFailures * 2;
+    const seen = await watchUntil(part, (s) => s.at(-1)?.state === 'running' && s.at(-1)!.hangKills === hangs);
+    const backoffs = seen.filter((s) => s.state === 'backoff');
+    expect(backoffs).toHaveLength(hangs);
+    expect(backoffs.map((s) => s.nextAttemptAt! - s.since)).toEqual(backoffs.map((_, i) => backoffMs(i + 1, FAST)));
+    expect(seen.some((s) => s.state === 'crash-loop')).toBe(false);
+    kill(livePid(p));
   });
 
   it('backs off at once, then 1, 2, 4 … s, capped', () => {
