@@ -12,6 +12,6 @@ export function createActivities(deps: ActivityDeps) {
 export type Activities = ReturnType<typeof createActivities>;
 export { checkEngineHealth };
 export { createDeps, type ActivityDeps } from './deps';
-export type { GenerateTurnInput, Sampling, TrajectoryContext, TurnSummary } from './rollout';
+export type { GenerateTurnInput, Sampling, StepResult, TrajectoryContext, TurnSummary } from './rollout';
 export type { CheckpointManifest } from './training';
 export type { TrainerBinding, TrainOptions } from './trainer-recovery';

@@ -5,7 +5,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { TokenizationDriftError, type ChatMessage, type Generation, type VersionSpan } from '../gpu-bridge';
-import { choiceSeed, type EnvLossPolicy, turnSeed } from '../core';
+import { choiceSeed, ENV_STEP_ATTEMPTS, EnvStepAttemptsExhaustedError, type EnvLossPolicy, turnSeed } from '../core';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
 import { resolveEnv } from '../envs';
 import type { EnvStep, EpisodeGeneration } from '../envs/env';
@@ -15,6 +15,7 @@ import { completeChoice, newProgress, onAnyServer, simLengthFor, streamChat, typ
 import { withHeartbeat, withProgress } from './heartbeat';
 import { acrossOutages } from './engine-wait';
 import { guardResult } from './payload';
+import { NON_RETRYABLE } from '../workflows/activity-options';
 
 export type { Sampling };
 
@@ -28,8 +29,11 @@ export interface TrajectoryContext {
   loss_mask: (0 | 1)[];
   version_spans: VersionSpan[];
   aborts: number;
-  /** The last turn stored and what it returned: a retry of that turn returns it again instead of appending it twice. */
-  last_turn?: { turn: number; summary: TurnSummary };
+  /**
+   * The last turn stored, what it returned, and the activity attempt that stored it (absent before turn activities
+   * existed): a retry of that turn returns it again instead of appending it twice.
+   */
+  last_turn?: { turn: number; summary: TurnSummary; attempt?: number };
 }
 
 export interface GenerateTurnInput {
@@ -91,55 +95,32 @@ export function rolloutActivities(deps: ActivityDeps) {
       return guardResult('envReset', reset, deps.maxResultBytes);
     },
 
-    /**
-     * One env step; while the env server cannot be reached it is waited for (engine-wait.ts). A lost env session under on_env_loss replay (also the
-     * default, so workflows that pass no policy behave as before it existed)
-     * is rebuilt here and the step applied to it (`replayed`); under restart
-     * or drop the EnvSessionLostError goes to the workflow, which decides.
-     */
-    async envStep(input: EnvInput & { state: unknown; action: string; onLoss?: EnvLossPolicy }): Promise<EnvStep<unknown> & { replayed?: true }> {
-      const env = envFor(input.envType);
-      const config = env.parseConfig(input.envConfig);
-      const attempt = Context.current().info.attempt - 1;
-      const step = await withHeartbeat((signal) =>
-        acrossOutages('env', deps.env, signal, async (): Promise<EnvStep<unknown> & { replayed?: true }> => {
-          try {
-            return await env.step(config, input.state, input.action, signal, attempt);
-          } catch (e) {
-            if (!(e instanceof EnvSessionLostError) || (input.onLoss ?? 'replay') !== 'replay' || !env.rebuild) throw e;
-            const state = await env.rebuild(config, input.state, signal);
-            return { ...(await env.step(config, state, input.action, signal, attempt)), replayed: true };
-          }
-        }),
-      );
-      return guardResult('envStep', step, deps.maxResultBytes);
+    /** One env step (stepOnce); `attempt` counts this step's retries. */
+    async envStep(input: EnvStepInput): Promise<StepResult> {
+      return stepOnce(deps, input, Context.current().info.attempt - 1);
+    },
+
+    /** One turn's generation (generateOnce). */
+    async generateTurn(input: GenerateTurnInput): Promise<TurnSummary> {
+      return (await generateOnce(deps, input)).summary;
     },
 
     /**
-     * One turn: the server applies the chat template to the conversation so
-     * far (we never tokenize), generation runs to completion across weight
-     * updates, lost servers and retries (continuing from the tokens so far),
-     * and the context grows by the env's tokens (masked) and the generated ones.
+     * A turn as one activity (env_calls turn): the generation, then the env step applied to its action. Each half
+     * keeps its own retry safety, so a retry after any crash redoes nothing: a turn already stored is returned from
+     * the context (last_turn), and a step already applied is answered from the env server's record of its index.
+     * The step's retries are counted from the attempt that stored the turn, and get ENV_STEP_ATTEMPTS, as an envStep
+     * activity's do; the activity's own policy retries without limit, as a generation's does.
      */
-    async generateTurn(input: GenerateTurnInput): Promise<TurnSummary> {
-      const ctx = input.turn === 0 ? emptyContext() : await deps.store.get<TrajectoryContext>(input.contextKey);
-      // This turn was stored but its attempt never reported (the worker died): appending it again would corrupt the context.
-      if (ctx.last_turn?.turn === input.turn) return ctx.last_turn.summary;
-      ctx.messages.push(...turnMessages(input));
-      const seed = input.sampling.seed;
-      return withProgress<TurnSummary, GenerationProgress>(async (signal, report, resumed) => {
-        const r = await generationRequest(deps, input, signal, report);
-        const progress = resumed ?? newProgress(1);
-        if (!progress.prompt && input.turn === 0) await streamChat(r, progress, ctx.messages, turnSeed(seed, input.turn));
-        if (!progress.prompt) {
-          // Later turns: the exact ids held so far, plus only the new turn's ids (earlier turns are never re-tokenized).
-          const next = await onAnyServer(r, (client) => client.continuation({ history: ctx.messages.slice(0, -1), messages: ctx.messages.slice(-1) }, { signal }));
-          progress.prompt = [...ctx.prompt_ids, ...ctx.response_ids, ...next.token_ids];
-          report(progress);
-        }
-        const generation = await completeChoice(r, progress, 0, () => turnSeed(seed, input.turn));
-        return storeTurn(deps, input.contextKey, ctx, progress.prompt, generation, input.turn);
-      }, deps.heartbeatPartialTokens).then((summary) => guardResult('generateTurn', summary, deps.maxResultBytes));
+    async playTurn(input: { generate: GenerateTurnInput; step: Omit<EnvStepInput, 'action'> }): Promise<{ turn: TurnSummary; step: StepResult }> {
+      const { summary: turn, attempt: storedAt } = await generateOnce(deps, input.generate);
+      const attempt = Context.current().info.attempt - storedAt;
+      try {
+        return { turn, step: await stepOnce(deps, { ...input.step, action: turn.action }, attempt) };
+      } catch (e) {
+        if (attempt + 1 < ENV_STEP_ATTEMPTS || NON_RETRYABLE.includes((e as Error).name)) throw e; // a final failure keeps its own type
+        throw new EnvStepAttemptsExhaustedError(`the env step of turn ${input.generate.turn} failed ${attempt + 1} times: ${(e as Error).message}`);
+      }
     },
 
     /**
@@ -160,7 +141,7 @@ export function rolloutActivities(deps: ActivityDeps) {
           generations.map((generation, i) => {
             const ctx = emptyContext();
             ctx.messages.push(...messages);
-            return storeTurn(deps, input.contextKeys[i]!, ctx, progress.prompt!, generation, 0);
+            return storeTurn(deps, input.contextKeys[i]!, ctx, progress.prompt!, generation, 0, Context.current().info.attempt);
           }),
         );
       }, deps.heartbeatPartialTokens).then((summaries) => guardResult('generateGroupTurn', summaries, deps.maxResultBytes));
@@ -193,6 +174,59 @@ export function rolloutActivities(deps: ActivityDeps) {
   };
 }
 
+export type EnvStepInput = EnvInput & { state: unknown; action: string; onLoss?: EnvLossPolicy };
+export type StepResult = EnvStep<unknown> & { replayed?: true };
+
+/**
+ * One env step; while the env server cannot be reached it is waited for (engine-wait.ts). A lost env session under
+ * on_env_loss replay (also the default, so workflows that pass no policy behave as before it existed) is rebuilt
+ * here and the step applied to it (`replayed`); under restart or drop the EnvSessionLostError goes to the
+ * workflow, which decides.
+ */
+async function stepOnce(deps: ActivityDeps, input: EnvStepInput, attempt: number): Promise<StepResult> {
+  const env = resolveEnv(input.envType, deps.env);
+  const config = env.parseConfig(input.envConfig);
+  const step = await withHeartbeat((signal) =>
+    acrossOutages('env', deps.env, signal, async (): Promise<StepResult> => {
+      try {
+        return await env.step(config, input.state, input.action, signal, attempt);
+      } catch (e) {
+        if (!(e instanceof EnvSessionLostError) || (input.onLoss ?? 'replay') !== 'replay' || !env.rebuild) throw e;
+        const state = await env.rebuild(config, input.state, signal);
+        return { ...(await env.step(config, state, input.action, signal, attempt)), replayed: true };
+      }
+    }),
+  );
+  return guardResult('envStep', step, deps.maxResultBytes);
+}
+
+/**
+ * One turn's generation: the server applies the chat template to the conversation so far (we never tokenize),
+ * generation runs to completion across weight updates, lost servers and retries (continuing from the tokens so
+ * far), and the context grows by the env's tokens (masked) and the generated ones.
+ */
+async function generateOnce(deps: ActivityDeps, input: GenerateTurnInput): Promise<{ summary: TurnSummary; attempt: number }> {
+  const ctx = input.turn === 0 ? emptyContext() : await deps.store.get<TrajectoryContext>(input.contextKey);
+  // This turn was stored but its attempt never reported (the worker died): appending it again would corrupt the context.
+  if (ctx.last_turn?.turn === input.turn) return { summary: ctx.last_turn.summary, attempt: ctx.last_turn.attempt ?? 1 };
+  const attempt = Context.current().info.attempt;
+  ctx.messages.push(...turnMessages(input));
+  const seed = input.sampling.seed;
+  return withProgress<TurnSummary, GenerationProgress>(async (signal, report, resumed) => {
+    const r = await generationRequest(deps, input, signal, report);
+    const progress = resumed ?? newProgress(1);
+    if (!progress.prompt && input.turn === 0) await streamChat(r, progress, ctx.messages, turnSeed(seed, input.turn));
+    if (!progress.prompt) {
+      // Later turns: the exact ids held so far, plus only the new turn's ids (earlier turns are never re-tokenized).
+      const next = await onAnyServer(r, (client) => client.continuation({ history: ctx.messages.slice(0, -1), messages: ctx.messages.slice(-1) }, { signal }));
+      progress.prompt = [...ctx.prompt_ids, ...ctx.response_ids, ...next.token_ids];
+      report(progress);
+    }
+    const generation = await completeChoice(r, progress, 0, () => turnSeed(seed, input.turn));
+    return storeTurn(deps, input.contextKey, ctx, progress.prompt, generation, input.turn, attempt);
+  }, deps.heartbeatPartialTokens).then((summary) => ({ summary: guardResult('generateTurn', summary, deps.maxResultBytes), attempt }));
+}
+
 /** What a turn adds to the conversation: the env's observation as the user's message, or at turn 0 the env's own chat messages. */
 const turnMessages = (input: Pick<GenerateTurnInput, 'observation' | 'messages' | 'turn'>): ChatMessage[] =>
   input.turn === 0 && input.messages ? input.messages : [{ role: 'user', content: input.observation }];
@@ -206,11 +240,11 @@ async function generationRequest(deps: ActivityDeps, input: GenerateTurnInput | 
 }
 
 /** The generated turn joins the context (tokens, then the assistant's message), the context is stored, and the workflow gets a summary. */
-async function storeTurn(deps: ActivityDeps, key: string, ctx: TrajectoryContext, prompt: number[], g: Generation, turn: number): Promise<TurnSummary> {
+async function storeTurn(deps: ActivityDeps, key: string, ctx: TrajectoryContext, prompt: number[], g: Generation, turn: number, attempt: number): Promise<TurnSummary> {
   appendTurn(ctx, prompt, g, turn);
   ctx.messages.push({ role: 'assistant', content: g.text });
   const summary: TurnSummary = { action: g.text, tokens: g.token_ids.length, finish_reason: g.finish_reason, aborts: g.aborts, failovers: g.failovers, versions: [...new Set(g.version_spans.map((s) => s.version))] };
-  ctx.last_turn = { turn, summary };
+  ctx.last_turn = { turn, summary, attempt };
   await deps.store.put(key, ctx);
   return summary;
 }

@@ -145,10 +145,14 @@ function checkRewards(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): void 
   }
 }
 
-/** A run that routes by role calls each env server from a worker beside it: a local activity would run on whichever worker runs the workflow. */
+/**
+ * A run that routes by role calls each env server from a worker beside it: a local activity would run on whichever
+ * worker runs the workflow, and a turn activity beside the inference server, not the env server.
+ */
 function checkRouting(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): void {
   if (!c.temporal.route_by_role) return;
+  const where = { local: 'local env calls run on the worker of the workflow', turn: 'a turn activity runs its env step beside the inference server' } as const;
   for (const [tag, env] of Object.entries(c.custom_envs)) {
-    if (env.env_calls === 'local') ctx.addIssue({ code: 'custom', path: ['custom_envs', tag, 'env_calls'], message: 'local env calls run on the worker of the workflow, not beside an env server; temporal.route_by_role is true, so use activity or auto' });
+    if (env.env_calls === 'local' || env.env_calls === 'turn') ctx.addIssue({ code: 'custom', path: ['custom_envs', tag, 'env_calls'], message: `env_calls ${env.env_calls}: ${where[env.env_calls]}, not beside an env server; temporal.route_by_role is true, so use activity or auto` });
   }
 }

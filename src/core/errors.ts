@@ -15,5 +15,20 @@ export class PayloadTooLargeError extends Error {
   override readonly name = 'PayloadTooLargeError';
 }
 
-/** Failure types no retry policy should retry: the same input grows the same payload again. */
-export const NON_RETRYABLE_ACTIVITY_ERRORS = [PayloadTooLargeError.name];
+
+/**
+ * Attempts an env step gets when the env server answers its health check but the step keeps failing on its own
+ * (1 + 2 + 4 + 8 + 16 s, then 30 s apart: about ten minutes); then the trajectory fails as an infrastructure failure.
+ */
+export const ENV_STEP_ATTEMPTS = 25;
+
+/**
+ * Thrown by a turn activity (generation and env step in one call) whose env step used up ENV_STEP_ATTEMPTS: the
+ * activity itself retries without limit, as a generation does, so the step's own budget is kept here.
+ */
+export class EnvStepAttemptsExhaustedError extends Error {
+  override readonly name = 'EnvStepAttemptsExhaustedError';
+}
+
+/** Failure types no retry policy should retry: the same input grows the same payload again, or a budget is spent. */
+export const NON_RETRYABLE_ACTIVITY_ERRORS = [PayloadTooLargeError.name, EnvStepAttemptsExhaustedError.name];

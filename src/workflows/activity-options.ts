@@ -6,19 +6,22 @@
  * Failure types that retrying cannot fix are named here, not matched by text.
  */
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
-import { HEARTBEAT_TIMEOUT, NON_RETRYABLE_ACTIVITY_ERRORS } from '../core';
+import { ENV_STEP_ATTEMPTS, HEARTBEAT_TIMEOUT, NON_RETRYABLE_ACTIVITY_ERRORS } from '../core';
 import { NON_RETRYABLE_ENV_ERRORS } from '../envs/errors';
 import { NON_RETRYABLE_ENGINE_ERRORS } from '../gpu-bridge/errors';
 import { NON_RETRYABLE_STORE_ERRORS } from '../store/errors';
 
-/** Every boundary's errors that no retry can fix, by their class names (the failure types activities raise). */
-const NON_RETRYABLE = [...NON_RETRYABLE_ENGINE_ERRORS, ...NON_RETRYABLE_STORE_ERRORS, ...NON_RETRYABLE_ENV_ERRORS, ...NON_RETRYABLE_ACTIVITY_ERRORS];
+/**
+ * Every boundary's errors that no retry can fix, by their class names (the failure types activities raise); the turn
+ * activity reads it too (pure constants, no workflow code).
+ */
+export const NON_RETRYABLE: readonly string[] = [...NON_RETRYABLE_ENGINE_ERRORS, ...NON_RETRYABLE_STORE_ERRORS, ...NON_RETRYABLE_ENV_ERRORS, ...NON_RETRYABLE_ACTIVITY_ERRORS];
 
 /** Generation: may wait out weight syncs and long tails. */
 export const GENERATE: ActivityOptions = {
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: HEARTBEAT_TIMEOUT,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: NON_RETRYABLE },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: [...NON_RETRYABLE] },
 };
 
 /**
@@ -40,20 +43,31 @@ export const GENERATE: ActivityOptions = {
 export const ENV: ActivityOptions = {
   startToCloseTimeout: '1 hour',
   heartbeatTimeout: HEARTBEAT_TIMEOUT,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 25, nonRetryableErrorTypes: NON_RETRYABLE },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: ENV_STEP_ATTEMPTS, nonRetryableErrorTypes: [...NON_RETRYABLE] },
+};
+
+/**
+ * A generation and its env step as one activity (env_calls turn, and auto in trajectory workflows): one activity
+ * task and one workflow task a turn instead of two of each. Its timeout is the two calls' together; it retries as a
+ * generation does, without limit, and keeps the env step's ENV_STEP_ATTEMPTS itself (activities/rollout.ts playTurn).
+ */
+export const TURN: ActivityOptions = {
+  startToCloseTimeout: '3 hours',
+  heartbeatTimeout: HEARTBEAT_TIMEOUT,
+  retry: GENERATE.retry,
 };
 
 /** Store reads and writes: quick, retried fast. */
 export const STORE: ActivityOptions = {
   startToCloseTimeout: '2 minutes',
-  retry: { initialInterval: '200 ms', maximumInterval: '10 seconds', nonRetryableErrorTypes: NON_RETRYABLE },
+  retry: { initialInterval: '200 ms', maximumInterval: '10 seconds', nonRetryableErrorTypes: [...NON_RETRYABLE] },
 };
 
 /** Train step, export, weight sync: minutes; heartbeats while they run. */
 export const TRAIN: ActivityOptions = {
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: HEARTBEAT_TIMEOUT,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: NON_RETRYABLE },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: [...NON_RETRYABLE] },
 };
 
 /**

@@ -8,7 +8,7 @@ export interface EnvSpec {
   config: Record<string, unknown>;
   maxTurns: number;
   /** custom_envs.<tag>.env_calls; absent = auto. */
-  calls?: 'auto' | 'activity' | 'local';
+  calls?: 'auto' | 'activity' | 'local' | 'turn';
   /** custom_envs.<tag>.on_env_loss; absent = what the env declares at reset (EnvReset.onLoss). */
   onLoss?: EnvLossPolicy;
   /**

@@ -54,6 +54,7 @@ export const groupSummary = (uid: string, envType: string, version: number): str
 export const trajectoryWorkflowSummary = (uid: string, envType: string): string => `${uid} · ${envType}`;
 export const generateSummary = (turn: number, maxTokens: number, samples = 1): string => `turn ${turn}${samples > 1 ? ` · n=${samples}` : ''} · ≤${maxTokens} tokens`;
 export const envStepSummary = (turn: number, action: string): string => `turn ${turn} · ${quote(action)}`;
+export const playTurnSummary = (turn: number, maxTokens: number): string => `turn ${turn} · ≤${maxTokens} tokens, then the env step`;
 export const finishSummary = (uid: string, reward: number): string => `${uid} · reward ${num(reward)}`;
 export const trainStepSummary = (step: number, samples: number, version: number): string => `step ${step} · ${samples} samples · v${version}→v${version + 1}`;
 export const validateSummary = (steps: number, version: number): string => `validation after step ${steps} · v${version}`;

@@ -9,19 +9,23 @@
  * across the batch between them.
  */
 import { patched, proxyActivities, proxyLocalActivities, setCurrentDetails, type ActivityInterfaceFor } from '@temporalio/workflow';
-import type { Activities, Sampling, TurnSummary } from '../activities';
+import type { Activities, GenerateTurnInput, Sampling, StepResult, TurnSummary } from '../activities';
 import type { EpisodeGeneration } from '../envs/env';
 import { contextKey, type EnvLossPolicy, type RoleQueues, sampleKey } from '../core';
 import type { EnvSpec } from './env-spec';
 import type { ChatMessage } from '../gpu-bridge';
-import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE } from './activity-options';
+import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE, TURN } from './activity-options';
 import { numericInfo } from './env-info';
 import { isEnvSessionLost } from './failure';
 import { roleActivities } from './routing';
-import { envStepSummary, finishSummary, generateSummary, recordEnvStep, recordReset, recordReward, recordTurn, transcriptDetails } from './metadata';
+import { envStepSummary, finishSummary, generateSummary, playTurnSummary, recordEnvStep, recordReset, recordReward, recordTurn, transcriptDetails } from './metadata';
 
-/** The env and store calls of an episode: activities, or local activities (custom_envs.<tag>.env_calls; see episodeCalls). */
-export type EpisodeCalls = Pick<ActivityInterfaceFor<Activities>, 'envReset' | 'envStep' | 'finishTrajectory'>;
+/**
+ * The env and store calls of an episode: activities, or local activities (custom_envs.<tag>.env_calls; see
+ * episodeCalls). With `playTurn`, each turn's generation and env step are one activity (env_calls turn); the
+ * lockstep baseline, which needs a barrier between them, uses envStep still.
+ */
+export type EpisodeCalls = Pick<ActivityInterfaceFor<Activities>, 'envReset' | 'envStep' | 'finishTrajectory'> & Partial<Pick<ActivityInterfaceFor<Activities>, 'playTurn'>>;
 // (Activity proxies have no own keys, so each call is picked by name, not spread.)
 const env = proxyActivities<Activities>(ENV);
 const store = proxyActivities<Activities>(STORE);
@@ -29,6 +33,8 @@ export const ACTIVITY_CALLS: EpisodeCalls = { envReset: env.envReset, envStep: e
 const localEnv = proxyLocalActivities<Activities>(LOCAL_ENV);
 const localStore = proxyLocalActivities<Activities>(LOCAL_STORE);
 export const LOCAL_CALLS: EpisodeCalls = { envReset: localEnv.envReset, envStep: localEnv.envStep, finishTrajectory: localStore.finishTrajectory };
+const turnCalls = proxyActivities<Activities>(TURN);
+export const TURN_CALLS: EpisodeCalls = { ...ACTIVITY_CALLS, playTurn: turnCalls.playTurn };
 
 /** The env calls on the env role's queue (temporal.route_by_role), the sample write on the run's. */
 function routedCalls(queues: RoleQueues): EpisodeCalls {
@@ -107,23 +113,27 @@ export async function startEpisode(input: TrajectoryInput, calls: EpisodeCalls =
   return { state, observation, ...(messages ? { messages } : {}), reward: 0, turns: 0, done: false, ...(generation ? { generation } : {}), ...(onLoss ? { onLoss } : {}) };
 }
 
-/** The model's answer to the episode's latest observation. */
-export function generateFor(input: TrajectoryInput, ep: Episode): Promise<TurnSummary> {
+/** The generation's input for the episode's next turn: its sampling capped by what is left of a token budget. */
+function generateInput(input: TrajectoryInput, ep: Episode): GenerateTurnInput {
   const budget = input.env.maxEpisodeTokens;
   const sampling = budget === undefined ? input.sampling : { ...input.sampling, max_tokens: Math.min(input.sampling.max_tokens, budget - (ep.tokens ?? 0)) };
+  return {
+    contextKey: contextKey(input.runId, input.uid),
+    observation: ep.observation,
+    ...(ep.turns === 0 && ep.messages ? { messages: ep.messages } : {}),
+    turn: ep.turns,
+    sampling,
+    affinity: input.uid,
+    runId: input.runId,
+    ...(ep.generation ? { generation: ep.generation } : {}),
+  };
+}
+
+/** The model's answer to the episode's latest observation. */
+export function generateFor(input: TrajectoryInput, ep: Episode): Promise<TurnSummary> {
   const { generateTurn } = roleActivities(GENERATE, 'inference', input.queues);
-  return generateTurn.executeWithOptions({ summary: generateSummary(ep.turns, sampling.max_tokens) }, [
-    {
-      contextKey: contextKey(input.runId, input.uid),
-      observation: ep.observation,
-      ...(ep.turns === 0 && ep.messages ? { messages: ep.messages } : {}),
-      turn: ep.turns,
-      sampling,
-      affinity: input.uid,
-      runId: input.runId,
-      ...(ep.generation ? { generation: ep.generation } : {}),
-    },
-  ]);
+  const args = generateInput(input, ep);
+  return generateTurn.executeWithOptions({ summary: generateSummary(ep.turns, args.sampling.max_tokens) }, [args]);
 }
 
 /** Applies the model's action to the env; the episode is done when the env says so, or the turns or its token budget run out. */
@@ -136,10 +146,39 @@ export async function stepEnv(input: TrajectoryInput, ep: Episode, turn: Pick<Tu
   try {
     step = await calls.envStep.executeWithOptions({ summary: envStepSummary(ep.turns, action) }, [{ ...envInput(input), state: ep.state, action, ...(onLoss ? { onLoss } : {}) }]);
   } catch (err) {
-    // (patched: the restart is a new command sequence; no history before it can hold an EnvSessionLostError.)
-    if (onLoss === 'restart' && isEnvSessionLost(err) && (ep.restarts ?? 0) < MAX_ENV_RESTARTS && patched('env-loss-restart')) return restartEpisode(input, ep, calls);
+    if (isRestartable(input, ep, err)) return restartEpisode(input, ep, calls);
     throw err;
   }
+  return afterStep(input, ep, turn, step);
+}
+
+/**
+ * A turn as one activity (env_calls turn): the generation and its env step in one call. The UI's transcript gets
+ * the turn's action with its observation, when the call returns; the activity's summary says which turn runs.
+ */
+async function playTurn(input: TrajectoryInput, ep: Episode, play: NonNullable<EpisodeCalls['playTurn']>, calls: EpisodeCalls): Promise<Episode> {
+  const onLoss = input.env.onLoss ?? ep.onLoss;
+  const generate = generateInput(input, ep);
+  let played;
+  try {
+    played = await play.executeWithOptions({ summary: playTurnSummary(ep.turns, generate.sampling.max_tokens) }, [{ generate, step: { ...envInput(input), state: ep.state, ...(onLoss ? { onLoss } : {}) } }]);
+  } catch (err) {
+    if (isRestartable(input, ep, err)) return restartEpisode(input, ep, calls);
+    throw err;
+  }
+  recordTurn(input.uid, played.turn);
+  return afterStep(input, ep, played.turn, played.step);
+}
+
+/** Under on_env_loss restart, a lost env session starts the episode over, at most MAX_ENV_RESTARTS times. */
+function isRestartable(input: TrajectoryInput, ep: Episode, err: unknown): boolean {
+  const onLoss = input.env.onLoss ?? ep.onLoss;
+  // (patched: the restart is a new command sequence; no history before it can hold an EnvSessionLostError.)
+  return onLoss === 'restart' && isEnvSessionLost(err) && (ep.restarts ?? 0) < MAX_ENV_RESTARTS && patched('env-loss-restart');
+}
+
+/** The episode after an env step: the step's state and reward, and done when the env says so, or the turns or the token budget run out. */
+function afterStep(input: TrajectoryInput, ep: Episode, turn: Pick<TurnSummary, 'tokens'>, step: StepResult): Episode {
   const turns = ep.turns + 1;
   const replays = (ep.replays ?? 0) + (step.replayed ? 1 : 0);
   const budget = input.env.maxEpisodeTokens;
@@ -166,8 +205,7 @@ async function restartEpisode(input: TrajectoryInput, lost: Episode, calls: Epis
 export async function playOut(input: TrajectoryInput, start: Episode, calls: EpisodeCalls): Promise<Episode> {
   let ep = start;
   while (!ep.done && ep.turns < input.env.maxTurns) {
-    const turn = await generateFor(input, ep);
-    ep = await stepEnv(input, ep, turn, calls);
+    ep = calls.playTurn ? await playTurn(input, ep, calls.playTurn, calls) : await stepEnv(input, ep, await generateFor(input, ep), calls);
   }
   return ep;
 }
@@ -183,15 +221,22 @@ export async function finishEpisode(input: TrajectoryInput, ep: Episode, calls: 
 
 /**
  * The calls an env's settings ask for, where `auto` resolves to `whenAuto`. A run that routes by role calls its
- * env servers from workers beside them, so never as local activities (the config refuses env_calls local there).
+ * env servers from workers beside them, so never as local activities (the config refuses env_calls local there),
+ * nor in a turn activity (the generation runs beside the inference server, the step beside the env server).
  */
-export function episodeCalls(env: EnvSpec, whenAuto: 'activity' | 'local', queues?: RoleQueues): EpisodeCalls {
+export function episodeCalls(env: EnvSpec, whenAuto: 'activity' | 'local' | 'turn', queues?: RoleQueues): EpisodeCalls {
   if (queues) return routedCalls(queues);
   const kind = env.calls === undefined || env.calls === 'auto' ? whenAuto : env.calls;
-  return kind === 'local' ? LOCAL_CALLS : ACTIVITY_CALLS;
+  return kind === 'local' ? LOCAL_CALLS : kind === 'turn' ? TURN_CALLS : ACTIVITY_CALLS;
 }
 
+/** What `auto` means in a trajectory workflow: a turn activity, since the patch; separate activities in histories from before it. */
+const autoInTrajectory = (input: TrajectoryInput): 'activity' | 'turn' => {
+  const auto = input.env.calls === undefined || input.env.calls === 'auto';
+  return auto && !input.queues && patched('turn-activity') ? 'turn' : 'activity';
+};
+
 export async function trajectory(input: TrajectoryInput): Promise<TrajectorySummary> {
-  const calls = episodeCalls(input.env, 'activity', input.queues);
+  const calls = episodeCalls(input.env, autoInTrajectory(input), input.queues);
   return finishEpisode(input, await playOut(input, await startEpisode(input, calls), calls), calls);
 }

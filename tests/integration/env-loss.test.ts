@@ -50,7 +50,8 @@ async function envStepsRetrying(runId: string): Promise<number> {
   let n = 0;
   for await (const wf of client.workflow.list({ query: `RollflowRunId = "${runId}" AND RollflowKind = "trajectory" AND ExecutionStatus = "Running"` })) {
     const { raw } = await client.workflow.getHandle(wf.workflowId, wf.runId).describe();
-    n += (raw.pendingActivities ?? []).filter((a) => a.activityType?.name === 'envStep' && (a.attempt ?? 0) >= 2).length;
+    // An env step is its own activity, or the second half of a turn activity (env_calls auto).
+    n += (raw.pendingActivities ?? []).filter((a) => ['envStep', 'playTurn'].includes(a.activityType?.name ?? '') && (a.attempt ?? 0) >= 2).length;
   }
   return n;
 }

@@ -75,7 +75,8 @@ async function groundTruth(): Promise<{ prompt: string; response: string; reward
     if (c) (results[scheduled.get(String(c.scheduledEventId))!] ??= []).push(defaultPayloadConverter.fromPayload(c.result!.payloads![0]!));
   }
   const reset = results.envReset![0] as { observation: string };
-  const firstTurn = results.generateTurn![0] as { action: string };
+  // The first turn's generation: its own activity, or the first half of a turn activity (env_calls auto).
+  const firstTurn = (results.generateTurn?.[0] ?? (results.playTurn![0] as { turn: unknown }).turn) as { action: string };
   const { reward } = (await handle.result()) as TrajectorySummary;
   return { prompt: reset.observation, response: firstTurn.action, reward };
 }

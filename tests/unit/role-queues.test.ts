@@ -35,13 +35,15 @@ describe('role task queues', () => {
     expect(() => parseRoles(',')).toThrow(/expected roles among/);
   });
 
-  it('local env calls are refused on a routed run: they would run beside the workflow, not an env server', () => {
-    const raw = { ...routed, custom_envs: { a: { env_type: 'arithmetic', env_calls: 'local' } } };
-    expect(() => parseConfig(raw, 't', '/work')).toThrow(ConfigError);
-    try {
-      parseConfig(raw, 't', '/work');
-    } catch (e) {
-      expect(String((e as Error).message)).toMatch(/custom_envs\.a\.env_calls.*temporal\.route_by_role is true/s);
+  it('local env calls and turn activities are refused on a routed run: their env steps would run beside the workflow or the inference server, not an env server', () => {
+    for (const calls of ['local', 'turn']) {
+      const raw = { ...routed, custom_envs: { a: { env_type: 'arithmetic', env_calls: calls } } };
+      expect(() => parseConfig(raw, 't', '/work')).toThrow(ConfigError);
+      try {
+        parseConfig(raw, 't', '/work');
+      } catch (e) {
+        expect(String((e as Error).message)).toMatch(new RegExp(`custom_envs\\.a\\.env_calls.*env_calls ${calls}.*temporal\\.route_by_role is true`, 's'));
+      }
     }
     expect(() => parseConfig({ ...routed, custom_envs: { a: { env_type: 'arithmetic', env_calls: 'auto' } } }, 't', '/work')).not.toThrow();
   });

@@ -475,6 +475,7 @@ describe('what the Temporal UI shows (user metadata and current details)', () =>
     expect(details).toMatch(/\*\*Prompt\*\*\n\n```text\nprompt \d+\n```/);
     expect(details).toContain('**Response, turn 0** · 3 tokens');
     expect(details).toContain('```text\nanswer\n```');
-    expect(await summaries(trajectoryId)).toEqual(['e0-p0-s1 · stub', expect.stringMatching(/^e0-p0-s1 · stub · seed \d+$/), 'turn 0 · ≤8 tokens', 'turn 0 · "answer"', 'e0-p0-s1 · reward 1']);
+    // A turn is one activity (env_calls auto in a trajectory workflow): its generation and its env step.
+    expect(await summaries(trajectoryId)).toEqual(['e0-p0-s1 · stub', expect.stringMatching(/^e0-p0-s1 · stub · seed \d+$/), 'turn 0 · ≤8 tokens, then the env step', 'e0-p0-s1 · reward 1']);
   });
 });

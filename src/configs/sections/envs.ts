@@ -34,9 +34,9 @@ export const CustomEnvSchema = z
       .describe('(rollflow) Most tokens the model may generate in one episode, over all its turns: each turn may generate at most what is left, and the episode ends (done, with the reward earned so far) once it is spent. Unset: max_steps × max_tokens_per_step bounds it.'),
     env_config: z.record(z.string(), z.unknown()).default({}).describe('Arguments passed to the env constructor.'),
     env_calls: z
-      .enum(['auto', 'activity', 'local'])
+      .enum(['auto', 'activity', 'local', 'turn'])
       .default('auto')
-      .describe('(rollflow) How env reset/step and the sample write run: activity (own task, retried and shown as pending in the UI; for slow envs such as sandboxes), local (a local activity of the trajectory workflow: far less server work, for envs that answer in milliseconds), auto (local in one-request groups, activity in trajectory workflows).'),
+      .describe('(rollflow) How env reset/step and the sample write run: activity (each call its own task, retried and shown as pending in the UI), turn (each turn\'s generation and env step as one activity: half the tasks a turn, the same retries and durability; the UI shows the turn\'s action once its step returns), local (a local activity of the workflow: the least server work, for envs that answer in milliseconds, since a step that waits holds the workflow task), auto (local in one-request groups, turn in trajectory workflows; activity when temporal.route_by_role is on). docs/scaling.md.'),
     on_env_loss: z
       .enum(ENV_LOSS_POLICIES)
       .optional()

@@ -14,7 +14,7 @@ import { EnvConfigError, EnvSessionLostError } from '../../../src/envs/errors';
 import { DATASET_ROWS } from './plan';
 
 type Stubbed = 'datasetIndex' | 'initTrainer' | 'resumeTrainer' | 'syncWeights' | 'pauseEngines' | 'resumeEngines' | 'appendMetrics' | 'closeTracking' | 'saveCheckpoint'
-  | 'writeBatch' | 'runTrainStep' | 'exportWeights' | 'envReset' | 'envStep' | 'generateTurn' | 'generateGroupTurn' | 'finishTrajectory';
+  | 'writeBatch' | 'runTrainStep' | 'exportWeights' | 'envReset' | 'envStep' | 'generateTurn' | 'generateGroupTurn' | 'playTurn' | 'finishTrajectory';
 export type StubActivities = Pick<Activities, Stubbed>;
 type InputOf<K extends Stubbed> = Parameters<Activities[K]>[0];
 
@@ -182,6 +182,12 @@ export const stubs: StubActivities = {
   async generateTurn(input) {
     await scenario(record('generateTurn', input).runId).generate.wait(input.affinity);
     return { action: 'answer', tokens: 3, finish_reason: 'stop', aborts: 0, failovers: 0, versions: [] };
+  },
+  /** A turn activity: recorded itself, then as the generateTurn and envStep it runs, as the real one does. */
+  async playTurn(input) {
+    record('playTurn', input);
+    const turn = await stubs.generateTurn(input.generate);
+    return { turn, step: await stubs.envStep({ ...input.step, action: turn.action }) };
   },
   async generateGroupTurn(input) {
     await scenario(record('generateGroupTurn', input).runId).generate.wait(input.affinity);
