@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The cost of a turn, per part (issue #26 item 1), for four kinds of turn (env calls as activities, as local
+# The cost of a turn, per part (issue #26 item 1), for five kinds of turn (env calls as activities, a turn as one activity, as local
 # activities, a one-request group, lockstep) on two targets: the PostgreSQL cluster (temporal/cluster.sh) and the
 # embedded dev server (temporal/dev-server.sh, SQLite inside the server process). Per target: a stack of this
 # script's own (own state directory, ports free right now, the dev server with its Prometheus metrics on), the
 # runs of turn_cost.py, then the stack is stopped before the next target starts. Then bench/results/turn-cost.md
-# and turn-cost.json (OUT_DIR=...). Everything it starts is stopped and its state removed at the end, on failure
+# and turn-cost.json (OUT_DIR=..., NAME=... for <name>.md). Everything it starts is stopped and its state removed at the end, on failure
 # too, unless KEEP=1.
-#   TARGETS (default "cluster dev")  KINDS (default activity,local,group,lockstep)  TURNS (default 1,5)
+#   TARGETS (default "cluster dev")  KINDS (default activity,turn,local,group,lockstep)  TURNS (default 1,5)
 #   STEPS (default 4)  ENV_GROUPS (groups of 4 a step, default 16): N = STEPS·4·ENV_GROUPS trajectories a run
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -64,7 +64,7 @@ measure() (
   printf '%s\n' "${sets[@]}" >"$ROLLFLOW_STATE/sets"
   bin/rollflow dev up "$config" $(sed 's/^/--set /' "$ROLLFLOW_STATE/sets") >&2
   .venv/bin/python bench/turn-cost/turn_cost.py measure --target "$1" --sets "$ROLLFLOW_STATE/sets" \
-    --server-pid-file "$server_pid" --metrics-port "$metrics" "${pgdata[@]}" --kinds "${KINDS:-activity,local,group,lockstep}" \
+    --server-pid-file "$server_pid" --metrics-port "$metrics" "${pgdata[@]}" --kinds "${KINDS:-activity,turn,local,group,lockstep}" \
     --turns "${TURNS:-1,5}" --steps "${STEPS:-4}" --groups "${ENV_GROUPS:-16}" --out "$base/$1.json"
 )
 
@@ -74,5 +74,5 @@ for t in $targets; do
   measure "$t"
   down "$t"
 done
-.venv/bin/python bench/turn-cost/turn_cost.py report "$base"/*.json --out-dir "${OUT_DIR:-bench/results}" \
+.venv/bin/python bench/turn-cost/turn_cost.py report "$base"/*.json --out-dir "${OUT_DIR:-bench/results}" --name "${NAME:-turn-cost}" \
   --command "${COMMAND:-bench/turn-cost/run.sh}"

@@ -6,6 +6,8 @@ is trained, so a run of S steps of B trajectories of T turns is N = S·B traject
 are config overrides of it:
 
     activity  env_calls activity: a workflow per trajectory, its env calls activities
+    turn      env_calls turn (auto's choice in a trajectory workflow since #26): the same, each turn's generation and
+              env step one activity (playTurn)
     local     env_calls local: the same, its env calls local activities (markers in the trajectory's history)
     group     prompt replication off: a group's G trajectories as one generateGroupTurn request with n = G, its env
               calls local (env_calls auto). One request serves single-turn groups only (src/workflows/group.ts:
@@ -42,6 +44,7 @@ CONFIG = "bench/capacity/capacity.yaml"
 ENV = "custom_envs.instant"
 KINDS = {
     "activity": [f"{ENV}.env_calls=activity"],
+    "turn": [f"{ENV}.env_calls=turn"],
     "local": [f"{ENV}.env_calls=local"],
     "group": ["is_num_return_sequences_expand=false"],  # env_calls stays auto: local in a one-request group
     "lockstep": ["rollout_mode=lockstep"],  # env_calls auto: activities in lockstep
@@ -180,7 +183,7 @@ def report(data: dict) -> str:
     runs = [r for t in targets.values() for r in t["runs"]]
     loads = [x for r in runs for x in (r["load1_before"], r["load1_after"])]
     lines = [
-        "# The cost of a turn, per part (issue #26 item 1: the baseline)",
+        "# The cost of a turn, per part (issue #26)",
         "",
         f"Command: `{data['command']}` (targets started {data['date']}; commit {data['commit']})",
         "",
@@ -209,7 +212,7 @@ def report(data: dict) -> str:
             lines.append(f"| {r['kind']} | {r['turns']} | {r['trajectories']} | {r['wall_s']} | {r['load1_before']:.1f} / {r['load1_after']:.1f} | " + " | ".join(f"{r['totals'][q]:,.0f}" for q in quantities) + " |")
         writes = sorted({k.split("/")[2] for r in t["runs"] for k in r["persistence_requests"] if is_history_write(k)})
         lines += ["", f"History write operations counted: {', '.join(writes)}.", "Idle CPU (ms a second, 10 s with no run, before the runs): " + ", ".join(f"{k.removeprefix('cpu_').removesuffix('_ms_per_s')} {v:.1f}" for k, v in t["idle"].items()) + ".", ""]
-    notes = Path(data["out_dir"]) / "turn-cost.notes.md"
+    notes = Path(data["out_dir"]) / f"{data['name']}.notes.md"
     if notes.exists():
         lines += [notes.read_text().rstrip(), ""]
     return "\n".join(lines)
@@ -222,11 +225,11 @@ def main_report(a: argparse.Namespace) -> int:
         targets.update(d["targets"] if "targets" in d else {d["target"]: d})
     # The measurements' date and commit, not the report's: the report is made again when the notes change.
     dates, commits = sorted(d["date"] for d in targets.values()), sorted({d["commit"] for d in targets.values()})
-    data = {"command": a.command, "date": ", ".join(dates), "commit": ", ".join(commits), "out_dir": a.out_dir, "targets": targets}
+    data = {"command": a.command, "date": ", ".join(dates), "commit": ", ".join(commits), "out_dir": a.out_dir, "name": a.name, "targets": targets}
     out = Path(a.out_dir)
-    (out / "turn-cost.json").write_text(json.dumps(data, indent=2) + "\n")
-    (out / "turn-cost.md").write_text(report(data))
-    print(f"turn-cost: wrote {out / 'turn-cost.md'} and turn-cost.json", file=sys.stderr)
+    (out / f"{a.name}.json").write_text(json.dumps(data, indent=2) + "\n")
+    (out / f"{a.name}.md").write_text(report(data))
+    print(f"turn-cost: wrote {out / a.name}.md and .json", file=sys.stderr)
     return 0
 
 
@@ -247,6 +250,7 @@ def main() -> int:
     m.add_argument("--out", required=True)
     r = sub.add_parser("report", help="turn-cost.md and .json from the targets' measurements")
     r.add_argument("files", nargs="+", help="measure's outputs, or a turn-cost.json to make its .md again")
+    r.add_argument("--name", default="turn-cost", help="the report's files: <name>.md, <name>.json, read <name>.notes.md")
     r.add_argument("--out-dir", default="bench/results")
     r.add_argument("--command", default="bench/turn-cost/run.sh")
     a = ap.parse_args()

@@ -47,7 +47,7 @@ interface RolloutCell {
   datasetSize: number;
   timeScale: number;
   mode: 'lockstep' | 'env_async';
-  envCalls: 'activity' | 'local';
+  envCalls: 'turn' | 'activity' | 'local';
   /** More latency_sim settings (failures, keying). */
   envConfig?: Record<string, unknown>;
   /** Trajectories a step takes (default: every env group's). */

@@ -13,10 +13,10 @@ import { WORKER_SLOTS } from '../../configs';
 
 const seconds = z.number().min(0);
 
-const envCallModes = z.enum(['activity', 'local']);
+const envCallModes = z.enum(['turn', 'activity', 'local']);
 const envCalls = envCallModes
-  .default('activity')
-  .describe("How the latency_sim env's reset/step and the sample write run (custom_envs.<tag>.env_calls): activity, or local (local activities: less server work per turn).");
+  .default('turn')
+  .describe("How the latency_sim env's reset/step and the sample write run (custom_envs.<tag>.env_calls): turn (a turn's generation and env step as one activity: what auto gives a trajectory workflow), activity (each call its own; the default of results recorded before 2026-11-27), or local (local activities). Lockstep runs separate calls in every mode.");
 
 /** Where the bench's own stack lives: never the user's ports or state dir. */
 export const StackOptions = {
@@ -95,7 +95,7 @@ export const W4LiveOptions = W4Options.extend({
   servers: W4Options.shape.servers.removeDefault().max(32).default(4).describe('Sim inference servers K (one process each, on port_base+2 and port_base+5…).'),
   time_scale: W4Options.shape.time_scale.removeDefault().default(0.25).describe(W4Options.shape.time_scale.description!),
   modes: z.array(z.enum(['n_per_request', 'replicated'])).min(1).default(['n_per_request', 'replicated']).describe('Which runs to make: one request of n per prompt (the baseline), or n requests (is_num_return_sequences_expand).'),
-  env_calls: envCallModes.default('local').describe("How the (instant) env's reset/step and the sample write run in the replicated run's trajectory workflows: local (local activities, the right choice for a millisecond env) or activity. The baseline's one-request groups always run them locally (env_calls auto)."),
+  env_calls: envCallModes.default('local').describe("How the (instant) env's reset/step and the sample write run in the replicated run's trajectory workflows: local (local activities, the right choice for a millisecond env), turn or activity. The baseline's one-request groups always run them locally (env_calls auto)."),
   ...StackOptions,
 });
 export type W4LiveOptions = z.output<typeof W4LiveOptions>;
@@ -124,7 +124,7 @@ export const W3LiveOptions = W3Options.extend({
   replicate: z.literal(true).default(true).describe('Each response its own request: the live env sets each response\'s length, which one n-request cannot carry.'),
   reward_s: z.literal(0).default(0).describe('The live reward is the env\'s last step (instant), so the DES takes 0 too.'),
   modes: z.array(z.enum(W3_MODES)).min(1).default([...W3_MODES]).describe('Which runs to make: batch (generate_opt_level 0, waves), queue (generate_opt_level 1 with max_additional_running_prompts), queue_no_additional (queue with none).'),
-  env_calls: envCallModes.default('local').describe("How the (instant) env's reset/step and the sample write run in the trajectory workflows: local or activity."),
+  env_calls: envCallModes.default('local').describe("How the (instant) env's reset/step and the sample write run in the trajectory workflows: local, turn or activity."),
   ...StackOptions,
 });
 export type W3LiveOptions = z.output<typeof W3LiveOptions>;
