@@ -290,9 +290,9 @@ clusterMetadata:
       rpcAddress: "$address"
 dcRedirectionPolicy:
   policy: noop
-# The same dynamic config the dev server gets as --dynamic-config-value pairs.
+# The same dynamic config the dev server gets as --dynamic-config-value pairs (TEMPORAL_DYNAMIC_CONFIG: another file).
 dynamicConfigClient:
-  filepath: "$here/dynamic-config.yaml"
+  filepath: "${TEMPORAL_DYNAMIC_CONFIG:-$here/dynamic-config.yaml}"
   pollInterval: 10s
 EOF
 }

@@ -42,7 +42,8 @@ start() {
   # The server's Prometheus metrics on this port (/metrics), off unless set: benches read its persistence counters.
   if [ -n "${TEMPORAL_METRICS_PORT:-}" ]; then args+=(--metrics-port "$TEMPORAL_METRICS_PORT"); fi
   local kv
-  while read -r kv; do args+=(--dynamic-config-value "$kv"); done < <(dynamic_config_pairs "$here/dynamic-config.yaml")
+  # TEMPORAL_DYNAMIC_CONFIG: another file of the same format in place of dynamic-config.yaml (benches compare settings).
+  while read -r kv; do args+=(--dynamic-config-value "$kv"); done < <(dynamic_config_pairs "${TEMPORAL_DYNAMIC_CONFIG:-$here/dynamic-config.yaml}")
   while read -r kv; do args+=(--search-attribute "$kv"); done < <(rf_read_list "$here/search-attributes.txt")
 
   # setsid: the server outlives the shell (and the make target) that started it.

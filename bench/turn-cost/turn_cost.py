@@ -59,6 +59,7 @@ QUANTITIES = {
     "activity_tasks": "activity tasks",
     "local_activity_markers": "local-activity markers",
     "persistence_writes": "persistence writes (history)",
+    "eager_activities": "activities dispatched eagerly",
     "state_transitions": "state transitions",
     "cpu_server_ms": "server CPU ms",
     "cpu_worker_ms": "worker CPU ms",
@@ -82,6 +83,8 @@ class Target:
             if name in ("persistence_requests", "visibility_persistence_requests"):
                 key = f"{name}/{labels.get('service_name')}/{labels.get('operation')}"
                 out[key] = out.get(key, 0.0) + value
+            elif name == "activity_eager_execution":  # the server handed the activity to the worker in its reply
+                out["eager_activities"] = out.get("eager_activities", 0.0) + value
         server, worker = pid_in(self.server_pid), worker_pid(self.state)
         out["pid_server"], out["pid_worker"] = server, worker  # a restart between two snapshots spoils their CPU
         out["cpu_server_s"] = ticks(server) / HZ
@@ -116,6 +119,7 @@ def measure(t: Target, kind: str, turns: int, steps: int, groups: int, sets: lis
         "activity_tasks": h["events"].get("ACTIVITY_TASK_SCHEDULED", 0),
         "local_activity_markers": sum(n for name, n in h["markers"].items() if "local_activity" in name),
         "persistence_writes": sum(v for k, v in delta.items() if is_history_write(k)),
+        "eager_activities": delta.get("eager_activities", 0.0),
         "state_transitions": h["state_transitions"],
         **{f"cpu_{p}_ms": 1000 * delta[f"cpu_{p}_s"] for p in ("server", "worker", "postgres") if f"cpu_{p}_s" in delta},
     }

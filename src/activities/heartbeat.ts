@@ -18,6 +18,10 @@ export async function withHeartbeat<T>(fn: (signal: AbortSignal) => Promise<T>):
  * Reports are cheap (kept, not sent): the details are serialized at most
  * once per heartbeat, and the worker sends each beat at once (its throttle
  * is set to the same interval), so a crash loses at most one interval's worth.
+ * The first beat goes one interval after the start, not at it: the heartbeat
+ * timeout counts from the start as from a beat, and the server still holds
+ * what the last attempt beat, so a beat at the start would only cost every
+ * call a heartbeat request and a history write (one of five a turn made).
  * With `keepProgress` false the beats are empty, reports are dropped and a
  * retry starts over (temporal.worker.heartbeat_partial_tokens false).
  */
@@ -26,11 +30,10 @@ export async function withProgress<T, P>(fn: (signal: AbortSignal, report: (prog
   // A local activity has no heartbeat (the server does not know it): the SDK would reject each one with a warning.
   if (ctx.info.isLocal) return fn(ctx.cancellationSignal, () => undefined, undefined);
   const resumed = keepProgress ? (ctx.info.heartbeatDetails as P | undefined) : undefined;
-  // Every beat carries the latest progress (from the start: what a retry resumed from), since each
+  // Every beat carries the latest progress (until there is some: what a retry resumed from), since each
   // heartbeat's details replace the last ones recorded.
   let latest: P | undefined = resumed;
   const report = keepProgress ? (p: P) => void (latest = p) : () => undefined;
-  ctx.heartbeat(latest);
   const timer = setInterval(() => ctx.heartbeat(latest), HEARTBEAT_EVERY_MS);
   try {
     return await fn(ctx.cancellationSignal, report, resumed);
