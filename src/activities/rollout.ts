@@ -15,7 +15,7 @@ import { completeChoice, newProgress, onAnyServer, simLengthFor, streamChat, typ
 import { withHeartbeat, withProgress } from './heartbeat';
 import { acrossOutages } from './engine-wait';
 import { guardResult } from './payload';
-import { NON_RETRYABLE } from '../workflows/activity-options';
+import { NON_RETRYABLE } from './non-retryable';
 
 export type { Sampling };
 

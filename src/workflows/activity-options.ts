@@ -3,19 +3,11 @@
  * dead worker is noticed in heartbeatTimeout, not startToCloseTimeout: its
  * calls are retried on a live worker HEARTBEAT_TIMEOUT after its last beat
  * (heartbeat-timing.ts), or at once when it is restarted on its host.
- * Failure types that retrying cannot fix are named here, not matched by text.
+ * Failure types that retrying cannot fix are named (activities/non-retryable.ts), not matched by text.
  */
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
-import { ENV_STEP_ATTEMPTS, HEARTBEAT_TIMEOUT, NON_RETRYABLE_ACTIVITY_ERRORS } from '../core';
-import { NON_RETRYABLE_ENV_ERRORS } from '../envs/errors';
-import { NON_RETRYABLE_ENGINE_ERRORS } from '../gpu-bridge/errors';
-import { NON_RETRYABLE_STORE_ERRORS } from '../store/errors';
-
-/**
- * Every boundary's errors that no retry can fix, by their class names (the failure types activities raise); the turn
- * activity reads it too (pure constants, no workflow code).
- */
-export const NON_RETRYABLE: readonly string[] = [...NON_RETRYABLE_ENGINE_ERRORS, ...NON_RETRYABLE_STORE_ERRORS, ...NON_RETRYABLE_ENV_ERRORS, ...NON_RETRYABLE_ACTIVITY_ERRORS];
+import { NON_RETRYABLE } from '../activities/non-retryable';
+import { ENV_STEP_ATTEMPTS, HEARTBEAT_TIMEOUT } from '../core';
 
 /** Generation: may wait out weight syncs and long tails. */
 export const GENERATE: ActivityOptions = {
