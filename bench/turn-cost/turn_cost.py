@@ -7,7 +7,7 @@ are config overrides of it:
 
     activity  env_calls activity: a workflow per trajectory, its env calls activities
     turn      env_calls turn (auto's choice in a trajectory workflow since #26): the same, each turn's generation and
-              env step one activity (playTurn)
+              env step one activity (playTurn), the reset and the sample write local activities
     local     env_calls local: the same, its env calls local activities (markers in the trajectory's history)
     group     prompt replication off: a group's G trajectories as one generateGroupTurn request with n = G, its env
               calls local (env_calls auto). One request serves single-turn groups only (src/workflows/group.ts:

@@ -63,8 +63,9 @@ export const TRAIN: ActivityOptions = {
 };
 
 /**
- * Env calls and sample writes as local activities (env_calls local, or auto
- * in a one-request group): executed by the worker that runs the workflow and
+ * Env calls and sample writes as local activities (env_calls local, auto in a
+ * one-request group; the reset and the sample write of env_calls turn, and so
+ * of auto in a trajectory workflow): executed by the worker that runs the workflow and
  * recorded as markers in its history, so the server dispatches one workflow
  * task per phase instead of one activity task per call. In a one-request
  * group that is 3·G of its 3·G + 1 calls. Meant for envs that answer in

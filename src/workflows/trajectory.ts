@@ -23,7 +23,7 @@ import { envStepSummary, finishSummary, generateSummary, playTurnSummary, record
 /**
  * The env and store calls of an episode: activities, or local activities (custom_envs.<tag>.env_calls; see
  * episodeCalls). With `playTurn`, each turn's generation and env step are one activity (env_calls turn); the
- * lockstep baseline, which needs a barrier between them, uses envStep still.
+ * lockstep baseline, which needs a barrier between them, and a one-request group's first step use envStep still.
  */
 export type EpisodeCalls = Pick<ActivityInterfaceFor<Activities>, 'envReset' | 'envStep' | 'finishTrajectory'> & Partial<Pick<ActivityInterfaceFor<Activities>, 'playTurn'>>;
 // (Activity proxies have no own keys, so each call is picked by name, not spread.)
@@ -34,7 +34,11 @@ const localEnv = proxyLocalActivities<Activities>(LOCAL_ENV);
 const localStore = proxyLocalActivities<Activities>(LOCAL_STORE);
 export const LOCAL_CALLS: EpisodeCalls = { envReset: localEnv.envReset, envStep: localEnv.envStep, finishTrajectory: localStore.finishTrajectory };
 const turnCalls = proxyActivities<Activities>(TURN);
-export const TURN_CALLS: EpisodeCalls = { ...ACTIVITY_CALLS, playTurn: turnCalls.playTurn };
+/**
+ * env_calls turn: each turn one activity, the reset and the sample write local activities (a marker each in the
+ * trajectory's history, no task of their own), so a trajectory of T turns makes T activity tasks, not 2T + 2.
+ */
+export const TURN_CALLS: EpisodeCalls = { envReset: localEnv.envReset, envStep: env.envStep, finishTrajectory: localStore.finishTrajectory, playTurn: turnCalls.playTurn };
 
 /** The env calls on the env role's queue (temporal.route_by_role), the sample write on the run's. */
 function routedCalls(queues: RoleQueues): EpisodeCalls {

@@ -252,10 +252,12 @@ describe('training runs', () => {
   it('multi-turn episodes keep token ids end to end, env tokens masked out of the loss; each turn is one activity', async () => {
     const s = runJson('lake', 'train_env_manager.tags=[lake]', 'max_steps=2', 'async_generation_ratio=0');
     expect(s.unique_uids_consumed).toBe(2 * B);
-    // env_calls auto in a trajectory workflow: a turn's generation and env step are one activity (three turns here).
+    // env_calls auto in a trajectory workflow: a turn's generation and env step are one activity (three turns here),
+    // the reset and the sample write local activities (markers).
     const history = await client.workflow.getHandle(childWorkflowId(groupWorkflowId('lake', { epoch: 0, position: 0 }), 's', 0)).fetchHistory();
     const scheduled = history.events!.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name!] : []));
-    expect(scheduled).toEqual(['envReset', 'playTurn', 'playTurn', 'playTurn', 'finishTrajectory']);
+    expect(scheduled).toEqual(['playTurn', 'playTurn', 'playTurn']);
+    expect(history.events!.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toHaveLength(2);
     for (const sample of batches('lake').flat()) {
       const generated = sample.version_spans.reduce((n, v) => n + v.end - v.start, 0);
       expect(sample.loss_mask.filter((m) => m === 1)).toHaveLength(generated);

@@ -73,6 +73,12 @@ async function groundTruth(): Promise<{ prompt: string; response: string; reward
     if (s) scheduled.set(String(e.eventId), s.activityType!.name!);
     const c = e.activityTaskCompletedEventAttributes;
     if (c) (results[scheduled.get(String(c.scheduledEventId))!] ??= []).push(defaultPayloadConverter.fromPayload(c.result!.payloads![0]!));
+    // A local activity (the reset, under env_calls auto): its marker holds its type (in `data`) and its result.
+    const m = e.markerRecordedEventAttributes;
+    if (m?.markerName === 'core_local_activity' && m.details?.result?.payloads?.[0]) {
+      const { activity_type } = defaultPayloadConverter.fromPayload<{ activity_type: string }>(m.details.data!.payloads![0]!);
+      (results[activity_type] ??= []).push(defaultPayloadConverter.fromPayload(m.details.result.payloads[0]));
+    }
   }
   const reset = results.envReset![0] as { observation: string };
   // The first turn's generation: its own activity, or the first half of a turn activity (env_calls auto).

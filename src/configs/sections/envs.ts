@@ -36,7 +36,7 @@ export const CustomEnvSchema = z
     env_calls: z
       .enum(['auto', 'activity', 'local', 'turn'])
       .default('auto')
-      .describe('(rollflow) How env reset/step and the sample write run: activity (each call its own task, retried and shown as pending in the UI), turn (each turn\'s generation and env step as one activity: half the tasks a turn, the same retries and durability; the UI shows the turn\'s action once its step returns), local (a local activity of the workflow: the least server work, for envs that answer in milliseconds, since a step that waits holds the workflow task), auto (local in one-request groups, turn in trajectory workflows; activity when temporal.route_by_role is on). docs/scaling.md.'),
+      .describe('(rollflow) How env reset/step and the sample write run: activity (each call its own task, retried and shown as pending in the UI), turn (each turn\'s generation and env step as one activity: half the tasks a turn, the same retries and durability, the UI showing the turn\'s action once its step returns; the reset and the sample write as local activities, so a quick reset is assumed), local (a local activity of the workflow: the least server work, for envs that answer in milliseconds, since a step that waits holds the workflow task), auto (local in one-request groups, turn in trajectory workflows; activity when temporal.route_by_role is on). docs/scaling.md.'),
     on_env_loss: z
       .enum(ENV_LOSS_POLICIES)
       .optional()
