@@ -4,18 +4,17 @@
  * store; workflows pass keys and get small summaries back.
  */
 import { Context } from '@temporalio/activity';
-import { TokenizationDriftError, type ChatMessage, type Generation, type VersionSpan } from '../gpu-bridge';
-import { choiceSeed, ENV_STEP_ATTEMPTS, EnvStepAttemptsExhaustedError, type EnvLossPolicy, turnSeed } from '../core';
+import { NON_RETRYABLE_ENGINE_ERRORS, TokenizationDriftError, type ChatMessage, type Generation, type VersionSpan } from '../gpu-bridge';
+import { choiceSeed, ENV_STEP_ATTEMPTS, EnvStepAttemptsExhaustedError, type EnvLossPolicy, NON_RETRYABLE_ACTIVITY_ERRORS, turnSeed } from '../core';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
 import { resolveEnv } from '../envs';
 import type { EnvStep, EpisodeGeneration } from '../envs/env';
-import { EnvSessionLostError } from '../envs/errors';
+import { EnvSessionLostError, NON_RETRYABLE_ENV_ERRORS } from '../envs/errors';
 import type { ActivityDeps } from './deps';
 import { completeChoice, newProgress, onAnyServer, simLengthFor, streamChat, type GenerationProgress, type GenerationRequest, type Sampling } from './generation';
 import { withHeartbeat, withProgress } from './heartbeat';
 import { acrossOutages } from './engine-wait';
 import { guardResult } from './payload';
-import { NON_RETRYABLE } from './non-retryable';
 
 export type { Sampling };
 
@@ -118,7 +117,7 @@ export function rolloutActivities(deps: ActivityDeps) {
       try {
         return { turn, step: await stepOnce(deps, { ...input.step, action: turn.action }, attempt) };
       } catch (e) {
-        if (attempt + 1 < ENV_STEP_ATTEMPTS || NON_RETRYABLE.includes((e as Error).name)) throw e; // a final failure keeps its own type
+        if (attempt + 1 < ENV_STEP_ATTEMPTS || STEP_FINAL.has((e as Error).name)) throw e; // a final failure keeps its own type
         throw new EnvStepAttemptsExhaustedError(`the env step of turn ${input.generate.turn} failed ${attempt + 1} times: ${(e as Error).message}`);
       }
     },
@@ -173,6 +172,9 @@ export function rolloutActivities(deps: ActivityDeps) {
     },
   };
 }
+
+/** What an env step throws that no retry fixes (activity-options.ts names the same for every policy): it fails the turn as it is. */
+const STEP_FINAL = new Set([...NON_RETRYABLE_ENV_ERRORS, ...NON_RETRYABLE_ENGINE_ERRORS, ...NON_RETRYABLE_ACTIVITY_ERRORS]);
 
 export type EnvStepInput = EnvInput & { state: unknown; action: string; onLoss?: EnvLossPolicy };
 export type StepResult = EnvStep<unknown> & { replayed?: true };

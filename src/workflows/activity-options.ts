@@ -3,17 +3,22 @@
  * dead worker is noticed in heartbeatTimeout, not startToCloseTimeout: its
  * calls are retried on a live worker HEARTBEAT_TIMEOUT after its last beat
  * (heartbeat-timing.ts), or at once when it is restarted on its host.
- * Failure types that retrying cannot fix are named (activities/non-retryable.ts), not matched by text.
+ * Failure types that retrying cannot fix are named here, not matched by text.
  */
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
-import { NON_RETRYABLE } from '../activities/non-retryable';
-import { ENV_STEP_ATTEMPTS, HEARTBEAT_TIMEOUT } from '../core';
+import { ENV_STEP_ATTEMPTS, HEARTBEAT_TIMEOUT, NON_RETRYABLE_ACTIVITY_ERRORS } from '../core';
+import { NON_RETRYABLE_ENV_ERRORS } from '../envs/errors';
+import { NON_RETRYABLE_ENGINE_ERRORS } from '../gpu-bridge/errors';
+import { NON_RETRYABLE_STORE_ERRORS } from '../store/errors';
+
+/** Every boundary's errors that no retry can fix, by their class names (the failure types activities raise). */
+const NON_RETRYABLE = [...NON_RETRYABLE_ENGINE_ERRORS, ...NON_RETRYABLE_STORE_ERRORS, ...NON_RETRYABLE_ENV_ERRORS, ...NON_RETRYABLE_ACTIVITY_ERRORS];
 
 /** Generation: may wait out weight syncs and long tails. */
 export const GENERATE: ActivityOptions = {
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: HEARTBEAT_TIMEOUT,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: [...NON_RETRYABLE] },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: NON_RETRYABLE },
 };
 
 /**
@@ -35,7 +40,7 @@ export const GENERATE: ActivityOptions = {
 export const ENV: ActivityOptions = {
   startToCloseTimeout: '1 hour',
   heartbeatTimeout: HEARTBEAT_TIMEOUT,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: ENV_STEP_ATTEMPTS, nonRetryableErrorTypes: [...NON_RETRYABLE] },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: ENV_STEP_ATTEMPTS, nonRetryableErrorTypes: NON_RETRYABLE },
 };
 
 /**
@@ -52,14 +57,14 @@ export const TURN: ActivityOptions = {
 /** Store reads and writes: quick, retried fast. */
 export const STORE: ActivityOptions = {
   startToCloseTimeout: '2 minutes',
-  retry: { initialInterval: '200 ms', maximumInterval: '10 seconds', nonRetryableErrorTypes: [...NON_RETRYABLE] },
+  retry: { initialInterval: '200 ms', maximumInterval: '10 seconds', nonRetryableErrorTypes: NON_RETRYABLE },
 };
 
 /** Train step, export, weight sync: minutes; heartbeats while they run. */
 export const TRAIN: ActivityOptions = {
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: HEARTBEAT_TIMEOUT,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: [...NON_RETRYABLE] },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: NON_RETRYABLE },
 };
 
 /**
