@@ -90,6 +90,7 @@ async function storedPayloads(workflowId: string): Promise<Payload[]> {
     ...(e.workflowExecutionCompletedEventAttributes?.result?.payloads ?? []),
     ...(e.activityTaskScheduledEventAttributes?.input?.payloads ?? []),
     ...(e.activityTaskCompletedEventAttributes?.result?.payloads ?? []),
+    ...(e.markerRecordedEventAttributes?.details?.result?.payloads ?? []), // a local activity's result (the reset, the sample write)
   ]) as Payload[];
 }
 
@@ -167,8 +168,10 @@ describe('mTLS to Temporal and encrypted payloads', () => {
       bytes.push(Buffer.from(temporal.api.history.v1.History.encode(history).finish()));
       for (const { payload, where } of payloadsIn(history)) {
         if (encoding(payload) !== ENCRYPTED_ENCODING) {
-          // Search attributes are indexed by the server; patch markers hold patch ids the SDK writes itself.
-          if (!where.includes('.searchAttributes.') && !where.endsWith('.markerRecordedEventAttributes.details.patch-data.payloads')) inClear.push(`${id} ${where}`);
+          // Search attributes are indexed by the server; patch markers hold patch ids the SDK writes itself, and a local
+          // activity's marker its bookkeeping (type, attempt, times: checked to be nothing more); its result is sealed.
+          const sdkOwn = where.endsWith('.markerRecordedEventAttributes.details.patch-data.payloads') || (where.endsWith('.markerRecordedEventAttributes.details.data.payloads') && onlyLocalActivityBookkeeping(payload));
+          if (!where.includes('.searchAttributes.') && !sdkOwn) inClear.push(`${id} ${where}`);
           continue;
         }
         const [opened] = await codec.decode([payload]);
@@ -240,6 +243,13 @@ function payloadsIn(message: unknown, where = ''): { payload: Payload; where: st
   const m = message as Record<string, unknown>;
   if (m.metadata && typeof m.metadata === 'object' && 'encoding' in m.metadata) return [{ payload: m as Payload, where }];
   return Object.entries(m).flatMap(([k, v]) => payloadsIn(v, Array.isArray(m) ? where : `${where}.${k}`));
+}
+
+/** Whether a plain payload holds only what the SDK records of a local activity (no input, no result). */
+function onlyLocalActivityBookkeeping(payload: Payload): boolean {
+  const value = defaultPayloadConverter.fromPayload<Record<string, unknown>>(payload);
+  const sdk = new Set(['seq', 'attempt', 'activity_id', 'activity_type', 'complete_time', 'backoff', 'original_schedule_time']);
+  return Object.keys(value).every((k) => sdk.has(k));
 }
 
 /** The prompt-like strings of a payload's value: observations and questions. */

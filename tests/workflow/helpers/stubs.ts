@@ -97,6 +97,8 @@ const calls: Call[] = [];
 /** The inputs of one activity's calls for one run, in call order. */
 export const callsOf = <K extends Stubbed>(runId: string, name: K): InputOf<K>[] =>
   calls.filter((c) => c.runId === runId && c.name === name).map((c) => c.input as InputOf<K>);
+/** How many calls of one activity one workflow made (its attempts included). */
+export const callCountFrom = (workflowId: string, name: Stubbed) => calls.filter((c) => c.workflowId === workflowId && c.name === name).length;
 /** Where the calling workflow belongs; every stub records itself through this. */
 function record<K extends Stubbed>(name: K, input: InputOf<K>): { runId: string; workflowId: string } {
   const workflowId = Context.current().info.workflowExecution?.workflowId ?? '(no workflow)';
