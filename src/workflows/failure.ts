@@ -6,6 +6,7 @@
 import { ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/common';
 import { EnvSessionLostError, INFRA_ENV_ERRORS, RewardUnscoredError } from '../envs/errors';
 import { INFRA_ENGINE_ERRORS } from '../gpu-bridge/errors';
+import { EnvStepAttemptsExhaustedError } from '../core';
 
 /** The innermost error of a cause chain. */
 export function innermostCause(err: unknown): unknown {
@@ -26,13 +27,15 @@ export function isEnvSessionLost(err: unknown): boolean {
   return e instanceof ApplicationFailure && e.type === EnvSessionLostError.name;
 }
 
-const INFRA_FAILURE_TYPES = new Set([...INFRA_ENGINE_ERRORS, ...INFRA_ENV_ERRORS]);
+// An env step that used up its attempts inside a turn activity (activities/rollout.ts playTurn) is the env's failure,
+// never the model's: what activity-options.ts says of an env that keeps failing on its own.
+const INFRA_FAILURE_TYPES = new Set([...INFRA_ENGINE_ERRORS, ...INFRA_ENV_ERRORS, EnvStepAttemptsExhaustedError.name]);
 
 /**
  * Whether a failure is the infrastructure's rather than the model's or the
  * config's: an engine or env server unreachable or 5xx past its retries
- * (EngineUnavailableError), an env session lost under on_env_loss: drop or an
- * env that gave up, or any timeout on the way (an activity's start-to-close
+ * (EngineUnavailableError), an env session lost under on_env_loss: drop, an
+ * env that gave up or whose step kept failing in a turn activity, or any timeout on the way (an activity's start-to-close
  * or heartbeat timeout surfaces as a TimeoutFailure somewhere in the chain).
  * A bad config (EnvConfigError, a 4xx), a tokenization drift or a workflow
  * bug is not.

@@ -3,6 +3,7 @@ import { ActivityFailure, ApplicationFailure, CancelledFailure, ChildWorkflowFai
 import { describe, expect, it } from 'vitest';
 import { EnvConfigError, EnvGaveUpError, EnvSessionLostError, RewardUnscoredError } from '../../src/envs/errors';
 import { EngineRejectedError, EngineUnavailableError, TokenizationDriftError } from '../../src/gpu-bridge/errors';
+import { EnvStepAttemptsExhaustedError } from '../../src/core';
 import { CANCELLED_MESSAGE, isInfraFailure, summarizeFailure } from '../../src/workflows/failure';
 
 /** As a trajectory's group sees it: child workflow <- activity <- the activity's error (its class name as the failure type). */
@@ -16,6 +17,7 @@ describe('isInfraFailure', () => {
     ['an engine down past its retries', raised(new EngineUnavailableError('http://127.0.0.1:1/step: ECONNREFUSED'))],
     ['an env session lost under on_env_loss: drop', raised(new EnvSessionLostError('lost'))],
     ['an env that gave up', raised(new EnvGaveUpError('fail-stop'))],
+    ['an env step that kept failing in a turn activity', raised(new EnvStepAttemptsExhaustedError('the env step of turn 2 failed 25 times: boom'))],
     ['an activity timeout', new TimeoutFailure('activity StartToClose timeout', undefined, TimeoutType.START_TO_CLOSE)],
     ['a heartbeat timeout', new TimeoutFailure('activity Heartbeat timeout', undefined, TimeoutType.HEARTBEAT)],
   ])('%s is the infrastructure\'s', (_, cause) => {
