@@ -10,6 +10,7 @@ import type { Sample } from '../gpu-bridge/contracts/trainer';
 import { resolveEnv } from '../envs';
 import type { EnvStep, EpisodeGeneration } from '../envs/env';
 import { EnvSessionLostError, NON_RETRYABLE_ENV_ERRORS } from '../envs/errors';
+import { SampleNotFoundError } from '../store';
 import type { ActivityDeps } from './deps';
 import { completeChoice, newProgress, onAnyServer, simLengthFor, streamChat, type GenerationProgress, type GenerationRequest, type Sampling } from './generation';
 import { withHeartbeat, withProgress } from './heartbeat';
@@ -29,10 +30,11 @@ export interface TrajectoryContext {
   version_spans: VersionSpan[];
   aborts: number;
   /**
-   * The last turn stored, what it returned, and the activity attempt that stored it (absent before turn activities
-   * existed): a retry of that turn returns it again instead of appending it twice.
+   * The last turn stored, what it returned, and the activity attempt and call (a turn activity's run/activity id)
+   * that stored it (both absent before turn activities existed): a retry of that turn returns it again instead of
+   * appending it twice.
    */
-  last_turn?: { turn: number; summary: TurnSummary; attempt?: number };
+  last_turn?: { turn: number; summary: TurnSummary; attempt?: number; call?: string };
 }
 
 export interface GenerateTurnInput {
@@ -112,7 +114,8 @@ export function rolloutActivities(deps: ActivityDeps) {
      * activity's do; the activity's own policy retries without limit, as a generation's does.
      */
     async playTurn(input: { generate: GenerateTurnInput; step: Omit<EnvStepInput, 'action'> }): Promise<{ turn: TurnSummary; step: StepResult }> {
-      const { summary: turn, attempt: storedAt } = await generateOnce(deps, input.generate);
+      const info = Context.current().info;
+      const { summary: turn, attempt: storedAt } = await generateOnce(deps, input.generate, `${info.workflowExecution?.runId}/${info.activityId}`);
       const attempt = Context.current().info.attempt - storedAt;
       try {
         return { turn, step: await stepOnce(deps, { ...input.step, action: turn.action }, attempt) };
@@ -207,10 +210,14 @@ async function stepOnce(deps: ActivityDeps, input: EnvStepInput, attempt: number
  * generation runs to completion across weight updates, lost servers and retries (continuing from the tokens so
  * far), and the context grows by the env's tokens (masked) and the generated ones.
  */
-async function generateOnce(deps: ActivityDeps, input: GenerateTurnInput): Promise<{ summary: TurnSummary; attempt: number }> {
-  const ctx = input.turn === 0 ? emptyContext() : await deps.store.get<TrajectoryContext>(input.contextKey);
-  // This turn was stored but its attempt never reported (the worker died): appending it again would corrupt the context.
-  if (ctx.last_turn?.turn === input.turn) return { summary: ctx.last_turn.summary, attempt: ctx.last_turn.attempt ?? 1 };
+async function generateOnce(deps: ActivityDeps, input: GenerateTurnInput, call?: string): Promise<{ summary: TurnSummary; attempt: number }> {
+  const stored = input.turn > 0 ? await deps.store.get<TrajectoryContext>(input.contextKey) : call ? await storedContext(deps, input.contextKey) : undefined;
+  // This turn was stored but its attempt never reported (the worker died): appending it again would corrupt the context,
+  // and in a turn activity the step may have been applied with its action already. Turn 0 is the same turn only within
+  // one call: an episode started over (on_env_loss restart) generates its turn 0 afresh.
+  const last = stored?.last_turn;
+  if (last?.turn === input.turn && (input.turn > 0 || last.call === call)) return { summary: last.summary, attempt: last.attempt ?? 1 };
+  const ctx = input.turn > 0 ? stored! : emptyContext();
   const attempt = Context.current().info.attempt;
   ctx.messages.push(...turnMessages(input));
   const seed = input.sampling.seed;
@@ -225,8 +232,18 @@ async function generateOnce(deps: ActivityDeps, input: GenerateTurnInput): Promi
       report(progress);
     }
     const generation = await completeChoice(r, progress, 0, () => turnSeed(seed, input.turn));
-    return storeTurn(deps, input.contextKey, ctx, progress.prompt, generation, input.turn, attempt);
+    return storeTurn(deps, input.contextKey, ctx, progress.prompt, generation, input.turn, attempt, call);
   }, deps.heartbeatPartialTokens).then((summary) => ({ summary: guardResult('generateTurn', summary, deps.maxResultBytes), attempt }));
+}
+
+/** The trajectory's stored context, or undefined before its first turn is stored. */
+async function storedContext(deps: ActivityDeps, key: string): Promise<TrajectoryContext | undefined> {
+  try {
+    return await deps.store.get<TrajectoryContext>(key);
+  } catch (e) {
+    if (e instanceof SampleNotFoundError) return undefined;
+    throw e;
+  }
 }
 
 /** What a turn adds to the conversation: the env's observation as the user's message, or at turn 0 the env's own chat messages. */
@@ -242,11 +259,11 @@ async function generationRequest(deps: ActivityDeps, input: GenerateTurnInput | 
 }
 
 /** The generated turn joins the context (tokens, then the assistant's message), the context is stored, and the workflow gets a summary. */
-async function storeTurn(deps: ActivityDeps, key: string, ctx: TrajectoryContext, prompt: number[], g: Generation, turn: number, attempt: number): Promise<TurnSummary> {
+async function storeTurn(deps: ActivityDeps, key: string, ctx: TrajectoryContext, prompt: number[], g: Generation, turn: number, attempt: number, call?: string): Promise<TurnSummary> {
   appendTurn(ctx, prompt, g, turn);
   ctx.messages.push({ role: 'assistant', content: g.text });
   const summary: TurnSummary = { action: g.text, tokens: g.token_ids.length, finish_reason: g.finish_reason, aborts: g.aborts, failovers: g.failovers, versions: [...new Set(g.version_spans.map((s) => s.version))] };
-  ctx.last_turn = { turn, summary, attempt };
+  ctx.last_turn = { turn, summary, attempt, ...(call ? { call } : {}) };
   await deps.store.put(key, ctx);
   return summary;
 }

@@ -17,10 +17,10 @@ const sampling = { max_tokens: 8, temperature: 1, top_p: 1, top_k: -1, seed: 1 }
 const stored: TurnSummary = { action: 'Right', tokens: 1, finish_reason: 'stop', aborts: 0, failovers: 0, versions: [0] };
 
 /** An episode two steps in (Left, Down), whose turn 2 ('Right') was generated and stored in attempt `storedAt`. */
-async function setup(storedAt: number) {
+async function setup(storedAt: number, turnNo = 2, call?: string) {
   const server = new FakeEnvServer();
   const contexts = new Map<string, TrajectoryContext>();
-  contexts.set(KEY, { messages: [], prompt_ids: [], response_ids: [], old_logprobs: [], loss_mask: [], version_spans: [], aborts: 0, last_turn: { turn: 2, summary: stored, attempt: storedAt } });
+  contexts.set(KEY, { messages: [], prompt_ids: [], response_ids: [], old_logprobs: [], loss_mask: [], version_spans: [], aborts: 0, last_turn: { turn: turnNo, summary: stored, attempt: storedAt, ...(call ? { call } : {}) } });
   let generations = 0;
   const deps = {
     env: server.client(),
@@ -37,8 +37,8 @@ async function setup(storedAt: number) {
   let { state } = await run(first, envReset, { ...env, seed: 5 });
   for (const action of ['Left', 'Down']) state = (await run(first, envStep, { ...env, state, action })).state;
   server.calls = [];
-  const turn = (attempt: number, onLoss?: 'drop') =>
-    run(new MockActivityEnvironment({ attempt }), playTurn, { generate: { contextKey: KEY, observation: 'o', turn: 2, sampling, affinity: 'e0-p0-s0', runId: 'run' }, step: { ...env, state, ...(onLoss ? { onLoss } : {}) } });
+  const turn = (attempt: number, onLoss?: 'drop', activityId = 'a1') =>
+    run(new MockActivityEnvironment({ attempt, activityId, workflowExecution: { workflowId: 'run/e0-p0/s0', runId: 'r1' } }), playTurn, { generate: { contextKey: KEY, observation: 'o', turn: turnNo, sampling, affinity: 'e0-p0-s0', runId: 'run' }, step: { ...env, state, ...(onLoss ? { onLoss } : {}) } });
   return { server, turn, generations: () => generations };
 }
 
@@ -52,6 +52,15 @@ describe('a retried turn activity', () => {
     expect(r.turn).toEqual(stored);
     expect(r.step).toMatchObject({ observation: 'seed 5: Left Down Right', state: { actions: ['Left', 'Down', 'Right'] } });
     expect(generations()).toBe(0);
+  });
+
+  it('at turn 0 too, within the same call; a turn 0 stored by another call (an episode started over) is generated afresh', async () => {
+    const same = await setup(1, 0, 'r1/a1');
+    expect((await same.turn(2)).turn).toEqual(stored);
+    expect(same.generations()).toBe(0);
+    const other = await setup(1, 0, 'r1/a0');
+    await expect(other.turn(2)).rejects.toThrow(/nothing may generate it again/);
+    expect(other.generations()).toBe(1);
   });
 
   it(`gives its env step ${ENV_STEP_ATTEMPTS} attempts counted from the attempt that stored the turn, then fails for good; a final failure keeps its own type`, async () => {
