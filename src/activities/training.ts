@@ -6,9 +6,9 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { observeRecord } from '../monitoring/run-metrics';
-import { compareSampleUids, REPLAYED_STEPS, SKIPPED_STATES, type TrackingSpec } from '../core';
+import { CHECKPOINT_MANIFEST, compareSampleUids, isObjectRef, REPLAYED_STEPS, SKIPPED_STATES, type TrackingSpec } from '../core';
 import { engineHealth, isServerLost, type InferenceClient } from '../gpu-bridge';
-import { writeFileDurable } from '../store';
+import { S3SampleStore, writeFileDurable } from '../store';
 import type { Sample } from '../gpu-bridge/contracts/trainer';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
@@ -105,15 +105,24 @@ export function trainingActivities(deps: ActivityDeps) {
     /**
      * Trainer state first, manifest last: a manifest exists only for a complete checkpoint. A restarted trainer is recovered first, never saved as the run's step.
      * The trainer also writes the policy as a Hugging Face directory, <trainer part>/hf, for use outside rollflow. The
-     * trainer's part is <dir>/trainer, or `trainerPath` (with a bucket store, an s3:// ref: RunPlan.bucketRunDir).
+     * trainer's part is <dir>/trainer, or `trainerPath`. With a bucket store that is an s3:// ref (RunPlan.bucketRunDir)
+     * and the whole checkpoint lives in the bucket: its manifest is the object beside the trainer's part, so a run on
+     * another host resumes from it, and nothing is written to this worker's disk. Returns where the checkpoint is.
      */
     async saveCheckpoint(input: { dir: string; manifest: CheckpointManifest; binding?: TrainerBinding; trainerPath?: string }): Promise<string> {
       return withHeartbeat(async (signal) => {
         const trainerPath = input.trainerPath ?? path.join(input.dir, 'trainer');
         const save = () => deps.trainer.save({ path: trainerPath, version: input.manifest.version, export_hf: true, ...runOf(input.binding) }, { signal });
         await atVersion(deps, input.binding, input.manifest.version, signal, save);
+        const manifest = { ...input.manifest, trainer_checkpoint: trainerPath };
+        if (isObjectRef(trainerPath)) {
+          // s3://<bucket>/<run>/checkpoints/step-N/trainer: the checkpoint is the ref above it (posix dirname keeps "s3://").
+          const checkpointRef = path.posix.dirname(trainerPath);
+          await S3SampleStore.at(checkpointRef, deps.store).put(CHECKPOINT_MANIFEST, manifest);
+          return checkpointRef;
+        }
         await mkdir(input.dir, { recursive: true });
-        await writeFileDurable(path.join(input.dir, 'manifest.json'), JSON.stringify({ ...input.manifest, trainer_checkpoint: trainerPath }, null, 2));
+        await writeFileDurable(path.join(input.dir, CHECKPOINT_MANIFEST), JSON.stringify(manifest, null, 2));
         return input.dir;
       });
     },

@@ -120,7 +120,7 @@ function buildProgram(): Command {
     .option('--wait', 'follow progress, a line per step, until the run ends')
     .option('--json', 'wait, then print one JSON summary as the last stdout line')
     .option('--run-id <id>', 'workflow id of the run and name of its directory under run_dir (default: <exp_name>-<timestamp>); an id that already has data is refused')
-    .option('--resume-from <checkpoint>', 'start from a checkpoint (its directory): consumed prompts are skipped, the step count continues')
+    .option('--resume-from <checkpoint>', 'start from a checkpoint (its directory, or its s3:// ref with a bucket store): consumed prompts are skipped, the step count continues')
     .action(async (file: string | undefined, opts: ConfigOptions & RunOptions) => {
       const { loaded, args } = loadFromArgs(file, opts);
       await startRun(loaded, args, opts, out, (line) => process.stderr.write(`${line}\n`));

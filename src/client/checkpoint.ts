@@ -1,9 +1,11 @@
-/** Reads a checkpoint manifest for `rollflow run --resume-from`, and checks it fits the config. */
-import { readFileSync, statSync } from 'node:fs';
+/** Reads a checkpoint manifest for `rollflow run --resume-from`, from a directory or a bucket, and checks it fits the config. */
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { CheckpointManifest } from '../activities';
 import { ConfigError, type LoadedConfig } from '../configs';
+import { CHECKPOINT_MANIFEST, isObjectRef } from '../core';
+import { S3SampleStore } from '../store';
 
 const Manifest = z.object({
   run_id: z.string(),
@@ -19,14 +21,28 @@ const Manifest = z.object({
 
 const usesDatasetFile = (config: LoadedConfig['config']) => Object.values(config.custom_envs).some((e) => e.env_type === 'dataset');
 
-/** `where` is a checkpoint directory or its manifest.json. Throws ConfigError (exit 2) naming what does not fit. */
-export function readCheckpoint(where: string, { config, hash }: LoadedConfig, warn: (line: string) => void): CheckpointManifest {
-  const file = statSync(where, { throwIfNoEntry: false })?.isDirectory() ? path.join(where, 'manifest.json') : where;
-  let raw: unknown;
+/**
+ * The manifest's own location and its JSON. `where` is a checkpoint directory or its manifest.json, or the same in a
+ * bucket (s3://<bucket>/<run>/checkpoints/step-N, what a run with a bucket store writes), read with the standard AWS
+ * variables and files and verified against its checksum as every object is.
+ */
+async function readManifest(where: string): Promise<{ file: string; raw: unknown }> {
+  if (isObjectRef(where)) {
+    const ref = where.replace(/\/+$/, '');
+    const checkpoint = path.posix.basename(ref) === CHECKPOINT_MANIFEST ? path.posix.dirname(ref) : ref;
+    return { file: `${checkpoint}/${CHECKPOINT_MANIFEST}`, raw: await S3SampleStore.at(checkpoint).get(CHECKPOINT_MANIFEST) };
+  }
+  const file = (await stat(where).catch(() => undefined))?.isDirectory() ? path.join(where, CHECKPOINT_MANIFEST) : where;
+  return { file, raw: JSON.parse(await readFile(file, 'utf8')) };
+}
+
+/** Throws ConfigError (exit 2) naming what does not fit, or what could not be read. */
+export async function readCheckpoint(where: string, { config, hash }: LoadedConfig, warn: (line: string) => void): Promise<CheckpointManifest> {
+  let file: string, raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
+    ({ file, raw } = await readManifest(where));
   } catch (e) {
-    throw new ConfigError('--resume-from', [{ path: '--resume-from', given: where, expected: `a checkpoint directory with a readable manifest.json (${(e as Error).message})` }]);
+    throw new ConfigError('--resume-from', [{ path: '--resume-from', given: where, expected: `a checkpoint (a directory or an s3:// ref) with a readable ${CHECKPOINT_MANIFEST} (${(e as Error).message})` }]);
   }
   const parsed = Manifest.safeParse(raw);
   if (!parsed.success) throw new ConfigError(file, parsed.error.issues.map((i) => ({ path: i.path.join('.'), given: undefined, expected: i.message })));

@@ -39,7 +39,7 @@ export interface StartOptions {
   set?: string[];
   /** The run's id (default: <exp_name>-<timestamp>); an id that already has data is refused. */
   runId?: string;
-  /** A checkpoint directory to resume from (consumed prompts skipped, the step count continues). */
+  /** A checkpoint to resume from, its directory or its s3:// ref (consumed prompts skipped, the step count continues). */
   resumeFrom?: string;
   /** Where notes about the checkpoint go (default: nowhere). */
   warn?: (line: string) => void;
@@ -84,10 +84,10 @@ export interface PreparedRun {
 }
 
 /** Everything a start checks without a server: the plan (a config that cannot run), the checkpoint, the run id. */
-export function prepareRun(loaded: LoadedConfig, opts: Omit<StartOptions, 'set'> = {}): PreparedRun {
+export async function prepareRun(loaded: LoadedConfig, opts: Omit<StartOptions, 'set'> = {}): Promise<PreparedRun> {
   const runId = opts.runId ?? `${loaded.config.exp_name}-${stamp()}`;
   const plan = buildPlan(loaded, runId);
-  const resumeFrom = opts.resumeFrom ? readCheckpoint(opts.resumeFrom, loaded, opts.warn ?? (() => undefined)) : undefined;
+  const resumeFrom = opts.resumeFrom ? await readCheckpoint(opts.resumeFrom, loaded, opts.warn ?? (() => undefined)) : undefined;
   checkNewRunId(loaded, runId);
   return { loaded, runId, plan, ...(resumeFrom ? { resumeFrom } : {}) };
 }
@@ -122,7 +122,7 @@ export class RollflowClient {
   async start(source: ConfigSource, opts: StartOptions = {}): Promise<StartedRun> {
     const loaded = loadConfigSource(source, opts.set);
     checkConfig(loaded, { run: false });
-    return this.startPrepared(prepareRun(loaded, opts));
+    return this.startPrepared(await prepareRun(loaded, opts));
   }
 
   /** Starts a run prepareRun checked (the CLI checks, and may bring the stack up, in between). */

@@ -85,7 +85,9 @@ export function parseBatchStep(fileName: string): number | undefined {
   const m = /^step-(\d+)\.jsonl$/.exec(fileName);
   return m ? Number(m[1]) : undefined;
 }
-/** The checkpoint taken after `step` steps, under the run's own directory (RunPlan.runDir). */
+/** The checkpoint taken after `step` steps, under the run's own directory (RunPlan.runDir, or RunPlan.bucketRunDir). */
 export const checkpointDir = (runDir: string, step: number): string => `${runDir}/checkpoints/step-${pad6(step)}`;
+/** The file (or object) in a checkpoint that says what it holds; written last, so it names only a complete checkpoint. */
+export const CHECKPOINT_MANIFEST = 'manifest.json';
 /** The trainer's state saved every few steps for recovery without an operator (src/activities/trainer-recovery.ts): v<version> directories, under the run's own directory. */
 export const trainerStateDir = (runDir: string): string => `${runDir}/trainer-state`;

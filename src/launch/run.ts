@@ -20,7 +20,7 @@ export interface RunOptions {
 export async function startRun(loaded: LoadedConfig, configArgs: string[], opts: RunOptions, out: (line: string) => void, err: (line: string) => void): Promise<void> {
   const { config } = loaded;
   // The plan, the checkpoint and the run id are checked before anything starts.
-  const prepared = prepareRun(loaded, { ...(opts.runId ? { runId: opts.runId } : {}), ...(opts.resumeFrom ? { resumeFrom: opts.resumeFrom } : {}), warn: err });
+  const prepared = await prepareRun(loaded, { ...(opts.runId ? { runId: opts.runId } : {}), ...(opts.resumeFrom ? { resumeFrom: opts.resumeFrom } : {}), warn: err });
   if (config.temporal.embedded && loaded.derived.temporal.loopback) await up(loaded, configArgs, err, { supervise: 'unless-off' }); // checks the config first
   else checkConfig(loaded, { run: false }); // buildPlan checked the rest
   const started = Date.now();

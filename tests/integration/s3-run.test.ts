@@ -5,17 +5,18 @@
 // trainer exports its weights into the bucket too (its default export_dir with
 // a bucket store) and the sim inference server pulls each export by its ref.
 // The trainer's saved states and its part of the final checkpoint are objects
-// under the run's prefix (RunPlan.bucketRunDir), the checkpoint's manifest in
-// the run directory naming them.
+// under the run's prefix (RunPlan.bucketRunDir), the checkpoint's manifest
+// beside them; a new run resumes from that checkpoint by its s3:// ref.
 // The worker and the engines get the store's address and key only from the
 // standard AWS files, through the environment `dev up` passes on.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, ROOT, TestDevServer } from './helpers/dev-server';
 import { TestObjectStore } from './helpers/object-store';
+import { S3SampleStore } from '../../src/store';
 
 const B = 8;
 const STEPS = 4;
@@ -103,15 +104,37 @@ describe('a run on a bucket store', () => {
     expect(cached.map((name) => name.replace(/-[0-9a-f]{16}$/, ''))).toEqual([`team-a_runs_weights_${trainer}_v${STEPS - 1}`, `team-a_runs_weights_${trainer}_v${STEPS}`]);
   });
 
-  it('its trainer states and its checkpoint\'s trainer part are objects under the run\'s prefix; the run directory keeps the manifest', async () => {
+  it('its trainer states and its whole checkpoint are objects under the run\'s prefix; nothing of them on the worker\'s disk', async () => {
     // Saved at the start and every 2 steps (v0, v2, v4), the newest two kept; each a meta object beside its files.
     expect(await keysUnder('team-a/runs/on-s3/trainer-state/')).toEqual(['origin-launch-weights', ...[2, 4].flatMap((v) => [`v${v}/rollflow_checkpoint.json`, `v${v}/sim_state.json`])].map((k) => `team-a/runs/on-s3/trainer-state/${k}`));
     const last = `checkpoints/step-${String(STEPS).padStart(6, '0')}`;
-    expect(await keysUnder(`team-a/runs/on-s3/${last}/trainer/`)).toEqual(['rollflow_checkpoint.json', 'sim_state.json'].map((k) => `team-a/runs/on-s3/${last}/trainer/${k}`));
+    expect(await keysUnder(`team-a/runs/on-s3/${last}/`)).toEqual(['manifest.json', 'trainer/rollflow_checkpoint.json', 'trainer/sim_state.json'].map((k) => `team-a/runs/on-s3/${last}/${k}`));
+    const manifest = await S3SampleStore.at(`s3://rollflow/team-a/runs/on-s3/${last}`).get<{ step: number; trainer_checkpoint: string }>('manifest.json');
+    expect(manifest).toMatchObject({ step: STEPS, run_id: 'on-s3', trainer_checkpoint: `s3://rollflow/team-a/runs/on-s3/${last}/trainer` });
     const runDir = path.join(server.stateDir, 'run', 'on-s3');
-    expect(JSON.parse(readFileSync(path.join(runDir, last, 'manifest.json'), 'utf8'))).toMatchObject({ step: STEPS, trainer_checkpoint: `s3://rollflow/team-a/runs/on-s3/${last}/trainer` });
-    expect(readdirSync(path.join(runDir, last)), 'only the manifest is on the disk').toEqual(['manifest.json']);
+    expect(existsSync(path.join(runDir, 'checkpoints')), 'no checkpoint directory was written').toBe(false);
     expect(existsSync(path.join(runDir, 'trainer-state')), 'no state directory was written').toBe(false);
     expect(readdirSync(path.join(server.stateDir, 'trainer-state-scratch', `engine-trainer-${trainerPort}`)), 'the state scratch is removed after each upload').toEqual([]);
+  });
+
+  it('a new run resumes from the checkpoint by its s3:// ref: the step count continues, no consumed prompt is trained again', async () => {
+    const checkpoint = `s3://rollflow/team-a/runs/on-s3/checkpoints/step-${String(STEPS).padStart(6, '0')}`;
+    const r = server.rollflow(['run', config, '--json', '--run-id', 'on-s3-resumed', '--resume-from', checkpoint, '--set', `max_steps=${STEPS + 2}`], 600_000);
+    expect(r.status, r.stderr).toBe(0);
+    // The run starts only once its trainer loaded the checkpoint's trainer part from the bucket (resumeTrainer).
+    const summary = JSON.parse(r.stdout.trim().split('\n').pop()!) as { steps: number };
+    expect(summary.steps).toBe(STEPS + 2);
+    expect(r.stdout).toContain(`started from step ${STEPS} of on-s3`);
+    const batchesOf = async (run: string) => Promise.all((await keysUnder(`team-a/runs/${run}/batches/`)).map((k) => S3SampleStore.at('s3://rollflow/team-a/runs').getLines<{ uid: string }>(k.slice('team-a/runs/'.length))));
+    const resumed = await keysUnder('team-a/runs/on-s3-resumed/batches/');
+    expect(resumed, 'steps 4 and 5: no jump, no repeat').toEqual([STEPS, STEPS + 1].map((i) => `team-a/runs/on-s3-resumed/batches/step-${String(i).padStart(6, '0')}.jsonl`));
+    const before = new Set((await batchesOf('on-s3')).flat().map((x) => x.uid));
+    const after = (await batchesOf('on-s3-resumed')).flat();
+    expect(after).toHaveLength(2 * B);
+    expect(after.filter((x) => before.has(x.uid))).toEqual([]);
+
+    const missing = server.rollflow(['run', config, '--resume-from', 's3://rollflow/team-a/runs/no-such-run/checkpoints/step-000001'], 120_000);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain('s3://rollflow/team-a/runs/no-such-run/checkpoints/step-000001');
   });
 });

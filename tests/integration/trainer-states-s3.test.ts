@@ -4,7 +4,7 @@
 // bucket; a restarted trainer whose newest state has a byte flipped on the server's disk falls back to the previous
 // one, replays the batches since, and the damaged state is removed and recorded; a checkpoint's trainer part goes to
 // the bucket and a restarted trainer resumes from it.
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,7 +70,7 @@ describe('trainer states in a bucket', () => {
     expect(record!.reason).toContain('s3://rollflow/team/corrupt/trainer-state/v4/sim_state.json is corrupt');
   });
 
-  it('a checkpoint\'s trainer part goes to the bucket, its manifest to the run\'s directory, and a restarted trainer resumes from it', async () => {
+  it('a checkpoint goes to the bucket whole, its manifest beside its trainer part and nothing on the disk, and a restarted trainer resumes from it', async () => {
     const { run, act, step, status, b } = setUp('ckpt');
     await engine.restart();
     await run(() => act.initTrainer({ binding: b }));
@@ -78,9 +78,10 @@ describe('trainer states in a bucket', () => {
     const dir = path.join(root, 'ckpt', 'checkpoints', 'step-000003');
     const manifest = { run_id: 'ckpt', step: 3, version: 3, consumed: [], seed: 0, dataset_size: 8, config_hash: 'h' } satisfies CheckpointManifest;
     const trainerPath = 's3://rollflow/team/ckpt/checkpoints/step-000003/trainer';
-    await run(() => act.saveCheckpoint({ dir, manifest, binding: b, trainerPath }));
-    expect(JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8'))).toMatchObject({ trainer_checkpoint: trainerPath });
-    expect(await store.keysUnder('ckpt/checkpoints/step-000003/trainer')).toEqual(['rollflow_checkpoint.json', 'sim_state.json']);
+    expect(await run(() => act.saveCheckpoint({ dir, manifest, binding: b, trainerPath }))).toBe('s3://rollflow/team/ckpt/checkpoints/step-000003');
+    expect(await store.get('ckpt/checkpoints/step-000003/manifest.json')).toMatchObject({ trainer_checkpoint: trainerPath });
+    expect(await store.keysUnder('ckpt/checkpoints/step-000003')).toEqual(['manifest.json', 'trainer/rollflow_checkpoint.json', 'trainer/sim_state.json']);
+    expect(existsSync(dir), 'nothing of the checkpoint on the worker\'s disk').toBe(false);
     await engine.restart();
     const resumed = setUp('ckpt-resumed');
     expect(await run(() => resumed.act.resumeTrainer({ trainerCheckpoint: trainerPath, binding: resumed.b }))).toMatchObject({ version: 3 });

@@ -55,7 +55,7 @@ describe('run data layout', () => {
     expect(() => checkNewRunId(loadedIn('/nonexistent/runs', { sample_store: { path: '/nonexistent/store' } }), 'samples')).not.toThrow();
   });
 
-  it('--resume-from reads a checkpoint of the per-run layout and of the older shared layout', () => {
+  it('--resume-from reads a checkpoint of the per-run layout and of the older shared layout', async () => {
     const root = mkdtempSync(path.join(tmpdir(), 'rollflow-ckpt-'));
     const loaded = loadedIn(root);
     const manifest = { step: 2, version: 2, consumed: [[0, [[0, 4]]]], seed: loaded.config.seed, dataset_size: loaded.config.dataset_size, config_hash: loaded.hash, trainer_checkpoint: '/t' };
@@ -64,8 +64,8 @@ describe('run data layout', () => {
     for (const [dir, runId] of [[perRun, 'new-run'], [shared, 'old-run']] as const) {
       mkdirSync(dir, { recursive: true });
       writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify({ ...manifest, run_id: runId }));
-      expect(readCheckpoint(dir, loaded, () => undefined)).toMatchObject({ run_id: runId, step: 2 });
-      expect(readCheckpoint(path.join(dir, 'manifest.json'), loaded, () => undefined).run_id).toBe(runId);
+      await expect(readCheckpoint(dir, loaded, () => undefined)).resolves.toMatchObject({ run_id: runId, step: 2 });
+      expect((await readCheckpoint(path.join(dir, 'manifest.json'), loaded, () => undefined)).run_id).toBe(runId);
     }
   });
 });
