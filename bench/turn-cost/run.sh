@@ -65,7 +65,7 @@ measure() (
   bin/rollflow dev up "$config" $(sed 's/^/--set /' "$ROLLFLOW_STATE/sets") >&2
   .venv/bin/python bench/turn-cost/turn_cost.py measure --target "$1" --sets "$ROLLFLOW_STATE/sets" \
     --server-pid-file "$server_pid" --metrics-port "$metrics" "${pgdata[@]}" --kinds "${KINDS:-activity,turn,local,group,lockstep}" \
-    --turns "${TURNS:-1,5}" --steps "${STEPS:-4}" --groups "${ENV_GROUPS:-16}" --out "$base/$1.json"
+    --turns "${TURNS:-1,5}" --steps "${STEPS:-4}" --groups "${ENV_GROUPS:-16}" --sizes "${SIZES:-}" --out "$base/$1.json"
 )
 
 for t in $targets; do down "$t"; done  # a stack left by an earlier, killed invocation

@@ -168,10 +168,40 @@ def main_measure(a: argparse.Namespace) -> int:
             print(f"turn-cost: {t.name} {kind} T={turns}: {r['wall_s']} s, {json.dumps(r['totals'])}", file=sys.stderr)
             data["runs"].append(r)
     data["unit"] = per_unit(data["runs"])
+    if a.sizes:
+        data["curve"] = curve(t, a, sets, address, cli)
     if t.pgdata:
         data["postgres"] = sh("temporal/cluster.sh", "sql", "temporal", "-c", "SHOW server_version")
     Path(a.out).write_text(json.dumps(data, indent=2) + "\n")
     return 0
+
+
+def curve(t: Target, a: argparse.Namespace, sets: list[str], address: str, cli: str) -> list[dict]:
+    """The cost curve (#26 item 3): one run per size, a single step of N trajectories in flight at once (α = 0), of the
+    first kind at the larger T; trajectories/s is N over the run's wall time, CPU a turn the window's CPU over N·T."""
+    kind, turns, runs = a.kinds.split(",")[0], a.turns[-1], []
+    for n in a.sizes:
+        r = measure(t, kind, turns, 1, n // 4, sets, address, cli)
+        r.pop("histories")  # thousands of workflows: the totals keep what the curve needs
+        r["in_flight"] = n
+        print(f"turn-cost curve: {t.name} {kind} N={n} T={turns}: {r['wall_s']} s, {json.dumps(r['totals'])}", file=sys.stderr)
+        runs.append(r)
+    return runs
+
+
+def curve_table(runs: list[dict]) -> list[str]:
+    """The cost curve: per size, trajectories/s and the CPU of a turn (the run's CPU ÷ N·T, so a trajectory's own costs and
+    the run's are spread over its turns)."""
+    kind, turns = runs[0]["kind"], runs[0]["turns"]
+    parts = [p for p in ("server", "worker", "postgres") if f"cpu_{p}_ms" in runs[0]["totals"]]
+    lines = [f"### Cost curve: kind `{kind}`, T = {turns}, one step of N trajectories all in flight", "",
+             "| in flight N | wall s | trajectories/s | " + " | ".join(f"{p} CPU ms a turn" for p in parts) + " | server + worker ms a turn | load before / after |",
+             "|---:|---:|---:|" + "---:|" * len(parts) + "---:|---|"]
+    for r in runs:
+        per_turn = {p: r["totals"][f"cpu_{p}_ms"] / (r["trajectories"] * turns) for p in parts}
+        lines.append(f"| {r['in_flight']} | {r['wall_s']} | {r['trajectories'] / r['wall_s']:.1f} | " + " | ".join(f"{per_turn[p]:.1f}" for p in parts)
+                     + f" | {per_turn['server'] + per_turn['worker']:.1f} | {r['load1_before']:.1f} / {r['load1_after']:.1f} |")
+    return lines
 
 
 def table(unit: dict, key: str, kinds: list[str], quantities: list[str]) -> list[str]:
@@ -214,6 +244,8 @@ def report(data: dict) -> str:
         lines += ["", "### The runs", "", "| kind | T | trajectories | wall s | load before / after | " + " | ".join(QUANTITIES[q] for q in quantities) + " |", "|---|---:|---:|---:|---|" + "---:|" * len(quantities)]
         for r in t["runs"]:
             lines.append(f"| {r['kind']} | {r['turns']} | {r['trajectories']} | {r['wall_s']} | {r['load1_before']:.1f} / {r['load1_after']:.1f} | " + " | ".join(f"{r['totals'][q]:,.0f}" for q in quantities) + " |")
+        if t.get("curve"):
+            lines += ["", *curve_table(t["curve"])]
         writes = sorted({k.split("/")[2] for r in t["runs"] for k in r["persistence_requests"] if is_history_write(k)})
         lines += ["", f"History write operations counted: {', '.join(writes)}.", "Idle CPU (ms a second, 10 s with no run, before the runs): " + ", ".join(f"{k.removeprefix('cpu_').removesuffix('_ms_per_s')} {v:.1f}" for k, v in t["idle"].items()) + ".", ""]
     notes = Path(data["out_dir"]) / f"{data['name']}.notes.md"
@@ -251,6 +283,7 @@ def main() -> int:
     m.add_argument("--steps", default=4, type=int)
     m.add_argument("--groups", default=16, type=int, help="groups of 4 a step")
     m.add_argument("--idle-s", default=10, type=float)
+    m.add_argument("--sizes", default=[], type=lambda s: [int(x) for x in s.split(",") if x], help="the cost curve's in-flight sizes (multiples of 4), e.g. 32,64,128")
     m.add_argument("--out", required=True)
     r = sub.add_parser("report", help="turn-cost.md and .json from the targets' measurements")
     r.add_argument("files", nargs="+", help="measure's outputs, or a turn-cost.json to make its .md again")
