@@ -13,8 +13,9 @@ Qwen3's templates (and of Hermes models):
     </tool_call>
 
 The reply is the policy's, so it is read as hostile: exactly one call per reply, the JSON read with a
-length cap, no duplicate keys, no nesting past the arguments, and each argument checked against its
-tool's schema (the schema is the one source of truth: the checks are driven by it). Anything else is an
+length cap and no duplicate keys, and each argument checked against its tool's schema (the schema is the
+one source of truth: the checks are driven by it; every argument is a string or an integer, so anything
+nested is a mistyped argument). Quotes of the model's text in ``why`` are cut short. Anything else is an
 ``Invalid`` action whose ``why`` names what was wrong and what was expected; never an exception.
 """
 from __future__ import annotations
@@ -61,7 +62,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
-            raise _DuplicateKey(f"the key {key!r} appears twice")
+            raise _DuplicateKey(f"the key {key[:40]!r} appears twice")
         seen[key] = value
     return seen
 
@@ -134,7 +135,7 @@ def parse_hermes(reply: str) -> Action:
     if opens == 0:
         return Invalid(f"no tool call found. {HERMES_FORMAT}")
     if opens > 1 or closes > 1:  # two calls, or one nested in another: either way not one call
-        return Invalid(f"{max(opens, closes)} {OPEN} tags in one reply; call exactly one tool per reply.")
+        return Invalid(f"{opens} {OPEN} and {closes} {CLOSE} tags in one reply; call exactly one tool per reply.")
     start = reply.index(OPEN) + len(OPEN)
     end = reply.find(CLOSE, start)
     if end < 0:

@@ -46,9 +46,9 @@ def why(reply) -> str:
 @pytest.mark.parametrize("reply, named", [
     ("I will look at the code first.", ["no tool call", "<tool_call>", "bash, view, edit, submit"]),
     ("<bash>ls</bash>", ["no tool call"]),  # the other format is not a call
-    (call("bash", {"command": "ls"}) + call("submit"), ["2 <tool_call> tags", "exactly one"]),
-    ("<tool_call>" + call("submit") + "</tool_call>", ["2 <tool_call> tags"]),  # one nested in another
-    (call("submit") + "</tool_call>", ["2 <tool_call> tags"]),
+    (call("bash", {"command": "ls"}) + call("submit"), ["2 <tool_call> and 2 </tool_call> tags", "exactly one"]),
+    ("<tool_call>" + call("submit") + "</tool_call>", ["2 <tool_call> and 2 </tool_call> tags"]),  # one nested in another
+    (call("submit") + "</tool_call>", ["1 <tool_call> and 2 </tool_call> tags"]),
     ('<tool_call>{"name": "submit", "arguments": {}}', ["not closed", "</tool_call>"]),
     ("</tool_call>" + '<tool_call>{"name": "submit", "arguments": {}}', ["not closed"]),
     ('<tool_call>{"name": "bash", "arguments": {"command": "ls"}</tool_call>', ["not valid JSON", '"name"', '"arguments"']),
@@ -88,8 +88,11 @@ def test_hostile_sizes_are_invalid_actions_in_bounded_time():
     # json's C scanner recurses per bracket: thousands deep is a RecursionError, caught, never raised.
     assert "nested too deeply" in why("<tool_call>" + "[" * 19_000 + "</tool_call>")
     # Thousands of opening tags: counted once each, no rescans (linear, unlike a lazy regex per tag).
-    assert "<tool_call> tags" in why("<tool_call>" * 1500)
+    assert "1500 <tool_call> and 0 </tool_call> tags" in why("<tool_call>" * 1500)
     assert "unexpected keys" in why('<tool_call>{"name": "submit", "arguments": {}, ' + ", ".join(f'"k{i}": 0' for i in range(900)) + "}</tool_call>")
+    # The model's text is quoted cut short: an observation is no echo chamber for a 15,000-character name.
+    for huge in (call("t" * 15_000), call("bash", {"c" * 15_000: 1}), '<tool_call>{"' + "k" * 9_000 + '": 1, "' + "k" * 9_000 + '": 2}</tool_call>'):
+        assert len(why(huge)) < 400 and "not closed" not in why(huge)
 
 
 JSONISH = st.text(alphabet='{}[]":,\\ \nu0d8abcnmetrgsxlpuv<>/_-1', max_size=120)
