@@ -18,9 +18,10 @@ from rollflow_engines.models.tiny import CHAT_TEMPLATE, TINY_PRESETS, TinyPreset
 OLD_TINY_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
                      "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 
-# Qwen2.5-Instruct's chat template (tokenizer_config.json of Qwen/Qwen2.5-*-Instruct), transcribed here because
+# Qwen2.5-Instruct's chat template (tokenizer_config.json of Qwen/Qwen2.5-*-Instruct), written out here because
 # nothing is downloaded and transformers ships no copy: the tools in the system turn, calls as <tool_call> JSON,
-# tool results as <tool_response> in a user turn.
+# tool results as <tool_response> in a user turn. Checked byte for byte (2,507 characters) against the
+# tokenizer_config.json chat_template quoted in the Berkeley Function Calling Leaderboard's Qwen handler (bfcl).
 QWEN25_TEMPLATE = (
     "{%- if tools %}\n    {{- '<|im_start|>system\\n' }}\n    {%- if messages[0]['role'] == 'system' %}\n"
     "        {{- messages[0]['content'] }}\n    {%- else %}\n"
