@@ -55,7 +55,14 @@ export function pythonEnv(client: EnvClient, env: string): Env<PythonEnvState, P
 
     async reset(config, seed, signal) {
       const r = await open(config, seed, signal);
-      return { state: { session: r.session, seed, actions: [], stepTimeoutS: r.step_timeout_s }, observation: r.observation, info: r.info, ...(r.on_env_loss ? { onLoss: r.on_env_loss } : {}) };
+      // messages: e.g. swe_lite's tools for the chat template (a leading `tools` message), carried by EnvReset.messages to turn 0's request and, in the history, to every continuation.
+      return {
+        state: { session: r.session, seed, actions: [], stepTimeoutS: r.step_timeout_s },
+        observation: r.observation,
+        ...(r.messages ? { messages: r.messages } : {}),
+        info: r.info,
+        ...(r.on_env_loss ? { onLoss: r.on_env_loss } : {}),
+      };
     },
 
     async step(config, state, action, signal) {

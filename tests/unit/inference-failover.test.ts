@@ -266,6 +266,18 @@ describe('chat-message prompts (EnvReset.messages)', () => {
     expect((await deps.store.get<TrajectoryContext>(key)).messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user', 'assistant']);
   });
 
+  it('a leading tools message (swe_lite with actions: tool_calls) is sent at turn 0 and leads every continuation\'s history', async () => {
+    const rollout = rolloutActivities(deps);
+    const key = `${RUN}/trajectories/tools.json`;
+    const messages = [{ role: 'tools', content: '[{"type": "function", "function": {"name": "submit", "parameters": {}}}]' }, { role: 'user', content: 'Fix it.' }];
+    await runActivity(() => rollout.generateTurn({ contextKey: key, observation: 'Fix it.', messages, turn: 0, sampling, affinity: 't', runId: RUN }));
+    expect(chatBodies()).toEqual([messages]);
+    await runActivity(() => rollout.generateTurn({ contextKey: key, observation: '[exit 0]', turn: 1, sampling, affinity: 't', runId: RUN }));
+    const continued = servers.flatMap((s) => s.requests).find((r) => r.path === '/v1/chat/continuation')!.body;
+    expect((continued.history as unknown[]).slice(0, 2)).toEqual(messages); // the server renders the tools from here on every turn
+    expect(continued.messages).toEqual([{ role: 'user', content: '[exit 0]' }]);
+  });
+
   it('a group request sends them once for every choice, and each choice\'s context starts with them', async () => {
     const rollout = rolloutActivities(deps);
     const keys = [`${RUN}/trajectories/ga.json`, `${RUN}/trajectories/gb.json`];

@@ -11,6 +11,10 @@ An env instance lives for one episode (one session of the env server):
   is the model's raw text. Text the env cannot read is an *invalid action*,
   never an exception: the env answers with an observation saying so,
   ``info["invalid_action"] = True``, and the reward its config gives for it.
+- ``first_messages(observation) -> list | None``: the first turn's chat
+  messages in place of one user message of the observation (e.g. the tools
+  for the chat template, models/chat.py TOOLS_ROLE); None, the default: the
+  observation alone.
 - ``close()``: release whatever the env holds; called once, when the session
   is closed or expires.
 - ``step_timeout_s() -> float``: the longest one step of this episode runs by
@@ -73,6 +77,11 @@ class BaseEnv(ABC):
 
     def close(self) -> None:
         """Release resources; the default holds none."""
+
+    def first_messages(self, observation: str) -> list[dict[str, str]] | None:
+        """The first turn's chat messages (called after ``reset``, with its observation), sent to the model in
+        place of one user message of ``observation``; None (the default): the observation is that message."""
+        return None
 
     def step_timeout_s(self) -> float:
         """Longest one step runs, by the env's limits (called after ``reset``); the default is for envs that

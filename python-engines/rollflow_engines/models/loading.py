@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from .names import split_name
-from .tiny import TINY_PRESETS, default_cache_dir, load_pretrained, tiny_model_dir
+from .tiny import CHAT_TEMPLATE, TINY_PRESETS, default_cache_dir, load_pretrained, tiny_model_dir
 from .warmstart import WARM_STARTS, resolve_warm_path
 
 
@@ -41,4 +41,9 @@ def resolve_model_path(name_or_path: str, seed: int = 0, cache_dir: str | os.Pat
 def load_model(name_or_path: str, seed: int = 0, cache_dir: str | os.PathLike | None = None, dtype: str = "fp32",
                device: str = "cpu"):
     """(model, tokenizer) on ``device`` with parameters in ``dtype`` (policy_options.DTYPE_NAMES), from local files only."""
-    return load_pretrained(resolve_model_path(name_or_path, seed, cache_dir), dtype, device)
+    model, tokenizer = load_pretrained(resolve_model_path(name_or_path, seed, cache_dir), dtype, device)
+    if name_or_path.startswith("tiny:"):
+        # A tiny model's template is code, like its tokenizer: one built (and cached) before the template rendered
+        # tools gets today's, which renders every conversation without tools exactly as the old one did.
+        tokenizer.chat_template = CHAT_TEMPLATE
+    return model, tokenizer

@@ -14,8 +14,22 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
+# With tools (apply_chat_template(tools=...)) a system turn lists them and asks for <tool_call> JSON, in the words
+# of Qwen2.5's template, before the conversation (a system message of the conversation leads that turn, as in
+# Qwen2.5's). Hugging Face renders with trim_blocks, so a newline right after a block tag is written as {{ '\n' }}.
+# Without tools it renders exactly as the template before tools did, so no existing prompt changes.
+TOOLS_PREAMBLE = (
+    "{% if tools %}<|system|>{% if messages and messages[0]['role'] == 'system' %}{{ messages[0]['content'] }}\n\n{% endif %}"
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+    "{% for tool in tools %}{{ '\\n' }}{{ tool | tojson }}{% endfor %}{{ '\\n' }}</tools>\n\n"
+    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n"
+    '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>\n{% endif %}'
+)
 CHAT_TEMPLATE = (
-    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    TOOLS_PREAMBLE
+    + "{% for m in messages %}{% if not (tools and loop.first and m['role'] == 'system') %}"
+    "<|{{ m['role'] }}|>{{ m['content'] }}\n{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
 SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<|system|>", "<|user|>", "<|assistant|>"]

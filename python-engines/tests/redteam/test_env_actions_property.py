@@ -104,3 +104,39 @@ ACTIONS = st.one_of(
 def test_swe_lite_answers_every_action_in_every_workspace_state(client, shapes, actions):
     play(client, "swe_lite", {"task": "t1-002", "command_timeout_s": 5, "grading_timeout_s": 60},
          [f"<bash>{shape}</bash>" for shape in shapes] + actions)
+
+
+# ---- swe_lite with native tool calls: the same hostile arguments inside <tool_call> JSON, and broken JSON
+
+def _call(kind: str, path: str, old: str, new: str, start: int, end: int, command: str) -> str:
+    name, arguments = {
+        "view": ("view", {"path": path}),
+        "range": ("view", {"path": path, "start": start, "end": end}),
+        "replace": ("edit", {"path": path, "old_str": old, "new_str": new}),
+        "bash": ("bash", {"command": command}),
+        "submit": ("submit", {}),
+    }[kind]
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+RAW_CALLS = st.sampled_from([
+    '<tool_call>{"name": "edit", "arguments": {"path": "\\ud800", "old_str": "\\udfff", "new_str": "x"}}</tool_call>',
+    '<tool_call>{"name": "view", "arguments": {"path": "board_lib/core.py", "start": 1e999}}</tool_call>',
+    '<tool_call>{"name": "bash", "arguments": {"command": "ls"}, "name": "submit"}</tool_call>',
+    "<tool_call>" + "[" * 5000 + "</tool_call>", "<tool_call>" * 300, "<tool_call>null</tool_call>",
+    '<tool_call>{"name": "view", "arguments": {"path": "../../../etc/shadow"}}</tool_call>',
+])
+TOOL_CALL_ACTIONS = st.one_of(
+    TEXT, RAW_CALLS,
+    st.builds(_call, st.sampled_from(["view", "range", "replace", "bash", "submit"]), PATHS, st.one_of(TEXT, st.just("if x < best:")),
+              TEXT, st.integers(-3, 10**6), st.integers(-3, 10**6), st.one_of(st.sampled_from(SHAPES + ["ls -la", "cat pipe"]), TEXT)),
+    # a call cut short anywhere, as a generation stopped at max_tokens leaves it
+    st.builds(lambda c, cut: c[:cut], st.builds(_call, st.just("replace"), PATHS, TEXT, TEXT, st.just(1), st.just(2), TEXT), st.integers(0, 200)),
+)
+
+
+@settings(max_examples=int(__import__("os").environ.get("ROLLFLOW_PROPERTY_EXAMPLES", 60)), deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=st.lists(st.sampled_from(SHAPES), max_size=2), actions=st.lists(TOOL_CALL_ACTIONS, min_size=1, max_size=3))
+def test_swe_lite_answers_every_tool_call_in_every_workspace_state(client, shapes, actions):
+    play(client, "swe_lite", {"task": "t1-002", "actions": "tool_calls", "command_timeout_s": 5, "grading_timeout_s": 60},
+         [_call("bash", "", "", "", 1, 1, shape) for shape in shapes] + actions)

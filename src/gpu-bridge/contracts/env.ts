@@ -12,6 +12,7 @@
  */
 import { z } from 'zod';
 import { ENV_LOSS_POLICIES } from '../../core';
+import { ChatMessageSchema } from './inference';
 
 /** Largest seed: TypeScript numbers carry integers exactly up to here. */
 const MAX_SEED = Number.MAX_SAFE_INTEGER;
@@ -31,6 +32,10 @@ export const ResetRequestSchema = z.strictObject({
 export const ResetResponseSchema = z.strictObject({
   session: z.string().describe('Id to pass to /step and /close.'),
   observation: z.string(),
+  messages: z
+    .array(ChatMessageSchema)
+    .optional()
+    .describe("The first turn's chat messages, sent to the model in place of one user message of observation (BaseEnv.first_messages: swe_lite's tools message with actions: tool_calls). Absent when the env sends none."),
   info: Info.describe('frozen_lake: turn, max_turns, success, position, map, legal_actions; arithmetic: turn, max_turns, success, question.'),
   on_env_loss: z.enum(ENV_LOSS_POLICIES).optional().describe("The env's declared on_env_loss (BaseEnv.on_env_loss): what a client does when the server loses the session. Absent from servers older than it."),
   step_timeout_s: z.number().positive().describe("Longest one /step of this session runs by the env's own limits (BaseEnv.step_timeout_s): the client waits longer than this before it retries."),

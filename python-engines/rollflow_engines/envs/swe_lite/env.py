@@ -1,9 +1,11 @@
 """The ``swe_lite`` env: fix a planted bug in a small generated Python repository, in a sandbox.
 
-The first observation gives the issue, the repository's files and the action format (actions.py).
-Each step applies one action in the episode's workspace: ``<bash>`` runs in the bubblewrap sandbox
-(no network, writes only in the workspace, capped CPU, memory, processes, time and output),
-``<view>`` and ``<replace>`` read and edit files from the server side (paths that lead outside the
+The first observation gives the issue, the repository's files and the action format: the XML-ish tags of
+actions.py, or with ``actions: tool_calls`` the model's native tool calls (tool_calls.py: the tools go to the
+chat template in the first turn's messages, ``first_messages``). Either format parses into the same actions,
+so every check below applies to both. Each step applies one action in the episode's workspace: ``<bash>``
+(the tool bash) runs in the bubblewrap sandbox (no network, writes only in the workspace, capped CPU, memory,
+processes, time and output), ``<view>`` and ``<replace>`` (view, edit) read and edit files from the server side (paths that lead outside the
 workspace are refused). The episode ends at ``<submit/>`` or when a budget runs out (``max_turns``,
 or ``max_episode_chars`` of replies: the env sees text, not tokens); then the hidden tests run on
 the final files in a fresh sandbox (grading.py): reward 1 when every FAIL_TO_PASS and
@@ -15,12 +17,14 @@ times out is an ordinary observation.
 """
 from __future__ import annotations
 
+import json
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from ...errors import UnavailableError
+from ...models.chat import TOOLS_ROLE
 from ...sandbox import Limits, SandboxError, SandboxUnavailable, Workspace, current
 from ...sandbox.host_files import WorkspaceFileError, WorkspaceOverLimit, text_files
 from .. import snapshots
@@ -28,6 +32,7 @@ from ..base import BaseEnv, EnvConfig, StepResult
 from ..registry import register_env
 from .actions import FORMAT, Bash, Invalid, Replace, Submit, View, parse_action
 from .grading import Grade, grade
+from .tool_calls import FORMATS, PARSERS, TOOLS
 from .tasks import TIERS, Task, generate_task, task_for_seed
 
 log = logging.getLogger(__name__)
@@ -39,11 +44,15 @@ SNAPSHOT_CAPS = {"max_entries": 5000, "max_bytes": 4 << 20, "max_seconds": 10.0}
 # Opening and removing the sandboxes of one step (the command's, the grading's fresh one), beyond their wall limits.
 SANDBOX_OVERHEAD_S = 10.0
 BRIEF_FORMAT = 'Reply <replace path="FILE"><old>TEXT</old><new>TEXT</new></replace>, then <submit/>.'
+BRIEF_TOOLS_FORMAT = "Call edit, then submit."
+# The tool-call format of actions: tool_calls. One for now (tool_calls.PARSERS lists those there are): a
+# setting to choose it would have a single value, so it comes when a second format does.
+TOOL_CALL_FORMAT = "hermes"
 
 
-def brief_observation(task: Task) -> str:
+def brief_observation(task: Task, actions: str = "xml") -> str:
     """The first observation under ``brief``: the task and its issue (which names the file), and how to answer."""
-    return f"Task {task.id}. Issue: {task.issue}\n{BRIEF_FORMAT}"
+    return f"Task {task.id}. Issue: {task.issue}\n{BRIEF_TOOLS_FORMAT if actions == 'tool_calls' else BRIEF_FORMAT}"
 
 
 def replaced(path: str) -> str:
@@ -59,6 +68,10 @@ class SweLiteConfig(EnvConfig):
     brief: bool = Field(default=False, description="A first observation of the task id and the issue only (which names the file), with a "
                                                    "one-line reminder of replace and submit, and no format text after an invalid "
                                                    "action: for models with a short context.")
+    actions: Literal["xml", "tool_calls"] = Field(default="xml", description=
+        "How the model writes its actions: xml, the <bash>/<view>/<replace>/<submit/> tags; tool_calls, its chat template's "
+        "native tool calls (Hermes/Qwen <tool_call> JSON) to the tools bash, view, edit and submit, which the first turn "
+        "hands to the chat template. Needs a model whose chat template renders tools.")
     max_turns: int = Field(default=30, ge=1, le=50, description="Actions before the episode is graded as it stands.")
     max_episode_chars: int = Field(default=200_000, ge=1, description="Characters of replies in the episode before it is graded as it stands (the env sees text, not tokens).")
     observation_chars: int = Field(default=4000, ge=200, description="Longest observation; longer ones are cut with a marker.")
@@ -104,10 +117,23 @@ class SweLiteEnv(BaseEnv):
         except (SandboxError, SandboxUnavailable) as e:
             raise _sandbox_failed(e) from e
         if config.brief:
-            return brief_observation(self.task)
+            return brief_observation(self.task, config.actions)
         listing = "\n".join(f"  {path}" for path in sorted(self.task.files))
         return (f"Task {self.task.id}. Issue: {self.task.issue}\n\nThe repository (your working directory):\n{listing}\n\n"
-                f"Fix the issue in the code; hidden tests will check it when you submit.\n{FORMAT}")
+                f"Fix the issue in the code; hidden tests will check it when you submit.\n{self._format}")
+
+    @property
+    def _format(self) -> str:
+        return FORMATS[TOOL_CALL_FORMAT] if self.config.actions == "tool_calls" else FORMAT
+
+    def _parse(self, reply: str):
+        return PARSERS[TOOL_CALL_FORMAT](reply) if self.config.actions == "tool_calls" else parse_action(reply)
+
+    def first_messages(self, observation: str) -> list[dict[str, str]] | None:
+        """With tool calls: the tools (for the chat template's ``tools=``), then the observation as the user's message."""
+        if self.config.actions != "tool_calls":
+            return None
+        return [{"role": TOOLS_ROLE, "content": json.dumps(TOOLS)}, {"role": "user", "content": observation}]
 
     def step_timeout_s(self) -> float:
         """A step runs at most one command, then either the grading or a snapshot walk: their limits summed, and the sandboxes' setup."""
@@ -126,7 +152,7 @@ class SweLiteEnv(BaseEnv):
                 "reward_tampered": bool(g and g.tampered), "workspace_over_limit": self.over_limit}
 
     def step(self, action: str) -> StepResult:
-        parsed = parse_action(action)
+        parsed = self._parse(action)
         try:  # the action's effects first: a sandbox failure must leave the episode as it was
             observation, done = self._apply(parsed)
             over_budget = not done and (self.turn + 1 >= self.config.max_turns or self.chars + len(action) >= self.config.max_episode_chars)
@@ -156,7 +182,7 @@ class SweLiteEnv(BaseEnv):
     def _apply(self, action) -> tuple[str, bool]:
         """The observation of ``action`` and whether it ends the episode; SandboxError when the sandbox fails."""
         if isinstance(action, Invalid):  # brief: the format was in the first observation, and the context is short
-            return f"Invalid action: {action.why}" + ("" if self.config.brief else f"\n{FORMAT}"), False
+            return f"Invalid action: {action.why}" + ("" if self.config.brief else f"\n{self._format}"), False
         if isinstance(action, Submit):
             return "", True
         if isinstance(action, Bash):

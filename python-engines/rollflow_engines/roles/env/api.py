@@ -115,7 +115,7 @@ class EnvRole:
         if req.restore is not None:
             self.metrics.restores.labels(req.env).inc()
         return ResetResponse(session=session.id, observation=observation, info=info, on_env_loss=cls.on_env_loss,
-                             step_timeout_s=env.step_timeout_s())
+                             step_timeout_s=env.step_timeout_s(), messages=env.first_messages(observation))
 
     def step(self, req: StepRequest) -> StepResponse:
         """Applies the step at ``req.index`` once; a retry of it is answered with the recorded response (steps.py)."""

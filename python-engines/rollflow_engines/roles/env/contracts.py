@@ -34,9 +34,18 @@ class ResetRequest(_Request):
                        "so the session's first /step carries this index. 0 (the default) without restore.")
 
 
+class ChatMessage(_Response):
+    role: str = Field(min_length=1)
+    content: str
+
+
 class ResetResponse(_Response):
     session: str = Field(description="Id to pass to /step and /close.")
     observation: str
+    # Absent, not null, when the env sends none: clients older than the field refuse keys they do not know.
+    messages: list[ChatMessage] | None = Field(default=None, exclude_if=lambda v: v is None, description=
+                                               "The first turn's chat messages, sent to the model in place of one user message of "
+                                               "observation (BaseEnv.first_messages; e.g. swe_lite's tools with actions: tool_calls).")
     info: dict[str, Any] = Field(default_factory=dict)
     on_env_loss: EnvLossPolicy = Field(description="The env's declared on_env_loss (BaseEnv.on_env_loss): what a client does when this server loses the session.")
     step_timeout_s: float = Field(description="Longest one /step of this session runs by the env's own limits (BaseEnv.step_timeout_s): a client "

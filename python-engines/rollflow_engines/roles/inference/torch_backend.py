@@ -42,7 +42,7 @@ from ...exports import HF_EXPORTERS, ServedModel
 from ...models import load_model, resolve_model_path
 from ...models.lora import LoraSpec, load_adapter, wrap
 from ...widths import width_groups
-from ...models.chat import hf_chat_continuation
+from ...models.chat import hf_chat_continuation, hf_chat_prompt
 from .engine import SamplingParams, Seq, derive_seed, hf_decode
 from .stepped import SteppedEngine
 from .metrics import InferenceMetrics
@@ -116,12 +116,7 @@ class TorchEngine(SteppedEngine):
     def chat_prompt(self, messages: list[dict[str, str]]) -> list[int]:
         if not getattr(self.tokenizer, "chat_template", None):
             raise RequestError("messages", "this model's tokenizer has no chat template; use /v1/completions")
-        try:
-            out = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        except Exception as e:  # a template may reject a conversation (e.g. role order)
-            raise RequestError("messages", f"chat template failed: {e}") from e
-        ids = out["input_ids"] if hasattr(out, "keys") else out
-        return [int(t) for t in ids]
+        return hf_chat_prompt(self.tokenizer, messages)
 
     def chat_continuation(self, history: list[dict[str, str]], messages: list[dict[str, str]]) -> list[int]:
         return hf_chat_continuation(self.tokenizer, history, messages)

@@ -29,7 +29,7 @@ from typing import Any
 from ...errors import ConflictError, RequestError
 from ...exports import HF_EXPORTERS, ServedModel
 from ...models import resolve_model_path
-from ...models.chat import hf_chat_continuation
+from ...models.chat import hf_chat_continuation, hf_chat_prompt
 from .engine import Delta, Generation, InferenceEngine, SamplingParams, derive_seed, hf_decode
 from .metrics import InferenceMetrics
 from .options import Options
@@ -77,11 +77,7 @@ class VllmEngine(InferenceEngine):
         # vLLM validates ids and context length itself; its errors surface from generate().
 
     def chat_prompt(self, messages: list[dict[str, str]]) -> list[int]:
-        try:
-            out = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        except Exception as e:
-            raise RequestError("messages", f"chat template failed: {e}") from e
-        return list(out["input_ids"] if hasattr(out, "keys") else out)
+        return hf_chat_prompt(self.tokenizer, messages)
 
     def chat_continuation(self, history: list[dict[str, str]], messages: list[dict[str, str]]) -> list[int]:
         return hf_chat_continuation(self.tokenizer, history, messages)
