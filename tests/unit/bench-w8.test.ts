@@ -57,6 +57,15 @@ describe('W8 history reading', () => {
       .toEqual(['bash', 'view', 'replace', 'submit', 'bash', 'invalid', 'invalid']);
   });
 
+  it('names a tool call by its tool (edit as replace); a malformed call, two calls or an unknown tool is invalid', () => {
+    const call = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
+    expect([call('bash', { command: 'ls' }), `Next.\n${call('view', { path: 'a.py' })}`, call('edit', { path: 'a', old_str: 'x', new_str: 'y' }), call('submit', {})].map(actionKind))
+      .toEqual(['bash', 'view', 'replace', 'submit']);
+    expect([call('run_shell', { command: 'ls' }), call('bash', []), '<tool_call>\n{"name": "bash", "arguments": {"command": "x"}\n</tool_call>',
+      '<tool_call>\n{"name": "bash", "arguments": {}}', call('submit', {}) + call('submit', {}), `<tool_call>${call('submit', {})}`].map(actionKind))
+      .toEqual(['invalid', 'invalid', 'invalid', 'invalid', 'invalid', 'invalid']);
+  });
+
   it('summarises a distribution', () => {
     expect(distribution([3, 1, 2, 4])).toEqual({ n: 4, median_s: 3, p90_s: 4, p99_s: 4, max_s: 4 });
     expect(distribution([5], '')).toEqual({ n: 1, median: 5, p90: 5, p99: 5, max: 5 });
@@ -73,5 +82,13 @@ describe('W8 run config', () => {
     expect(config.train_env_manager).toMatchObject({ num_env_groups: 3, group_size: 2 });
     expect(config.engines.inference[0]!.options).toMatchObject({ sim: { policy: { kind: 'swe_oracle', solve_prob: 0.5 } } });
     expect(config.engines.env.options).toMatchObject({ sandbox_root: '/tmp/sandboxes' });
+    expect(config.custom_envs.swe!.env_config).toMatchObject({ actions: 'xml' });
+  });
+
+  it('passes actions to the env config; an unknown protocol is refused naming the key', () => {
+    const o = parseLiveOptions('w8', { actions: 'tool_calls' });
+    const { config } = parseConfig(w8RunConfig(o, 'env_async', '/tmp/runs', '/tmp/sandboxes'), 'w8', '/work');
+    expect(config.custom_envs.swe!.env_config).toMatchObject({ actions: 'tool_calls' });
+    expect(() => parseLiveOptions('w8', { actions: 'json' })).toThrow('w8.actions');
   });
 });

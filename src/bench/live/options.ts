@@ -142,6 +142,7 @@ export const W8LiveOptions = z.strictObject({
   seconds_per_token: seconds.default(0.002).describe('The sim\'s decode time per reply byte (a reply is tens to hundreds of bytes).'),
   modes: z.array(z.enum(['lockstep', 'env_async'])).min(1).default(['lockstep', 'env_async']).describe('Which runs to make; the DES is fed by the env_async run\'s measured latencies.'),
   sandbox_runs: z.number().int().min(0).default(50).describe('Runs of bench/engines/sandbox_bench.py (sandbox create/destroy and command overhead), 0 to skip.'),
+  actions: z.enum(['xml', 'tool_calls']).default('xml').describe('The episodes\' action protocol, the env_config.actions of swe_lite (docs/swe-lite.md): xml tags, or native tool calls, which the scripted policy then writes (it reads the tools from the prompt).'),
   ...StackOptions,
 });
 export type W8LiveOptions = z.output<typeof W8LiveOptions>;

@@ -43,7 +43,7 @@ export function w8RunConfig(o: W8LiveOptions, mode: 'lockstep' | 'env_async', ru
     run_dir: runDir,
     rollout_mode: mode,
     train_env_manager: { num_env_groups: o.groups, group_size: o.group_size, tags: ['swe'] },
-    custom_envs: { swe: { env_type: 'swe_lite', max_steps: o.max_turns, max_tokens_per_step: 512, env_calls: 'activity', env_config: { max_turns: o.max_turns, tiers: o.tiers } } },
+    custom_envs: { swe: { env_type: 'swe_lite', max_steps: o.max_turns, max_tokens_per_step: 512, env_calls: 'activity', env_config: { max_turns: o.max_turns, tiers: o.tiers, actions: o.actions } } },
     actor_infer: { generating_args: { max_new_tokens: 512 } },
     ...stack,
     engines: { ...stack.engines, env: { ...stack.engines!.env!, options: { sandbox_root: sandboxes, snapshot_dir: path.join(sandboxes, '..', 'snapshots') } } },
@@ -86,8 +86,25 @@ export function trajectoryTimes(execs: readonly Execution[]): TrajectoryTimes {
   return { reset_s: of('envReset')[0] ?? 0, turns: gens.map((gen_s, k) => ({ gen_s, env_s: envs[k] ?? 0 })), finish_s: of('finishTrajectory')[0] ?? 0 };
 }
 
-/** What an env step's action was: its tag, or invalid. */
+const TOOL_CALL = /<tool_call>([\s\S]*?)<\/tool_call>/g;
+
+/** What an env step's action was: its XML tag, or with tool calls the tool's name (edit is replace's kind, so the
+ * two protocols' tables line up); else invalid. A label, not the env's parse: as an unclosed `<bash>ls` counts as
+ * bash, a call is read only as far as one well-formed JSON call to a known tool with an object of arguments, so
+ * one that lacks an argument counts under its tool (the env refuses it as invalid, cheaply). */
 export function actionKind(action: string): string {
+  if (action.includes('<tool_call>')) {
+    const calls = [...action.matchAll(TOOL_CALL)];
+    if (calls.length !== 1 || action.split('<tool_call>').length !== 2) return 'invalid';
+    try {
+      const call = JSON.parse(calls[0]![1]!) as { name?: unknown; arguments?: unknown };
+      const kinds: Record<string, string> = { bash: 'bash', view: 'view', edit: 'replace', submit: 'submit' };
+      const ok = typeof call.name === 'string' && Object.hasOwn(kinds, call.name) && typeof call.arguments === 'object' && call.arguments !== null && !Array.isArray(call.arguments);
+      return ok ? kinds[call.name as string]! : 'invalid';
+    } catch {
+      return 'invalid';
+    }
+  }
   const tags = ['bash', 'view', 'replace', 'submit'].filter((t) => action.includes(`<${t}`));
   return tags.length === 1 ? tags[0]! : 'invalid';
 }
@@ -144,6 +161,7 @@ export async function benchW8(o: W8LiveOptions, ctx: BenchContext): Promise<obje
     group_size: o.group_size,
     tiers: o.tiers,
     max_turns: o.max_turns,
+    actions: o.actions,
     policy: { solve_prob: o.solve_prob, solve_after_turns: o.solve_after_turns, flail_turns: o.flail_turns, seconds_per_token: o.seconds_per_token },
     des_fed_by: table.length ? `the env_async run's ${table.length} trajectories` : null,
     ...versus({ measuredS: measured(runs.lockstep), desS: lockstepMakespan(table) }, { measuredS: measured(runs.env_async), desS: envAsyncMakespan(table) }),

@@ -127,6 +127,31 @@ def _action(tool: str, args: dict[str, Any]) -> Action:
     return Submit()
 
 
+def hermes_call(tool: str, arguments: dict[str, Any]) -> str:
+    """One call in the Hermes/Qwen format, as Qwen2.5's template renders an assistant's tool call. For scripted
+    policies (roles/inference/swe_oracle.py): a call that does not fit TOOLS raises, so a renamed tool or
+    argument breaks the caller's tests instead of turning its replies into invalid actions."""
+    if tool not in _SCHEMAS:
+        raise ValueError(f"unknown tool {tool!r}; the tools are {', '.join(_SCHEMAS)}")
+    if why := check_arguments(tool, arguments):
+        raise ValueError(why)
+    return f"{OPEN}\n{json.dumps({'name': tool, 'arguments': arguments})}\n{CLOSE}"
+
+
+def call_of(action: Bash | View | Replace | Submit) -> str:
+    """The call parse_hermes reads back as ``action``: the inverse of ``_action``, kept beside it."""
+    if isinstance(action, Bash):
+        return hermes_call("bash", {"command": action.command})
+    if isinstance(action, View):
+        lines = {k: v for k, v in (("start", action.start), ("end", action.end)) if v is not None}
+        return hermes_call("view", {"path": action.path, **lines})
+    if isinstance(action, Replace):
+        return hermes_call("edit", {"path": action.path, "old_str": action.old, "new_str": action.new})
+    if isinstance(action, Submit):
+        return hermes_call("submit", {})
+    raise TypeError(f"no tool call for {action!r}")
+
+
 def parse_hermes(reply: str) -> Action:
     """One Hermes/Qwen ``<tool_call>`` in ``reply`` as an Action; anything else an Invalid naming the fault."""
     if len(reply) > MAX_REPLY_CHARS:

@@ -23,13 +23,15 @@ from time import monotonic
 from ...errors import RequestError
 from ...exports import ServedModel
 from ...liveness import deadlock
+from ...models.chat import TOOLS_ROLE, split_tools
 from .engine import SamplingParams, Seq, derive_seed
 from .stepped import SteppedEngine
 from . import swe_escape, swe_oracle
 from .metrics import InferenceMetrics
 from .options import Options, SimLength
 
-# Synthetic chat tokenization: a role marker, then one token per UTF-8 byte.
+# Synthetic chat tokenization: a role marker, then one token per UTF-8 byte. A leading tools message (models/chat.py)
+# is rendered like any other role, its JSON as bytes: the prompt carries the tools, as a real template's does.
 ROLE_MARKERS = {"system": 3, "user": 4, "assistant": 5}
 OTHER_ROLE_MARKER, END_OF_TURN, BYTE_OFFSET = 6, 7, 8
 
@@ -52,6 +54,21 @@ def conversation(prompt: list[int]) -> list[str]:
         else:
             current.append(t)
     return texts[:-1] if texts and prompt and prompt[-1] == ROLE_MARKERS["assistant"] else texts
+
+
+def prompt_tools(prompt: list[int]) -> list[dict] | None:
+    """The tools of a prompt that opens with a tools message (as chat_prompt renders one), or None. Read from the
+    prompt's head because every later turn's prompt extends the first (continuations append ids), so the tools
+    are there at every turn. The message's role is not in its tokens (other roles share its marker), so it is
+    recognised by its content: a JSON array of function schemas, checked as the other backends check one."""
+    if not prompt or prompt[0] != OTHER_ROLE_MARKER or END_OF_TURN not in prompt:
+        return None
+    text = _bytes_of(prompt[1:prompt.index(END_OF_TURN)]).decode("utf-8", errors="ignore")
+    try:
+        tools, _ = split_tools([{"role": TOOLS_ROLE, "content": text}])
+    except RequestError:
+        return None
+    return tools
 
 
 def lognormal_mean(rng: random.Random, mean: float, sigma: float) -> float:
@@ -90,6 +107,7 @@ class SimEngine(SteppedEngine):
                 raise RequestError(field, f"token id {bad} is outside the vocabulary (size {self.vocab_size})", bad)
 
     def chat_prompt(self, messages: list[dict[str, str]]) -> list[int]:
+        split_tools(messages)  # the 400s of the other backends: a tools message only first, and a JSON array of tools
         ids: list[int] = []
         for m in messages:
             ids.append(ROLE_MARKERS.get(m["role"], OTHER_ROLE_MARKER))
@@ -100,6 +118,8 @@ class SimEngine(SteppedEngine):
 
     def chat_continuation(self, history: list[dict[str, str]], messages: list[dict[str, str]]) -> list[int]:
         # Close the generated assistant turn, then the new turns and the next assistant header, as chat_prompt does.
+        if any(m["role"] == TOOLS_ROLE for m in messages):  # as hf_chat_continuation: the tools lead the history
+            raise RequestError("messages", f"a {TOOLS_ROLE} message belongs first in the history, not in the new turns")
         return [END_OF_TURN, *self.chat_prompt(messages)]
 
     def decode(self, token_ids: list[int]) -> str | None:
@@ -111,8 +131,11 @@ class SimEngine(SteppedEngine):
         source = ("seed", p.seed) if p.seed is not None else ("prompt", tuple(seq.prompt))
         rng = random.Random(derive_seed(self.seed, source, seq.index))
         if self.sim.policy:  # the reply's bytes, then eos, at the latency model's pace
-            policy = swe_escape if self.sim.policy.kind == "swe_escape" else swe_oracle
-            text = policy.reply(self.sim.policy, conversation(seq.prompt), derive_seed(self.seed, source, seq.index))
+            seed, turns = derive_seed(self.seed, source, seq.index), conversation(seq.prompt)
+            if self.sim.policy.kind == "swe_escape":
+                text = swe_escape.reply(self.sim.policy, turns, seed)
+            else:  # the tools in the prompt say the episode wants tool calls (actions: tool_calls)
+                text = swe_oracle.reply(self.sim.policy, turns, seed, tools=prompt_tools(seq.prompt))
             script = [(BYTE_OFFSET + b) % self.vocab_size for b in text.encode()]
             seq.state = (rng, len(script) + 1, script)
             return

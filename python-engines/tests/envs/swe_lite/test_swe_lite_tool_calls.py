@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from rollflow_engines.envs.swe_lite.actions import MAX_REPLY_CHARS, Bash, Invalid, Replace, Submit, View
 from rollflow_engines.envs.swe_lite.env import SweLiteConfig, SweLiteEnv
-from rollflow_engines.envs.swe_lite.tool_calls import PARSERS, TOOLS, parse_hermes
+from rollflow_engines.envs.swe_lite.tool_calls import PARSERS, TOOLS, call_of, hermes_call, parse_hermes
 from rollflow_engines.models.chat import TOOLS_ROLE
 
 
@@ -35,6 +35,26 @@ def call(name, arguments=None, **extra) -> str:
 def test_a_well_formed_call_is_its_action(reply, action):
     assert parse_hermes(reply) == action
     assert PARSERS["hermes"] is parse_hermes
+
+
+@pytest.mark.parametrize("action", [Bash("ls -R && echo 'a \"b\"'"), View("board_lib/core.py"), View("a.py", 3, 9), View("a.py", 3),
+                                    Replace("a.py", "    if x < best:\n", "    if x > best:\n"), Replace("a.py", "gone", ""), Submit()])
+def test_call_of_writes_the_call_that_parses_back_to_its_action(action):
+    """call_of, the scripted policy's writer of calls, is the parser's inverse, so its calls are valid ones."""
+    written = call_of(action)
+    assert written.startswith("<tool_call>\n") and written.endswith("\n</tool_call>")
+    assert parse_hermes(written) == action
+
+
+@pytest.mark.parametrize("tool, arguments, named", [
+    ("shell", {"command": "ls"}, "unknown tool 'shell'"),
+    ("bash", {}, "bash is missing argument command"),
+    ("view", {"path": "a.py", "start": "3"}, "argument start of view is a string"),
+    ("submit", {"now": 1}, "submit has no argument 'now'"),
+])
+def test_hermes_call_refuses_a_call_that_does_not_fit_the_tools(tool, arguments, named):
+    with pytest.raises(ValueError, match=named):
+        hermes_call(tool, arguments)
 
 
 def why(reply) -> str:
