@@ -4,8 +4,9 @@ The same calls the trainer's /export_weights and the inference side's pull make,
 timed (weights_sync.py times only their sum): the safetensors file written to a directory; then, locally, the fsync
 and rename of that directory (replace_dir), or, through the store, the manifest's file digests (one SHA-256 pass),
 the upload (upload_export: each file, the manifest last) and the pull (WeightsCache.pull: download, verify,
-rename); then the load (safetensors' load_file and the copy into the model). With ``--server-pid``, the CPU seconds
-the store's process spent during the upload and the pull (it runs beside the client on the same cores).
+rename); then the load (safetensors' load_file and the copy into the model). For the upload and the pull, the CPU
+seconds this process spent (all its threads) and, with ``--server-pid``, those the store's process spent: it runs
+beside the client on the same cores, and CPU seconds move less with the machine's load than wall time does.
 Prints a Markdown section: medians of ``--repeats`` rounds.
 
     .venv/bin/python bench/weights-sync/stages.py --size 100 --work DIR [--server-pid PID]
@@ -48,12 +49,14 @@ def one_round(tensor: torch.Tensor, model: torch.Tensor, work: Path, cache: Weig
               server: int | None) -> dict[str, float]:
     times: dict[str, float] = {}
 
-    def stage(name: str, call, *args, server_cpu: bool = False):
-        cpu, started = cpu_seconds(server), time.perf_counter()
+    def stage(name: str, call, *args, cpu: bool = False):
+        server_cpu, client_cpu, started = cpu_seconds(server), time.process_time(), time.perf_counter()
         result = call(*args)
         times[name] = time.perf_counter() - started
-        if server_cpu and server is not None:
-            times[f"{name}: the store's CPU"] = cpu_seconds(server) - cpu
+        if cpu:
+            times[f"{name}: the client's CPU"] = time.process_time() - client_cpu
+            if server is not None:
+                times[f"{name}: the store's CPU"] = cpu_seconds(server) - server_cpu
         return result
 
     def load(directory: Path) -> None:
@@ -70,9 +73,9 @@ def one_round(tensor: torch.Tensor, model: torch.Tensor, work: Path, cache: Weig
     files = stage("store: the manifest's digests", checksums, scratch, EXPORT_MANIFEST)
     write_export_manifest(scratch, DESCRIPTION, version, files)
     ref = f"s3://{bucket}/bench/weights-sync-stages/{uuid.uuid4().hex[:8]}/v{version}"
-    stage("store: upload", upload_export, scratch, ref, server_cpu=True)
+    stage("store: upload", upload_export, scratch, ref, cpu=True)
     shutil.rmtree(scratch)
-    pulled = stage("store: pull + verify", cache.pull, ref, lambda manifest: None, server_cpu=True)
+    pulled = stage("store: pull + verify", cache.pull, ref, lambda manifest: None, cpu=True)
     stage("store: load", load, pulled)
     cache.loaded(pulled)
     assert torch.equal(model, tensor), "the loaded weights differ from the written"
