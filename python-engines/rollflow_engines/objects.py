@@ -1,9 +1,16 @@
 """Objects in the S3-compatible store of the data plane, named by refs ``s3://<bucket>/<key>``.
 
 The format is a contract the TypeScript writer follows too: every object carries user metadata ``sha256``
-(the lowercase hex SHA-256 of its whole body), writes ask the server to check the upload
-(``ChecksumAlgorithm=SHA256``), objects over 8 MiB are written multipart, and a reader refuses an object
-whose body does not match its ``sha256`` or that has none.
+(the lowercase hex SHA-256 of its whole body), objects over 8 MiB are written multipart, and a reader refuses an
+object whose body does not match its ``sha256`` or that has none. That check, by every reader over the whole
+body, is what integrity rests on; a writer's checksums only make a body damaged on its way in fail the write
+rather than the later reads.
+
+How this writer checks its uploads (the TypeScript one asks for SHA-256 instead; readers see no difference): the
+server checks each request's body against a CRC32 (``ChecksumAlgorithm=CRC32``, cheap next to a second SHA-256
+pass), and the body is not signed (SigV4 ``UNSIGNED-PAYLOAD``, what boto3 does over TLS whenever a checksum is
+sent; without it, over plain HTTP, boto3 hashes every body once more to sign it). The ``sha256`` metadata header
+is still signed, so a body altered on its way in cannot carry a matching digest: every reader refuses it.
 
 Endpoint, region and credentials come only from the standard AWS environment variables and files
 (``object-store/versitygw.sh env`` prints the two that point at a local store), never from a run config.
@@ -14,6 +21,7 @@ import hashlib
 import io
 import re
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -32,6 +40,7 @@ _MISSING = {"NoSuchKey", "NoSuchBucket"}
 
 MULTIPART_ABOVE = 8 * 1024 * 1024
 _CHUNK = 8 * 1024 * 1024  # streamed reads and file digests go this many bytes at a time
+_WRITE_CHECKSUM = "CRC32"  # the server's check of each body on its way in (see the module docstring)
 _TRANSFER = TransferConfig(
     # s3transfer goes multipart at size >= threshold; the contract (and lib-storage) at size > one part.
     multipart_threshold=MULTIPART_ABOVE + 1,
@@ -93,8 +102,8 @@ def client() -> BaseClient:
     with _client_lock:
         if _client is None:
             # Response checksum validation off: the sha256 check below is the one check, over single-part and
-            # multipart objects alike, and its error names both digests.
-            config = Config(response_checksum_validation="when_required")
+            # multipart objects alike, and its error names both digests. Payload signing off: see the module docstring.
+            config = Config(response_checksum_validation="when_required", s3={"payload_signing_enabled": False})
             try:
                 _client = boto3.session.Session().client("s3", config=config)
             except BotoCoreError as e:
@@ -131,10 +140,18 @@ def read_object_to_file(ref: str, path: Path) -> str:
     try:
         try:
             got = s3.get_object(Bucket=where.bucket, Key=where.key)
-            with open(path, "wb") as f:
+            # One chunk is hashed on another thread (hashlib lets go of the GIL) while it is written and the next is
+            # read off the socket; waiting for the last hash before handing over the next keeps the order and at most
+            # two chunks in memory.
+            with open(path, "wb") as f, ThreadPoolExecutor(1, thread_name_prefix="sha256") as hasher:
+                hashed: Future | None = None
                 for chunk in got["Body"].iter_chunks(_CHUNK):
-                    digest.update(chunk)
+                    if hashed is not None:
+                        hashed.result()
+                    hashed = hasher.submit(digest.update, chunk)
                     f.write(chunk)
+                if hashed is not None:
+                    hashed.result()
         except (ClientError, BotoCoreError) as e:
             raise _read_error(s3, ref, e) from e
         _verify(ref, got, digest.hexdigest())
@@ -149,9 +166,11 @@ def write_object(ref: str, data: bytes) -> None:
     _upload(ref, io.BytesIO(data), hashlib.sha256(data).hexdigest())
 
 
-def write_object_from_file(ref: str, path: Path) -> str:
-    """write_object of the file at ``path``, streamed from the disk rather than read into memory; returns its sha256."""
-    digest = file_sha256(path)
+def write_object_from_file(ref: str, path: Path, sha256: str | None = None) -> str:
+    """write_object of the file at ``path``, streamed from the disk rather than read into memory; returns its sha256.
+    ``sha256``: the file's digest where the caller has just taken it (an export's manifest lists it), so the file is
+    not read once more to hash it; were it wrong, every reader would refuse the object."""
+    digest = sha256 or file_sha256(path)
     with open(path, "rb") as f:
         _upload(ref, f, digest)
     return digest
@@ -199,7 +218,7 @@ def file_sha256(path: Path) -> str:
 
 def _upload(ref: str, body: BinaryIO, sha256: str) -> None:
     where, s3 = parse_object_ref(ref), client()
-    extra = {"Metadata": {SHA256_METADATA: sha256}, "ChecksumAlgorithm": "SHA256"}
+    extra = {"Metadata": {SHA256_METADATA: sha256}, "ChecksumAlgorithm": _WRITE_CHECKSUM}
     try:
         s3.upload_fileobj(body, where.bucket, where.key, ExtraArgs=extra, Config=_TRANSFER)
     except (ClientError, BotoCoreError) as e:

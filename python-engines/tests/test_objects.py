@@ -1,12 +1,15 @@
-"""objects.py against a real versitygw: the format contract (sha256 metadata, multipart over 8 MiB) and its
-refusals (no object, a flipped byte, no metadata, no store)."""
+"""objects.py against a real versitygw: the format contract (sha256 metadata, multipart over 8 MiB), how a write
+is checked (a CRC32 the server verifies, the sha256 metadata signed, the body not) and the refusals (no object, a
+flipped byte, no metadata, a body damaged on its way in, no store)."""
 import hashlib
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from rollflow_engines.objects import (MULTIPART_ABOVE, CorruptObjectError, ObjectNotFoundError, ObjectRef, ObjectRefError,
-                                      ObjectStoreError, client, is_object_ref, parse_object_ref, read_object, write_object)
+                                      ObjectStoreError, client, is_object_ref, parse_object_ref, read_object, read_object_to_file,
+                                      write_object, write_object_from_file)
 
 
 def sha256(data: bytes) -> str:
@@ -63,6 +66,59 @@ def test_objects_over_8_mib_are_written_multipart_and_read_back_verified(object_
     etag = client().head_object(Bucket="rollflow", Key=key)["ETag"].strip('"')
     assert etag.endswith(f"-{parts}") if parts else "-" not in etag
     assert read_object(object_store.ref(key)) == data
+
+
+def test_a_large_object_streamed_to_a_file_is_verified_and_a_damaged_one_leaves_no_file(object_store, tmp_path):
+    data = hashlib.shake_256(b"streamed").digest(20 * 1024 * 1024)  # read in three chunks, each hashed beside the next read
+    write_object(object_store.ref("streamed/weights.bin"), data)
+    assert read_object_to_file(object_store.ref("streamed/weights.bin"), tmp_path / "got") == sha256(data)
+    assert (tmp_path / "got").read_bytes() == data
+    file = object_store.file_of("streamed/weights.bin")
+    flipped = bytearray(data)
+    flipped[-1] ^= 0x01
+    file.write_bytes(bytes(flipped))
+    with pytest.raises(CorruptObjectError):
+        read_object_to_file(object_store.ref("streamed/weights.bin"), tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+
+
+def test_a_file_written_with_its_given_sha256_is_not_hashed_again_and_a_wrong_one_is_refused_by_readers(object_store, tmp_path):
+    file = tmp_path / "weights.bin"
+    file.write_bytes(b"weights")
+    assert write_object_from_file(object_store.ref("given/right.bin"), file, sha256=sha256(b"weights")) == sha256(b"weights")
+    assert read_object(object_store.ref("given/right.bin")) == b"weights"
+    write_object_from_file(object_store.ref("given/wrong.bin"), file, sha256=sha256(b"other weights"))
+    with pytest.raises(CorruptObjectError):
+        read_object(object_store.ref("given/wrong.bin"))
+
+
+def test_every_write_carries_a_crc32_for_the_server_and_signs_the_sha256_metadata_not_the_body(object_store):
+    sent = []
+    client().meta.events.register("before-send.s3", lambda request, **_: sent.append(request))
+    data = hashlib.shake_256(b"checked").digest(MULTIPART_ABOVE + 1)
+    write_object(object_store.ref("checked/large.bin"), data)
+    write_object(object_store.ref("checked/small.bin"), b"small")
+    signed = [set(re.search(r"SignedHeaders=([^,]+)", r.headers["Authorization"].decode()).group(1).split(";")) for r in sent]
+    assert all(r.headers["X-Amz-Content-SHA256"] == b"UNSIGNED-PAYLOAD" for r in sent)
+    bodies = [(r, h) for r, h in zip(sent, signed) if r.method == "PUT"]  # two parts, one single put
+    assert len(bodies) == 3 and all("x-amz-checksum-crc32" in h for _, h in bodies)
+    with_metadata = [h for r, h in zip(sent, signed) if "x-amz-meta-sha256" in r.headers]  # the multipart upload's start, the put
+    assert len(with_metadata) == 2 and all("x-amz-meta-sha256" in h for h in with_metadata)
+
+
+@pytest.mark.parametrize("size", [100, MULTIPART_ABOVE + 1])
+def test_a_body_damaged_on_its_way_in_fails_the_write_and_leaves_no_object(object_store, size):
+    def damage(request, **_):
+        if request.method == "PUT" and request.body is not None:
+            body = bytearray(request.body.read() if hasattr(request.body, "read") else request.body)
+            body[0] ^= 0x01
+            request.body = bytes(body)
+
+    client().meta.events.register("before-send.s3", damage)
+    with pytest.raises(ObjectStoreError, match="BadDigest"):
+        write_object(object_store.ref(f"damaged/{size}.bin"), b"w" * size)
+    with pytest.raises(ObjectNotFoundError):
+        read_object(object_store.ref(f"damaged/{size}.bin"))
 
 
 @pytest.mark.parametrize("ref", ["rollflow/x.jsonl", "s3://", "s3://rollflow", "s3://rollflow/", "s3://Bad_Bucket/x",

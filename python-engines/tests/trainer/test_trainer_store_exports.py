@@ -78,7 +78,7 @@ def test_a_differing_re_export_cut_short_leaves_no_manifest_and_its_retry_comple
     flipped = [{**s, "reward": 1.0 - s["reward"]} for s in group_batch(prefix="other-")]  # the other response is the good one
     ok(c.post("/train_step", json={"step": 0, "batch": flipped}))
 
-    def unreachable(ref, path):
+    def unreachable(ref, path, sha256=None):
         raise ObjectStoreError(f"object store failed writing {ref}")
 
     upload = store_exports.write_object_from_file

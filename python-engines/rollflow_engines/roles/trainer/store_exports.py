@@ -5,7 +5,9 @@ An export is written as a local one is, into a scratch directory (option ``expor
 files goes to the object ``<prefix>/v<N>/<relative path>`` (objects.py's format: sha256 metadata, multipart over
 8 MiB), and the manifest goes LAST: a manifest object means every file it lists is in the store. The manifest lists
 each file with its size and sha256, so a server checks what it pulled against what the trainer wrote, not only
-each object against its own metadata. The scratch directory is removed afterwards, whatever happened.
+each object against its own metadata; the upload takes each object's sha256 metadata from it too, so a file is
+hashed once, not once for the manifest and again for its object. The scratch directory is removed afterwards,
+whatever happened.
 
 Idempotent per version: an export whose manifest equals the one already in the store (the same weights, file for
 file) uploads nothing, so a retried export answers at once and never disturbs a server pulling that version
@@ -15,10 +17,11 @@ never an old manifest over new files.
 """
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
-from ...exports import EXPORT_MANIFEST
+from ...exports import EXPORT_FILES, EXPORT_MANIFEST
 from ...objects import CorruptObjectError, ObjectNotFoundError, delete_object, parse_object_ref, read_object, write_object, write_object_from_file
 
 
@@ -53,9 +56,7 @@ def upload_export(directory: Path, ref: str) -> bool:
         return False
     if held is not None:
         delete_object(manifest_ref)
-    for file in sorted(directory.rglob("*")):
-        name = file.relative_to(directory).as_posix()
-        if file.is_file() and name != EXPORT_MANIFEST:
-            write_object_from_file(f"{ref}/{name}", file)
+    for name, listed in sorted(json.loads(manifest)[EXPORT_FILES].items()):  # every file of the export but the manifest
+        write_object_from_file(f"{ref}/{name}", directory / name, sha256=listed["sha256"])
     write_object(manifest_ref, manifest)
     return True
