@@ -15,13 +15,14 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ...errors import RequestError
 from ...sandbox import Limits, SandboxError, SandboxUnavailable, current
 from ..base import BaseEnv
 from ..registry import register_env
 from ..swe_lite.env import EpisodeConfig, SweLiteEnv, _sandbox_failed
 from .grading import Grade, grade
 from .instances import Dataset, Fields, Instance, load_dataset, select
-from .patches import apply_test_patch
+from .patches import PatchError, apply_test_patch
 from .sources import LocalSource, resolve
 
 MAX_LISTED = 40  # top-level entries of the repository named in the first observation
@@ -52,12 +53,16 @@ class SweEnv(SweLiteEnv):
         try:
             dataset: Dataset = load_dataset(config.instances, config.format, config.fields, config.split is not None)
         except OSError as e:
-            raise ValueError(f"config.instances: cannot read {config.instances!r}: {e}") from e
-        chosen = select(dataset, config.split, config.ids)
+            raise RequestError("config.instances", f"cannot read {config.instances!r}: {e}", config.instances) from e
+        try:
+            chosen = select(dataset, config.split, config.ids)
+        except ValueError as e:
+            raise RequestError("config.ids", str(e), config.ids) from e
         if not chosen:
             shown = "; ".join(map(str, dataset.problems[:5]))
-            raise ValueError(f"config.instances: {config.instances!r} has no readable instance" + (f" in split {config.split!r}" if config.split else "")
-                             + f" ({len(dataset.instances)} readable rows, {len(dataset.problems)} malformed" + (f": {shown}" if shown else "") + ")")
+            raise RequestError("config.instances", f"{config.instances!r} has no readable instance" + (f" in split {config.split!r}" if config.split else "")
+                               + f" ({len(dataset.instances)} readable rows, {len(dataset.problems)} malformed" + (f": {shown}" if shown else "") + ")",
+                               config.instances)
         self.dataset, self.instance = dataset, chosen[seed % len(chosen)]
         self.turn = self.invalid = self.chars = self.sandbox_errors = 0
         self.grade_result: Grade | None = None
@@ -71,6 +76,10 @@ class SweEnv(SweLiteEnv):
             # From the base tree before any command of the agent's ran in it. A test_patch that does not apply is the
             # dataset's fault (PatchError, a 400), found before the episode starts.
             self.tests = apply_test_patch(self.ws.path, self.instance.test_patch)
+        except PatchError as e:
+            self.ws.remove()
+            self.ws = None
+            raise RequestError("config.instances", f"instance {self.instance.instance_id}: {e}", self.instance.instance_id) from e
         except BaseException as e:
             if self.ws is not None:
                 self.ws.remove()
@@ -100,8 +109,8 @@ class SweEnv(SweLiteEnv):
     def _save_snapshot(self) -> None:
         """None: see the module's doc."""
 
-    def restore(self, snapshot: dict[str, Any]) -> None:
-        BaseEnv.restore(self, snapshot)
+    # BaseEnv's: the server answers a restore request with a 400 (swe_lite's would load a snapshot this env never saves).
+    restore = BaseEnv.restore
 
     def info(self) -> dict[str, Any]:
         g = self.grade_result

@@ -197,7 +197,7 @@ def select(dataset: Dataset, split: str | None, ids: list[str] | None) -> list[I
         by_id = {i.instance_id: i for i in chosen}
         missing = [i for i in ids if i not in by_id]
         if missing:
-            raise ValueError(f"config.ids: {missing[:MAX_SHOWN_PROBLEMS]} are not instances of {dataset.path}"
+            raise ValueError(f"{missing[:MAX_SHOWN_PROBLEMS]} are not instances of {dataset.path}"
                              + (f" in split {split!r}" if split is not None else "") + f" (it has {len(dataset.instances)} readable rows)")
         chosen = [by_id[i] for i in ids]
     return chosen

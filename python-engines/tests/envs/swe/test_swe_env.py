@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from rollflow_engines.envs.swe.env import SweConfig, SweEnv
-from rollflow_engines.errors import UnavailableError
+from rollflow_engines.errors import RequestError, UnavailableError
 
 from .helpers import apply_patch, bash, config, play, write_rows
 from .project import BUGS
@@ -78,7 +78,7 @@ def test_the_seed_picks_an_instance_deterministically_within_split_and_ids(built
     assert [picked(s, split="train") for s in range(3)] == ["tally__tally-1", "tally__tally-2", "tally__tally-1"]
     assert [picked(s, split="test") for s in range(2)] == ["tally__tally-3"] * 2
     assert [picked(s, ids=["tally__tally-3", "tally__tally-2"]) for s in range(2)] == ["tally__tally-3", "tally__tally-2"]
-    with pytest.raises(ValueError, match=r"config.ids: \['nope-1'\] are not instances of .* in split 'train'"):
+    with pytest.raises(RequestError, match=r"config.ids: \['nope-1'\] are not instances of .* in split 'train'"):
         picked(0, split="train", ids=["nope-1"])
 
 
@@ -89,7 +89,7 @@ def test_renamed_fields_are_read_through_the_fields_setting(built, tmp_path):
     fields = {"instance_id": "id", "problem_statement": "statement", "FAIL_TO_PASS": "f2p", "PASS_TO_PASS": "p2p"}
     steps = play(built, "tally__tally-1", [apply_patch(built.row("tally__tally-1")["patch"]), "<submit/>"], instances=str(path), fields=fields)
     assert steps[-1].reward == 1.0
-    with pytest.raises(ValueError, match="no readable instance .*row 1: no field 'instance_id'"):
+    with pytest.raises(RequestError, match="config.instances: .*has no readable instance .*row 1: no field 'instance_id'"):
         SweEnv().reset(0, config(built, instances=str(path)))
 
 
@@ -124,7 +124,7 @@ def test_malformed_rows_are_counted_and_reported_never_a_crash(built, tmp_path, 
 def test_a_test_patch_that_does_not_apply_is_the_datasets_fault_at_reset(built, tmp_path):
     row = {**built.rows[0], "test_patch": built.rows[1]["test_patch"].replace("a\", \"a\")]", "zzz\")]")}
     path = write_rows(tmp_path / "broken.jsonl", [row])
-    with pytest.raises(ValueError, match="test_patch does not apply"):
+    with pytest.raises(RequestError, match="config.instances: instance tally__tally-1: test_patch does not apply"):
         SweEnv().reset(0, config(built, instances=str(path)))
 
 
