@@ -138,8 +138,12 @@ def parse_row(row: Any, fields: Fields, with_split: bool) -> Instance:
 def _rows(path: Path, fmt: str) -> list[tuple[int, Any]]:
     """(row number, the decoded row or the exception that decoding it raised)."""
     if fmt == "parquet":
-        import pyarrow.parquet as pq  # only for parquet files
-        return list(enumerate(pq.read_table(path).to_pylist(), start=1))
+        import pyarrow as pa  # only for parquet files
+        import pyarrow.parquet as pq
+        try:
+            return list(enumerate(pq.read_table(path).to_pylist(), start=1))
+        except (pa.ArrowException, ValueError) as e:  # not parquet, or a column type Python cannot hold
+            raise OSError(f"not a parquet file pyarrow can read: {e}") from e
     rows: list[tuple[int, Any]] = []
     with open(path, encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, start=1):
@@ -153,7 +157,7 @@ def _rows(path: Path, fmt: str) -> list[tuple[int, Any]]:
 
 
 def read_dataset(path: str, fmt: Literal["auto", "jsonl", "parquet"], fields: Fields, with_split: bool) -> Dataset:
-    """Every row of the file as an Instance or a Problem. OSError if the file cannot be read."""
+    """Every row of the file as an Instance or a Problem. OSError if the file cannot be read (or, as parquet, parsed)."""
     kind = fmt if fmt != "auto" else "parquet" if path.endswith(".parquet") else "jsonl"
     instances: list[Instance] = []
     problems: list[Problem] = []

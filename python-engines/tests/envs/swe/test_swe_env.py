@@ -101,6 +101,8 @@ def test_a_parquet_dataset_is_read(built, tmp_path):
              "PASS_TO_PASS": r["PASS_TO_PASS"] if isinstance(r["PASS_TO_PASS"], str) else json.dumps(r["PASS_TO_PASS"])} for r in built.rows]
     pq.write_table(pa.Table.from_pylist(rows), path)
     assert play(built, "tally__tally-2", ["<submit/>"], instances=str(path))[-1].info["fail_to_pass"] == [0, 2]
+    with pytest.raises(RequestError, match="config.instances: cannot read .*not a parquet file"):
+        SweEnv().reset(0, config(built, instances=str(built.instances_path), format="parquet"))
 
 
 def test_malformed_rows_are_counted_and_reported_never_a_crash(built, tmp_path, caplog):
