@@ -6,23 +6,18 @@ import pytest
 from .helpers import bash, play, write
 
 ID = "tally__tally-1"
+# The most faithful forgery: pytest's own report with every failure, error and skip taken out (the canaries' too).
 FORGE_AT_EXIT = '''
-import atexit, json, os, re, sys
+import atexit, os, re, sys
 def _forge():
     xml = next(a for a in sys.argv if a.endswith(".xml"))
-    grading = "/grading"
-    cases = []
-    for f in json.load(open(grading + "/files.json")):
-        dotted = f[:-3].replace("/", ".")
-        src = open(f).read()
-        cases += [(dotted, n) for n in re.findall(r"def (test_\\w+)", src)]
-        cases += [(dotted + "." + c, n) for c in re.findall(r"class (Test\\w+)", src) for n in re.findall(r"def (test_\\w+)", src)]
-    with open(xml, "w") as out:
-        out.write("<testsuites><testsuite>" + "".join(f'<testcase classname="{c}" name="{n}"/>' for c, n in cases) + "</testsuite></testsuites>")
+    text = open(xml).read()
+    text = re.sub(r"<(failure|error|skipped)\\b[^>]*/>|<(failure|error|skipped)\\b.*?</\\2>", "", text, flags=re.S)
+    open(xml, "w").write(text)
     os._exit(0)
 atexit.register(_forge)
 '''
-FORK_AND_FORGE = FORGE_AT_EXIT.replace("atexit.register(_forge)", "if os.fork() == 0:\n    import time\n    time.sleep(2)\n    _forge()\n")
+FORK_AND_FORGE = FORGE_AT_EXIT.replace("atexit.register(_forge)", "if os.fork() == 0:\n    import time\n    time.sleep(2)\n    _forge()\n")  # after the runner
 FAKE_PASSED = "".join(f"print('PASSED tests/test_stats.py::{n}')\n" for n in ("test_median_even", "test_median_even_unsorted")) + \
     "print('rollflow-grading-started 0000000000000000')\nprint('2 passed')\n"
 REPORT_PASSED = ("import pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
@@ -84,7 +79,7 @@ def test_forging_the_grade_without_the_fix_scores_0(built, attack):
                                          "def mean(v):\n    return Anything()\n\n\ndef median(v):\n    return Anything()\n\n\n"
                                          "def clamp(x, lo, hi):\n    return Anything()\n"),
                  id="returns_an_object_equal_to_everything"),
-    pytest.param(write("tally/__init__.py", INIT + FORGE_AT_EXIT), id="forges_a_junit_of_every_test_at_exit"),
+    pytest.param(write("tally/__init__.py", INIT + FORGE_AT_EXIT), id="strips_every_failure_from_the_report_at_exit"),
 ])
 def test_subverting_the_test_run_in_process_is_caught_by_the_canaries(built, attack):
     end = graded(play(built, ID, [attack, "<submit/>"]))
@@ -110,3 +105,19 @@ def test_subverting_the_test_run_in_process_is_caught_by_the_canaries(built, att
 def test_the_results_channel_and_the_runner_cannot_be_turned_into_a_pass_or_a_server_error(built, attack):
     end = graded(play(built, ID, [write("tally/__init__.py", INIT + attack), "<submit/>"], grading_timeout_s=15))
     assert end.reward == 0.0 and not end.info["success"], end
+
+
+# ---- the controls: each protection is what stops its attack (with it off, the attack scores 1)
+
+def test_without_canaries_the_stripped_report_would_score_1(built, monkeypatch):
+    from rollflow_engines.envs.swe import grading
+    monkeypatch.setattr(grading, "CANARIES_PER_FILE", 0)
+    assert play(built, ID, [write("tally/__init__.py", INIT + FORGE_AT_EXIT), "<submit/>"])[-1].reward == 1.0
+
+
+def test_without_the_test_file_reset_an_edited_conftest_would_score_1(built, monkeypatch):
+    from rollflow_engines.envs.swe import grading
+    monkeypatch.setattr(grading, "protected_files", lambda instance, base, tests: set())
+    monkeypatch.setattr(grading, "CANARIES_PER_FILE", 0)
+    conftest = "import pytest\n\n\n@pytest.fixture\ndef samples():\n    return [3, 1, 4, 1, 5]\n\n\n" + REPORT_PASSED
+    assert play(built, ID, [write("tests/conftest.py", conftest), "<submit/>"])[-1].reward == 1.0
