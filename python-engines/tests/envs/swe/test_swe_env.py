@@ -11,7 +11,7 @@ from rollflow_engines.envs.swe.env import SweConfig, SweEnv
 from rollflow_engines.errors import RequestError, UnavailableError
 
 from .helpers import apply_patch, bash, config, play, write_rows
-from .project import BUGS
+from .project import BUGS, source
 
 
 @pytest.mark.parametrize("instance_id", list(BUGS))  # a directory, a list-valued row, a tarball
@@ -69,8 +69,7 @@ def test_the_seed_picks_an_instance_deterministically_within_split_and_ids(built
     def picked(seed, **overrides):
         env = SweEnv()
         try:
-            env.reset(seed, SweConfig.model_validate({"instances": str(built.instances_path), "source": {**json.loads(json.dumps(
-                {"kind": "local", "repo_path": str(built.root / "repos" / "{instance_id}"), "python": built.python}))}, **overrides}))
+            env.reset(seed, SweConfig.model_validate({"instances": str(built.instances_path), "source": source(built), **overrides}))
             return env.info()["instance_id"]
         finally:
             env.close()
