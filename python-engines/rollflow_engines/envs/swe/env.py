@@ -21,7 +21,7 @@ from ..base import BaseEnv
 from ..registry import register_env
 from ..swe_lite.env import EpisodeConfig, SweLiteEnv, _sandbox_failed
 from .grading import Grade, grade
-from .instances import Dataset, Fields, Instance, load_dataset, select
+from .instances import Dataset, Fields, load_dataset, select
 from .patches import PatchError, apply_test_patch
 from .sources import LocalSource, resolve
 
