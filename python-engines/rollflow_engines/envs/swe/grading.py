@@ -42,7 +42,8 @@ _WORDS = ("basic", "empty", "single", "default", "values", "order", "limit", "mi
           "unicode", "none", "large", "nested", "types", "errors", "roundtrip", "format", "parse", "result", "strict")
 
 
-def test_file(node_id: str) -> str:
+def file_of(node_id: str) -> str:
+    """The test file of a node id (named so that pytest never collects this helper as a test)."""
     return node_id.split("::", 1)[0]
 
 
@@ -60,7 +61,7 @@ def base_files(root: Path) -> list[str]:
 
 def protected_files(instance: Instance, base: list[str], tests: dict[str, bytes | None]) -> set[str]:
     """The files graded as the instance has them, never as the agent left them."""
-    ids = {test_file(t) for t in (*instance.fail_to_pass, *instance.pass_to_pass)}
+    ids = {file_of(t) for t in (*instance.fail_to_pass, *instance.pass_to_pass)}
     return set(tests) | ids | {rel for rel in base if os.path.basename(rel) == "conftest.py"}
 
 
@@ -114,7 +115,7 @@ def grade(instance: Instance, checkout: Checkout, env: PreparedEnv, tests: dict[
                 (tree / rel).unlink(missing_ok=True)
             else:
                 write_bytes(tree, rel, content, None)
-        run_files = sorted({test_file(t) for t in (*f2p, *p2p)})
+        run_files = sorted({file_of(t) for t in (*f2p, *p2p)})
         canaries: list[str] = []
         taken: set[str] = set()
         for rel in [r for r in run_files if (tree / r).is_file()][:MAX_CANARY_FILES]:
