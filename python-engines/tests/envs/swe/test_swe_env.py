@@ -58,6 +58,9 @@ def test_the_agent_works_with_the_prepared_environment_and_not_the_test_patch(bu
         prefix = env.step(bash("python -c 'import sys; print(sys.prefix)'")).observation
         assert prefix.split("\n", 1)[1].strip() == os.path.dirname(os.path.dirname(built.python))  # the venv, not the server's
         assert "test_median_even" not in env.step("<view>tests/test_stats.py</view>").observation
+        assert env.step("<view>../../../etc/passwd</view>").observation.startswith("Error:")  # swe_lite's path checks
+        env.step(bash("ln -s /etc/passwd leak.txt"))
+        assert "root:" not in env.step("<view>leak.txt</view>").observation
         ran = env.step(bash("python -m pytest -q tests 2>&1 | tail -1")).observation
         assert "passed" in ran and "failed" not in ran, ran  # the suite at the base state passes: the bug is untested there
         assert env.step(bash("touch /grading-planted 2>&1; touch " + os.path.dirname(built.python) + "/x 2>&1")).observation.count("Read-only") == 2
