@@ -181,17 +181,20 @@ def read_dataset(path: str, fmt: Literal["auto", "jsonl", "parquet"], fields: Fi
 
 _cache: dict[tuple, Dataset] = {}
 _cache_lock = threading.Lock()
+CACHED_DATASETS = 4  # a training and a validation file, each with and without a split filter
 
 
 def load_dataset(path: str, fmt: Literal["auto", "jsonl", "parquet"], fields: Fields, with_split: bool) -> Dataset:
-    """read_dataset, once per file version (path, size, modification time) and field mapping in this process."""
+    """read_dataset, once per file version (path, size, modification time) and field mapping in this process; the
+    CACHED_DATASETS last used are kept."""
     st = os.stat(path)
     key = (os.path.abspath(path), st.st_size, st.st_mtime_ns, fmt, tuple(fields.model_dump().items()), with_split)
     with _cache_lock:
-        if key not in _cache:
-            _cache.clear()  # one dataset per env server in practice; never grow without bound
-            _cache[key] = read_dataset(path, fmt, fields, with_split)
-        return _cache[key]
+        dataset = _cache.pop(key, None) or read_dataset(path, fmt, fields, with_split)
+        _cache[key] = dataset  # last in the dict: the most recently used
+        while len(_cache) > CACHED_DATASETS:
+            del _cache[next(iter(_cache))]
+        return dataset
 
 
 def select(dataset: Dataset, split: str | None, ids: list[str] | None) -> list[Instance]:

@@ -48,3 +48,16 @@ def test_field_names_are_settings_and_the_split_is_read_when_asked():
     with pytest.raises(ValueError, match="no field 'split'"):
         parse_row(ROW, Fields(), with_split=True)
     assert parse_row({**ROW, "part": "dev"}, Fields(split="part"), with_split=True).split == "dev"
+
+
+def test_a_dataset_is_read_once_per_file_version(tmp_path, monkeypatch):
+    from rollflow_engines.envs.swe import instances
+    reads = []
+    real = instances.read_dataset
+    monkeypatch.setattr(instances, "read_dataset", lambda *a: reads.append(a[0]) or real(*a))
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(ROW) + "\n")
+    first = instances.load_dataset(str(path), "auto", Fields(), False)
+    assert instances.load_dataset(str(path), "auto", Fields(), False) is first and len(reads) == 1
+    path.write_text(json.dumps(ROW) + "\n" + json.dumps({**ROW, "instance_id": "o__r-2"}) + "\n")  # a new version: read again
+    assert len(instances.load_dataset(str(path), "auto", Fields(), False).instances) == 2 and len(reads) == 2
