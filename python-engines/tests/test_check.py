@@ -60,7 +60,7 @@ def test_env_types_and_env_configs():
         "other_env_types": ["latency_sim", "dataset"],
     })
     assert found["custom_envs.a.env_type"]["expected"] == (
-        'a registered env: one of arithmetic, dataset, frozen_lake, latency_sim, swe_lite; did you mean "frozen_lake"?')
+        'a registered env: one of arithmetic, dataset, frozen_lake, latency_sim, swe, swe_lite; did you mean "frozen_lake"?')
     assert found["custom_envs.d.env_type"]["expected"].endswith('did you mean "latency_sim"?')
     assert found["custom_envs.b.env_config.map_size"]["given"] == 99
     assert found["custom_envs.b.env_config.desc"]["expected"] == "no path from S to G"

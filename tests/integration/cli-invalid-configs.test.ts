@@ -55,7 +55,7 @@ describe('the CLI on invalid configs', () => {
       `rollflow: invalid config ${example}:`,
       expect.stringMatching(/^ {2}engines\.inference\[0\]\.options\.max_bach: got 2; unknown key; did you mean "max_batch"\?/),
       '  custom_envs.lake.env_config.map_size: got 99; Input should be less than or equal to 16',
-      '  custom_envs.math.env_type: got "arithmetc"; a registered env: one of arithmetic, dataset, frozen_lake, latency_sim, swe_lite; did you mean "arithmetic"?',
+      '  custom_envs.math.env_type: got "arithmetc"; a registered env: one of arithmetic, dataset, frozen_lake, latency_sim, swe, swe_lite; did you mean "arithmetic"?',
     ]);
   });
 });

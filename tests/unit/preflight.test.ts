@@ -49,7 +49,7 @@ describe('pre-flight check', () => {
   it('checks env types and env configs of the env server offline, with its own models', () => {
     const problems = problemsOf({ custom_envs: { lake: { env_type: 'frozen_lak' } } });
     expect(problems).toEqual([
-      { path: 'custom_envs.lake.env_type', given: 'frozen_lak', expected: 'a registered env: one of arithmetic, dataset, frozen_lake, latency_sim, swe_lite; did you mean "frozen_lake"?' },
+      { path: 'custom_envs.lake.env_type', given: 'frozen_lak', expected: 'a registered env: one of arithmetic, dataset, frozen_lake, latency_sim, swe, swe_lite; did you mean "frozen_lake"?' },
     ]);
     expect(problemsOf({ custom_envs: { arith: { env_type: 'arithmetic', env_config: { max_operand: 0 } } } })).toEqual([
       { path: 'custom_envs.arith.env_config.max_operand', given: 0, expected: 'Input should be greater than or equal to 1' },

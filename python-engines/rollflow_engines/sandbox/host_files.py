@@ -119,6 +119,10 @@ def read_text(root: Path, rel: str, max_bytes: int) -> str:
 
 
 def write_text(root: Path, rel: str, text: str, uid: int | None) -> None:
+    write_bytes(root, rel, text.encode("utf-8", errors="replace"), uid)
+
+
+def write_bytes(root: Path, rel: str, content: bytes, uid: int | None) -> None:
     """Replace (or create) the regular file ``rel``, owned by ``uid``; an existing non-regular file or a link
     on the way is refused. The new contents are written beside it and renamed over, so a link planted at the
     name is replaced, never followed."""
@@ -138,7 +142,7 @@ def write_text(root: Path, rel: str, text: str, uid: int | None) -> None:
             pass
         fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=parent)
         try:
-            data = memoryview(text.encode("utf-8", errors="replace"))
+            data = memoryview(content)
             while data:
                 data = data[os.write(fd, data):]
             if uid is not None:

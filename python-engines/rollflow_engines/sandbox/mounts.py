@@ -45,17 +45,23 @@ def python_dirs() -> list[Path]:
     global _python_dirs
     with _lock:
         if _python_dirs is None:
-            try:
-                done = subprocess.run([sys.executable, "-c", _SYS_PATH], capture_output=True, text=True, timeout=60,
-                                      cwd="/", env=sandbox_environment(home="/nonexistent", tmp="/nonexistent"))
-                entries = json.loads(done.stdout) if done.returncode == 0 else None
-            except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
-                entries, done = None, e
-            if entries is None:
-                raise SandboxUnavailable(f"{sys.executable} could not report its sys.path: {done}")
-            found = [Path(os.path.abspath(e)) for e in entries if e and os.path.exists(e)]
-            _python_dirs = _outermost([*found, *(p.resolve() for p in found)])
+            _python_dirs = interpreter_dirs(sys.executable)
         return list(_python_dirs)
+
+
+def interpreter_dirs(python: str) -> list[Path]:
+    """python_dirs for any interpreter (a task's prepared environment, envs/swe): what it needs bound, asked
+    of it with the sandbox's environment. SandboxUnavailable if it cannot say (missing, broken, too slow)."""
+    try:
+        done = subprocess.run([python, "-c", _SYS_PATH], capture_output=True, text=True, timeout=60,
+                              cwd="/", env=sandbox_environment(home="/nonexistent", tmp="/nonexistent"))
+        entries = json.loads(done.stdout) if done.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+        entries, done = None, e
+    if entries is None:
+        raise SandboxUnavailable(f"{python} could not report its sys.path: {done}")
+    found = [Path(os.path.abspath(e)) for e in entries if e and os.path.exists(e)]
+    return _outermost([*found, *(p.resolve() for p in found)])
 
 
 def _outermost(paths) -> list[Path]:
@@ -84,7 +90,8 @@ def filesystem_args(workspace: Path, tmp: Path, ro_binds: dict[str, Path] | None
             args += ["--ro-bind", top, top]
     args += ["--proc", "/proc", "--dev", "/dev", "--bind", str(workspace), WORKSPACE, "--bind", str(tmp), "/tmp"]
     python = python_dirs()
-    for parent in sorted({p for d in python for p in d.parents if p != Path("/")}, key=lambda p: len(p.parts)):
+    inside = [*python, *(Path(p) for p in ro_binds or {})]  # a bound directory's parents must be searchable too (a task's venv)
+    for parent in sorted({p for d in inside for p in d.parents if p != Path("/")}, key=lambda p: len(p.parts)):
         args += ["--perms", "0755", "--dir", str(parent)]  # bwrap would make them 0700, closed to the sandbox's uid
     for d in python:
         args += ["--ro-bind", str(d.resolve()), str(d)]
@@ -94,11 +101,12 @@ def filesystem_args(workspace: Path, tmp: Path, ro_binds: dict[str, Path] | None
     return args
 
 
-def sandbox_environment(home: str, tmp: str) -> dict[str, str]:
+def sandbox_environment(home: str, tmp: str, path_first: tuple[str, ...] = ()) -> dict[str, str]:
     """The whole environment of a sandboxed command: none of the server's variables reach it. Its PATH
-    names the venv's bin directory, a host path: the venv is bound at the same path on purpose."""
+    names the venv's bin directory, a host path: the venv is bound at the same path on purpose.
+    ``path_first``: directories searched before it (a task's prepared environment, bound read-only)."""
     return {
-        "PATH": f"{venv_bin()}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "PATH": ":".join([*path_first, f"{venv_bin()}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]),
         "HOME": home, "TMPDIR": tmp, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
     }

@@ -87,6 +87,17 @@ class Workspace:
         for rel, text in files.items():
             host_files.write_text(self.path, rel, text, self.uid)
 
+    def adopt(self) -> None:
+        """Give the sandbox's uid every entry the server put under the workspace by other means than write_files
+        (a repository copied or unpacked into it, envs/swe). Only for trees the server itself just made: links
+        are changed, never followed (lchown)."""
+        if self.uid is None:
+            return
+        for top, dirs, files in os.walk(self.path):
+            for name in [*dirs, *files]:
+                os.lchown(os.path.join(top, name), self.uid, self.uid)
+        os.lchown(self.path, self.uid, self.uid)
+
     def read_text(self, rel: str, max_bytes: int) -> str:
         """A workspace file's text, read without following links or waiting on a FIFO (host_files.py)."""
         return host_files.read_text(self.path, rel, max_bytes)
@@ -94,15 +105,16 @@ class Workspace:
     # ---- running
 
     def run(self, command: str | list[str], *, stdin: str | None = None, limits: Limits | None = None,
-            ro_binds: dict[str, Path] | None = None) -> RunResult:
+            ro_binds: dict[str, Path] | None = None, path_first: tuple[str, ...] = ()) -> RunResult:
         """Run ``command`` (a str goes to ``/bin/sh -c``) with cwd = the workspace; SandboxError if the sandbox failed.
-        ``ro_binds`` (a path inside -> a host directory) are seen read-only (bwrap mode only)."""
+        ``ro_binds`` (a path inside -> a host directory) are seen read-only (bwrap mode only); ``path_first``
+        directories come first on the command's PATH."""
         limits = limits or Limits()
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         status_r, status_w = os.pipe() if self.mode == "bwrap" else (-1, -1)
         killed = threading.Event()
         try:
-            proc, started = self._start(argv, limits, status_w, ro_binds)
+            proc, started = self._start(argv, limits, status_w, ro_binds, path_first)
         except BaseException:
             if status_r >= 0:
                 os.close(status_r)
@@ -138,7 +150,7 @@ class Workspace:
                          timed_out=timed_out, signal=sig, oom_killed=oom_killed)
 
     def _start(self, argv: list[str], limits: Limits, status_fd: int,
-               ro_binds: dict[str, Path] | None = None) -> tuple[subprocess.Popen, "launch.Launch | None"]:
+               ro_binds: dict[str, Path] | None = None, path_first: tuple[str, ...] = ()) -> tuple[subprocess.Popen, "launch.Launch | None"]:
         with self._lock:
             if self._removed:
                 raise SandboxError(f"the workspace {self.path} was removed")
@@ -149,12 +161,12 @@ class Workspace:
                 assert self.uid is not None
                 started = launch.Launch(self.bwrap, self.uid, status_fd, self.path, self.tmp, argv, limits, self.record.name, ro_binds)
                 full = started.argv
-                env, cwd, fds = sandbox_environment(home=WORKSPACE, tmp="/tmp"), "/", (status_fd, *started.pass_fds)
+                env, cwd, fds = sandbox_environment(home=WORKSPACE, tmp="/tmp", path_first=path_first), "/", (status_fd, *started.pass_fds)
             else:
                 if ro_binds:
                     raise SandboxError("read-only binds need sandbox mode bwrap")
                 full = [*rlimit_args(limits), *argv]
-                env, cwd, fds = sandbox_environment(home=str(self.path), tmp=str(self.tmp)), str(self.path), ()
+                env, cwd, fds = sandbox_environment(home=str(self.path), tmp=str(self.tmp), path_first=path_first), str(self.path), ()
             try:
                 proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         env=env, cwd=cwd, pass_fds=fds, start_new_session=True)

@@ -15,7 +15,7 @@ def client():
 
 
 def test_every_registered_env_declares_a_policy():
-    assert {name: cls.on_env_loss for name, cls in ENVS.items()} == {"frozen_lake": "replay", "arithmetic": "replay", "swe_lite": "replay"}
+    assert {name: cls.on_env_loss for name, cls in ENVS.items()} == {"frozen_lake": "replay", "arithmetic": "replay", "swe_lite": "replay", "swe": "replay"}
 
 
 @pytest.mark.parametrize("declared", [None, "retry"])

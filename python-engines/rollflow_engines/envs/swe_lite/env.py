@@ -60,14 +60,9 @@ def replaced(path: str) -> str:
     return f"Replaced 1 occurrence in {path}."
 
 
-class SweLiteConfig(EnvConfig):
-    tiers: list[int] = Field(default_factory=lambda: list(TIERS), min_length=1, description="Difficulty tiers the seed draws tasks from (1, 2, 3).")
-    task: str | None = Field(default=None, description="One task id (t1-000 … t3-019) for every seed, instead of drawing by seed.")
-    tasks: list[str] | None = Field(default=None, min_length=1, description="Task ids the seed walks, instead of the tiers' (e.g. a training "
-                                                                              "split and a held-out validation split).")
-    brief: bool = Field(default=False, description="A first observation of the task id and the issue only (which names the file), with a "
-                                                   "one-line reminder of replace and submit, and no format text after an invalid "
-                                                   "action: for models with a short context.")
+class EpisodeConfig(EnvConfig):
+    """What every agentic repository env (swe_lite, swe) takes: the action format, budgets and time limits."""
+
     actions: Literal["xml", "tool_calls"] = Field(default="xml", description=
         "How the model writes its actions: xml, the <bash>/<view>/<replace>/<submit/> tags; tool_calls, its chat template's "
         "native tool calls (Hermes/Qwen <tool_call> JSON) to the tools bash, view, edit and submit, which the first turn "
@@ -77,6 +72,16 @@ class SweLiteConfig(EnvConfig):
     observation_chars: int = Field(default=4000, ge=200, description="Longest observation; longer ones are cut with a marker.")
     command_timeout_s: float = Field(default=20.0, gt=0, le=600, description="Wall-clock limit of one <bash> command.")
     grading_timeout_s: float = Field(default=120.0, gt=0, le=1800, description="Wall-clock limit of the hidden tests' run.")
+
+
+class SweLiteConfig(EpisodeConfig):
+    tiers: list[int] = Field(default_factory=lambda: list(TIERS), min_length=1, description="Difficulty tiers the seed draws tasks from (1, 2, 3).")
+    task: str | None = Field(default=None, description="One task id (t1-000 … t3-019) for every seed, instead of drawing by seed.")
+    tasks: list[str] | None = Field(default=None, min_length=1, description="Task ids the seed walks, instead of the tiers' (e.g. a training "
+                                                                              "split and a held-out validation split).")
+    brief: bool = Field(default=False, description="A first observation of the task id and the issue only (which names the file), with a "
+                                                   "one-line reminder of replace and submit, and no format text after an invalid "
+                                                   "action: for models with a short context.")
 
     @field_validator("task", "tasks")
     @classmethod
@@ -157,7 +162,7 @@ class SweLiteEnv(BaseEnv):
             observation, done = self._apply(parsed)
             over_budget = not done and (self.turn + 1 >= self.config.max_turns or self.chars + len(action) >= self.config.max_episode_chars)
             grade_now = done or over_budget
-            result = grade(self.task, self.ws, Limits(wall_s=self.config.grading_timeout_s, cpu_s=int(self.config.grading_timeout_s))) if grade_now else None
+            result = self._grade() if grade_now else None
         except (SandboxError, SandboxUnavailable) as e:
             self.sandbox_errors += 1
             raise _sandbox_failed(e) from e
@@ -179,14 +184,25 @@ class SweLiteEnv(BaseEnv):
         reward = 1.0 if result is not None and result.resolved else 0.0
         return StepResult(truncate(observation, self.config.observation_chars), reward, self.over, info)
 
+    def _grading_limits(self) -> Limits:
+        return Limits(wall_s=self.config.grading_timeout_s, cpu_s=int(self.config.grading_timeout_s))
+
+    def _grade(self) -> Grade:
+        """The hidden tests on the workspace as it stands; SandboxError when the sandbox fails."""
+        return grade(self.task, self.ws, self._grading_limits())
+
+    def _run(self, command: str, limits: Limits):
+        """One <bash> command in the episode's sandbox."""
+        return self.ws.run(command, limits=limits)
+
     def _apply(self, action) -> tuple[str, bool]:
         """The observation of ``action`` and whether it ends the episode; SandboxError when the sandbox fails."""
         if isinstance(action, Invalid):  # brief: the format was in the first observation, and the context is short
-            return f"Invalid action: {action.why}" + ("" if self.config.brief else f"\n{self._format}"), False
+            return f"Invalid action: {action.why}" + ("" if getattr(self.config, "brief", False) else f"\n{self._format}"), False
         if isinstance(action, Submit):
             return "", True
         if isinstance(action, Bash):
-            r = self.ws.run(action.command, limits=Limits(wall_s=self.config.command_timeout_s, cpu_s=max(1, int(self.config.command_timeout_s))))
+            r = self._run(action.command, Limits(wall_s=self.config.command_timeout_s, cpu_s=max(1, int(self.config.command_timeout_s))))
             status = "timed out" if r.timed_out else f"exit {r.exit_code}" if r.exit_code is not None else f"killed by signal {r.signal}"
             return f"[{status}]\n{r.stdout}{r.stderr}", False
         try:  # the path and what lies there are the model's: a link, a FIFO, a huge file are refused by name

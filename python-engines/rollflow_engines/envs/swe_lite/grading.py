@@ -25,41 +25,21 @@ from __future__ import annotations
 import ast
 import re
 import secrets
-import xml.etree.ElementTree as ET
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...sandbox import Limits, SandboxError, Workspace, current
-from ...sandbox.host_files import WorkspaceFileError, read_bytes, read_text
+from ...sandbox import Limits, Workspace, current
+from ...sandbox.host_files import WorkspaceFileError, read_text
+from ..graded_run import Grade, canary, parse_junit as _parse_junit, run_graded
 from .tasks import Task
 
 RUNNER = Path(__file__).with_name("hidden_runner.py").read_text(encoding="utf-8")
 F2P_FILE, P2P_FILE = "test_fail_to_pass.py", "test_pass_to_pass.py"
 MAX_FILE_BYTES = 1 << 20       # of one task file copied for grading
-MAX_RESULTS_BYTES = 1 << 20    # of the JUnit report
 CANARIES_PER_MODULE = 2
 _WORDS = ("small", "one", "zero", "list", "empty", "edge", "rising", "single", "counts", "other", "basic", "large",
           "negative", "repeat", "mixed", "order", "limit", "total", "case", "default", "bounds", "values", "simple")
 _TEST = re.compile(r"^def (test_\w+)\(", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Grade:
-    f2p_passed: int
-    f2p_total: int
-    p2p_passed: int
-    p2p_total: int
-    tampered: bool = False  # a canary passed: the test run was subverted from inside (all counts are 0 then)
-
-    @property
-    def resolved(self) -> bool:
-        return not self.tampered and self.f2p_passed == self.f2p_total and self.p2p_passed == self.p2p_total
-
-    @property
-    def fraction(self) -> float:
-        total = self.f2p_total + self.p2p_total
-        return (self.f2p_passed + self.p2p_passed) / total if total else 0.0
 
 
 @dataclass(frozen=True)
@@ -88,21 +68,8 @@ def with_canaries(file: str, source: str, taken: set[str]) -> HiddenModule:
     taken.update(names)
     blocks = re.split(r"\n(?=def test_)", source)  # the header (imports), then one block per test
     for name in names:
-        blocks.insert(1 + secrets.randbelow(len(blocks)), ast.unparse(_canary(secrets.choice(originals), name)) + "\n\n")
+        blocks.insert(1 + secrets.randbelow(len(blocks)), ast.unparse(canary(secrets.choice(originals), name)) + "\n\n")
     return HiddenModule(file, "\n".join(blocks), tests, tuple(names))
-
-
-def _canary(original: ast.FunctionDef, name: str) -> ast.FunctionDef:
-    at = next(i for i, n in enumerate(original.body) if isinstance(n, ast.Assert))
-    checked = original.body[at].test
-    if isinstance(checked, ast.Compare):
-        checked = checked.left
-    elif isinstance(checked, ast.UnaryOp) and isinstance(checked.op, ast.Not):
-        checked = checked.operand
-    token = ast.Constant(10**12 + secrets.randbelow(10**12))
-    canary = ast.FunctionDef(name=name, args=original.args, body=[*original.body[:at], ast.Assert(ast.Compare(checked, [ast.Eq()], [token]))],
-                             decorator_list=[], returns=None, type_comment=None, **({"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}))
-    return ast.fix_missing_locations(canary)
 
 
 def task_files(task: Task, final: Workspace) -> dict[str, str]:
@@ -136,53 +103,14 @@ def grade(task: Task, final: Workspace, limits: Limits) -> Grade:
 
 def _run(ws: Workspace, modules: list[HiddenModule], limits: Limits) -> dict[tuple[str, str], str] | None:
     """Outcome by (file, test name) from the JUnit report; None if there is none usable."""
-    hidden = ws.record / "hidden"  # beside the workspace, outside what the sandbox can write; bound read-only
-    _write_readable(hidden, {"pytest.ini": "[pytest]\n", "runner.py": RUNNER, **{f"tests/{m.file}": m.source for m in modules}})
-    nonce, results = secrets.token_hex(8), f"results-{secrets.token_hex(8)}.xml"
-    if ws.mode == "bwrap":
-        inside, repo, tmp, binds = "/grading", "/workspace", "/tmp", {"/grading": hidden}
-    else:  # mode none trusts the code: no bind to make, the host paths as they are
-        inside, repo, tmp, binds = str(hidden), str(ws.path), str(ws.tmp), None
-    r = ws.run(["python", "-I", f"{inside}/runner.py", nonce, inside, repo, f"{tmp}/{results}"], limits=limits, ro_binds=binds)
-    if not r.stdout.startswith(f"rollflow-grading-started {nonce}\n"):
-        if r.timed_out:  # never got to print: the machine is too slow for grading_timeout_s
-            raise SandboxError(f"the grading interpreter did not start within {limits.wall_s:g} s")
-        raise SandboxError(f"the grading interpreter did not start (exit {r.exit_code}, signal {r.signal}): {r.stderr.strip()[-1000:] or 'no message'}")
-    try:
-        report = read_bytes(ws.tmp, results, MAX_RESULTS_BYTES)
-    except WorkspaceFileError:  # absent (pytest was killed, or the model's code ended it), a link, a FIFO, too large
-        return None
-    return parse_junit(report, {m.file for m in modules})
-
-
-def _write_readable(top: Path, files: dict[str, str]) -> None:
-    """Root's files that any uid may read (whatever this server's umask), none may write."""
-    for rel, text in files.items():
-        path = top / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        path.chmod(0o644)
-    for d in {top, *(p for rel in files for p in (top / rel).parents if p.is_relative_to(top))}:
-        d.chmod(0o755)
+    report = run_graded(ws, {"pytest.ini": "[pytest]\n", "runner.py": RUNNER, **{f"tests/{m.file}": m.source for m in modules}}, [], limits)
+    return None if report is None else parse_junit(report, {m.file for m in modules})
 
 
 def parse_junit(report: bytes, files: set[str]) -> dict[tuple[str, str], str] | None:
     """(file, test name) -> "passed" | "failed" (a test reported twice counts as failed); None for a report that does
     not parse."""
-    if b"<!DOCTYPE" in report or b"<!ENTITY" in report:  # pytest writes neither; entities are an expansion attack
-        return None
-    try:
-        root = ET.fromstring(report)
-    except ET.ParseError:
-        return None
-    seen: Counter[tuple[str, str]] = Counter()
-    outcomes: dict[tuple[str, str], str] = {}
-    for case in root.iter("testcase"):
+    def key(case) -> tuple[str, str] | None:
         module = (case.get("classname") or "").rsplit(".", 1)[-1] + ".py"
-        key = (module, case.get("name") or "")
-        if module not in files:
-            continue
-        seen[key] += 1
-        failed = any(child.tag in ("failure", "error", "skipped") for child in case)
-        outcomes[key] = "failed" if failed or seen[key] > 1 else "passed"
-    return outcomes
+        return (module, case.get("name") or "") if module in files else None
+    return _parse_junit(report, key)

@@ -1,0 +1,49 @@
+"""Episodes of the swe env on the tally project, for the env's tests and the red team's."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rollflow_engines.envs.swe.env import SweConfig, SweEnv
+
+from .project import Built, source
+
+
+def config(built: Built, instance_id: str | None = None, **overrides) -> SweConfig:
+    given = {"instances": str(built.instances_path), "source": source(built), **overrides}
+    if instance_id is not None:
+        given["ids"] = [instance_id]
+    return SweConfig.model_validate(given)
+
+
+def bash(script: str) -> str:
+    return f"<bash>{script}</bash>"
+
+
+def write(path: str, text: str) -> str:
+    return bash(f"mkdir -p $(dirname {path}) && cat > {path} <<'EOF_RF'\n{text}\nEOF_RF")
+
+
+def apply_patch(patch: str) -> str:
+    """The instance's gold patch applied inside the sandbox with git, as an agent could."""
+    return bash(f"cat > /tmp/fix.patch <<'EOF_PATCH'\n{patch}EOF_PATCH\ngit apply /tmp/fix.patch && echo applied")
+
+
+def play(built: Built, instance_id: str, replies: list[str], **overrides) -> list:
+    """Reset on ``instance_id``, step each reply (stopping when done), close; the step results."""
+    env = SweEnv()
+    try:
+        env.reset(0, config(built, instance_id, **overrides))
+        results = []
+        for reply in replies:
+            results.append(env.step(reply))
+            if results[-1].done:
+                break
+        return results
+    finally:
+        env.close()
+
+
+def write_rows(path: Path, rows: list) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
