@@ -8,7 +8,7 @@ from rollflow_engines.sandbox import SandboxSettings, configure, current
 
 @pytest.fixture(autouse=True)
 def sandbox_root(tmp_path: Path):
-    """Every workspace and snapshot of these tests lives under the test's own directory."""
+    """Every workspace and snapshot of the env tests (swe_lite, swe) lives under the test's own directory."""
     before = current()
     configure(SandboxSettings(root=tmp_path / "sandboxes"))
     snapshots.configure(tmp_path / "snapshots")
