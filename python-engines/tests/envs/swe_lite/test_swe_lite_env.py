@@ -7,13 +7,6 @@ from rollflow_engines.errors import UnavailableError
 from rollflow_engines.sandbox import SandboxError
 
 
-@pytest.fixture
-def env():
-    e = SweLiteEnv()
-    yield e
-    e.close()
-
-
 def start(env, **config):
     return env.reset(0, SweLiteConfig(task="t1-002", **config))
 

@@ -136,13 +136,6 @@ def test_the_schemas_are_openai_functions_with_every_argument_typed():
 
 # ---- the env
 
-@pytest.fixture
-def env():
-    e = SweLiteEnv()
-    yield e
-    e.close()
-
-
 def start(env, **config):
     return env.reset(0, SweLiteConfig(task="t1-002", actions="tool_calls", **config))
 
