@@ -10,7 +10,7 @@ import type { Sample } from '../gpu-bridge/contracts/trainer';
 import { resolveEnv } from '../envs';
 import type { EnvStep, EpisodeGeneration } from '../envs/env';
 import { EnvSessionLostError, NON_RETRYABLE_ENV_ERRORS } from '../envs/errors';
-import { SampleNotFoundError } from '../store';
+import { getIfPresent } from '../store';
 import type { ActivityDeps } from './deps';
 import { completeChoice, newProgress, onAnyServer, simLengthFor, streamChat, type GenerationProgress, type GenerationRequest, type Sampling } from './generation';
 import { withHeartbeat, withProgress } from './heartbeat';
@@ -116,7 +116,7 @@ export function rolloutActivities(deps: ActivityDeps) {
     async playTurn(input: { generate: GenerateTurnInput; step: Omit<EnvStepInput, 'action'> }): Promise<{ turn: TurnSummary; step: StepResult }> {
       const info = Context.current().info;
       const { summary: turn, attempt: storedAt } = await generateOnce(deps, input.generate, `${info.workflowExecution?.runId}/${info.activityId}`);
-      const attempt = Context.current().info.attempt - storedAt;
+      const attempt = info.attempt - storedAt;
       try {
         return { turn, step: await stepOnce(deps, { ...input.step, action: turn.action }, attempt) };
       } catch (e) {
@@ -211,7 +211,10 @@ async function stepOnce(deps: ActivityDeps, input: EnvStepInput, attempt: number
  * far), and the context grows by the env's tokens (masked) and the generated ones.
  */
 async function generateOnce(deps: ActivityDeps, input: GenerateTurnInput, call?: string): Promise<{ summary: TurnSummary; attempt: number }> {
-  const stored = input.turn > 0 ? await deps.store.get<TrajectoryContext>(input.contextKey) : call ? await storedContext(deps, input.contextKey) : undefined;
+  // After turn 0 the context must exist; at turn 0 only a turn activity's retry can find one (none before its first store).
+  let stored: TrajectoryContext | undefined;
+  if (input.turn > 0) stored = await deps.store.get<TrajectoryContext>(input.contextKey);
+  else if (call) stored = await getIfPresent<TrajectoryContext>(deps.store, input.contextKey);
   // This turn was stored but its attempt never reported (the worker died): appending it again would corrupt the context,
   // and in a turn activity the step may have been applied with its action already. Turn 0 is the same turn only within
   // one call: an episode started over (on_env_loss restart) generates its turn 0 afresh.
@@ -234,16 +237,6 @@ async function generateOnce(deps: ActivityDeps, input: GenerateTurnInput, call?:
     const generation = await completeChoice(r, progress, 0, () => turnSeed(seed, input.turn));
     return storeTurn(deps, input.contextKey, ctx, progress.prompt, generation, input.turn, attempt, call);
   }, deps.heartbeatPartialTokens).then((summary) => ({ summary: guardResult('generateTurn', summary, deps.maxResultBytes), attempt }));
-}
-
-/** The trajectory's stored context, or undefined before its first turn is stored. */
-async function storedContext(deps: ActivityDeps, key: string): Promise<TrajectoryContext | undefined> {
-  try {
-    return await deps.store.get<TrajectoryContext>(key);
-  } catch (e) {
-    if (e instanceof SampleNotFoundError) return undefined;
-    throw e;
-  }
 }
 
 /** What a turn adds to the conversation: the env's observation as the user's message, or at turn 0 the env's own chat messages. */

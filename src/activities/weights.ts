@@ -7,7 +7,7 @@
  * an activity named is the one servers are caught up to.
  */
 import type { WeightsTarget } from '../gpu-bridge';
-import { SampleNotFoundError, type SampleStore } from '../store';
+import { getIfPresent, type SampleStore } from '../store';
 import { weightsKey } from '../core';
 
 export class LatestWeights {
@@ -18,12 +18,7 @@ export class LatestWeights {
   /** The weights of `runId`'s last completed sync; undefined before its first. */
   async read(runId: string): Promise<WeightsTarget | undefined> {
     this.runId = runId;
-    try {
-      return await this.store.get<WeightsTarget>(weightsKey(runId));
-    } catch (e) {
-      if (e instanceof SampleNotFoundError) return undefined;
-      throw e;
-    }
+    return getIfPresent<WeightsTarget>(this.store, weightsKey(runId));
   }
 
   async write(runId: string, target: WeightsTarget): Promise<void> {

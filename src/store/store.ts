@@ -5,7 +5,7 @@
  * directory (directory.ts, the embedded default) and an S3-compatible bucket
  * (s3.ts), for hosts that share no disk.
  */
-import { InvalidKeyError } from './errors';
+import { InvalidKeyError, SampleNotFoundError } from './errors';
 
 export interface SampleStore {
   /** Writes `value` as JSON under `key`, atomically: readers see the old object or the new one, never half. */
@@ -21,6 +21,16 @@ export interface SampleStore {
   keys(dir: string): Promise<string[]>;
   /** Where an engine reads `key` from: a file path (on this machine), or an s3:// URL. */
   locate(key: string): string;
+}
+
+/** The JSON object under `key`, or undefined when there is none (any other failure still throws). */
+export async function getIfPresent<T>(store: SampleStore, key: string): Promise<T | undefined> {
+  try {
+    return await store.get<T>(key);
+  } catch (e) {
+    if (e instanceof SampleNotFoundError) return undefined;
+    throw e;
+  }
 }
 
 /** The values of newline-delimited JSON (putLines's format), one per non-empty line. */

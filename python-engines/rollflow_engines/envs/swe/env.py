@@ -64,10 +64,7 @@ class SweEnv(SweLiteEnv):
                                + f" ({len(dataset.instances)} readable rows, {len(dataset.problems)} malformed" + (f": {shown}" if shown else "") + ")",
                                config.instances)
         self.dataset, self.instance = dataset, chosen[seed % len(chosen)]
-        self.turn = self.invalid = self.chars = self.sandbox_errors = 0
-        self.grade_result: Grade | None = None
-        self.submitted = self.over_limit = False
-        self.snapshot = None
+        self._begin_episode()
         self.ws = None
         try:
             self.checkout, self.prepared = resolve(config.source, self.instance)

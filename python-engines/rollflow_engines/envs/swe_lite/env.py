@@ -107,16 +107,20 @@ class SweLiteEnv(BaseEnv):
     # Tasks and commands are deterministic, so replaying the recorded actions on a fresh workspace rebuilds the episode.
     on_env_loss = "replay"
 
+    def _begin_episode(self) -> None:
+        """The counts and flags of a new episode (the swe env's reset shares them)."""
+        self.turn = self.invalid = self.chars = self.sandbox_errors = 0
+        self.grade_result: Grade | None = None
+        self.submitted = self.over_limit = False
+        self.snapshot: str | None = None
+
     def reset(self, seed: int, config: SweLiteConfig) -> str:
         if any(t not in TIERS for t in config.tiers):
             raise ValueError(f"config.tiers: {config.tiers} has a tier outside {list(TIERS)}")
         self.config = config
         self.task: Task = (generate_task(config.task) if config.task else generate_task(config.tasks[seed % len(config.tasks)]) if config.tasks
                            else task_for_seed(seed, tuple(config.tiers)))
-        self.turn = self.invalid = self.chars = self.sandbox_errors = 0
-        self.grade_result: Grade | None = None
-        self.submitted = self.over_limit = False
-        self.snapshot: str | None = None
+        self._begin_episode()
         try:
             self.ws: Workspace | None = current().open(files=self.task.files)
         except (SandboxError, SandboxUnavailable) as e:
