@@ -178,6 +178,7 @@ GOOD_REWARD = {"domain": "math", "response": "1", "reference": "1"}
     ("/reset", {**GOOD_RESET, "config": {"map_size": "big"}}, 400, "config.map_size"),
     ("/reset", {**GOOD_RESET, "config": {"desc": ["SH", "HG"]}}, 400, "config.desc"),
     ("/reset", {"env": "arithmetic", "seed": 1, "config": {"ops": ["%"]}}, 400, "config.ops.0"),
+    ("/reset", {"env": "swe_lite", "seed": 1, "config": {"tiers": [1, 4]}}, 400, "config.tiers"),
     ("/reset", {"env": "nope", "seed": 1}, 400, "env"),
     ("/step", {"session": "nope", "index": 0, "action": "Left"}, 404, "session"),
     ("/step", {"session": 1, "index": 0, "action": "Left"}, 400, "session"),

@@ -83,6 +83,14 @@ class SweLiteConfig(EpisodeConfig):
                                                    "one-line reminder of replace and submit, and no format text after an invalid "
                                                    "action: for models with a short context.")
 
+    @field_validator("tiers")
+    @classmethod
+    def _known_tiers(cls, given: list[int]) -> list[int]:
+        unknown = [t for t in given if t not in TIERS]
+        if unknown:
+            raise ValueError(f"tier {unknown[0]} does not exist; expected tiers among {list(TIERS)}")
+        return given
+
     @field_validator("task", "tasks")
     @classmethod
     def _known_ids(cls, given):
@@ -115,8 +123,6 @@ class SweLiteEnv(BaseEnv):
         self.snapshot: str | None = None
 
     def reset(self, seed: int, config: SweLiteConfig) -> str:
-        if any(t not in TIERS for t in config.tiers):
-            raise ValueError(f"config.tiers: {config.tiers} has a tier outside {list(TIERS)}")
         self.config = config
         self.task: Task = (generate_task(config.task) if config.task else generate_task(config.tasks[seed % len(config.tasks)]) if config.tasks
                            else task_for_seed(seed, tuple(config.tiers)))
