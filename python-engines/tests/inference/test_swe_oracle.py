@@ -46,7 +46,9 @@ def play(task: str, solve_prob: float, seed: int, actions: str = "xml", invalid_
             r = env.step(text)
             if r.done:
                 return r.reward, turn + 1, r.info["invalid_actions"]
-            messages += [{"role": "assistant", "content": text}, {"role": "user", "content": r.observation}]
+            # as the rollout sends it (rollout.ts observationRole): a tool result in a conversation with tools
+            role = "tool" if messages[0]["role"] == "tools" else "user"
+            messages += [{"role": "assistant", "content": text}, {"role": role, "content": r.observation}]
         raise AssertionError("the episode never ended")
     finally:
         env.close()
@@ -146,8 +148,8 @@ def test_the_tools_are_read_from_the_head_of_every_turns_prompt():
     assert prompt_tools(prompt) == TOOLS and conversation(prompt) == [first[1]["content"]]
     # a later turn's prompt: the first, the reply's ids and eos, then the continuation's ids
     reply = [8 + b for b in "<tool_call>x</tool_call>".encode()] + [engine.eos_id]
-    later = prompt + reply + engine.chat_continuation([*first, {"role": "assistant", "content": ""}], [{"role": "user", "content": "[exit 0]"}])
-    assert prompt_tools(later) == TOOLS and conversation(later)[1:] == ["<tool_call>x</tool_call>", "[exit 0]"]
+    later = prompt + reply + engine.chat_continuation([*first, {"role": "assistant", "content": ""}], [{"role": "tool", "content": "[exit 0]"}])
+    assert prompt_tools(later) == TOOLS and conversation(later) == [first[1]["content"], "<tool_call>x</tool_call>", "[exit 0]"]
     assert prompt_tools(engine.chat_prompt([first[1]])) is None  # an XML episode
     assert prompt_tools(engine.chat_prompt([{"role": "developer", "content": "[1, 2]"}, first[1]])) is None
     assert prompt_tools([]) is None
@@ -199,7 +201,7 @@ def serve_episode(env_client, infer_client, task: str, seed: int, max_turns: int
             if step["done"]:
                 return {**step, "replies": replies}
             history = [*messages, {"role": "assistant", "content": text}]
-            new = [{"role": "user", "content": step["observation"]}]
+            new = [{"role": "tool", "content": step["observation"]}]  # a tool result, as the rollout sends it
             ids = infer_client.post("/v1/chat/continuation", json={"history": history, "messages": new}).json()["token_ids"]
             held = held + choice["token_ids"] + ids
             messages = history + new

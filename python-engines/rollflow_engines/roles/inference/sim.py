@@ -41,14 +41,18 @@ def _bytes_of(token_ids: list[int]) -> bytes:
 
 
 def conversation(prompt: list[int]) -> list[str]:
-    """The texts of a chat prompt's user and assistant turns, in order (chat_prompt's synthetic tokens read back)."""
+    """The texts of a chat prompt's user, assistant and tool-result turns, in order (chat_prompt's synthetic tokens read
+    back). A tool message (an env's observation in a conversation with tools, which the rollout sends as role ``tool``)
+    has the other roles' marker, which a leading tools message shares: that one is the tools, not a turn."""
     texts: list[str] = []
     role, current = None, []
+    turns = (ROLE_MARKERS["user"], ROLE_MARKERS["assistant"], OTHER_ROLE_MARKER)
+    skip_first = prompt_tools(prompt) is not None  # the leading tools message
     for t in [*prompt, END_OF_TURN]:
         if t == END_OF_TURN:
-            if role in (ROLE_MARKERS["user"], ROLE_MARKERS["assistant"]):
+            if role in turns and not skip_first:
                 texts.append(_bytes_of(current).decode("utf-8", errors="ignore"))
-            role, current = None, []
+            role, current, skip_first = None, [], False
         elif role is None and t in (*ROLE_MARKERS.values(), OTHER_ROLE_MARKER):
             role = t
         else:
