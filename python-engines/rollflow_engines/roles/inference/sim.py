@@ -29,6 +29,7 @@ from .stepped import SteppedEngine
 from . import swe_escape, swe_oracle
 from .metrics import InferenceMetrics
 from .options import Options, SimLength
+from . import swe_oracle_bash
 
 # Synthetic chat tokenization: a role marker, then one token per UTF-8 byte. A leading tools message (models/chat.py)
 # is rendered like any other role, its JSON as bytes: the prompt carries the tools, as a real template's does.
@@ -140,6 +141,8 @@ class SimEngine(SteppedEngine):
                 text = swe_escape.reply(self.sim.policy, turns, seed)
             else:  # the tools in the prompt say the episode wants tool calls (actions: tool_calls)
                 text = swe_oracle.reply(self.sim.policy, turns, seed, tools=prompt_tools(seq.prompt))
+                if turns and swe_oracle_bash.asks_for_bash(turns[0]):  # actions: bash
+                    text = swe_oracle_bash.translate(text)
             script = [(BYTE_OFFSET + b) % self.vocab_size for b in text.encode()]
             seq.state = (rng, len(script) + 1, script)
             return
