@@ -4,10 +4,10 @@ The first observation gives the issue, the repository's files and the action for
 actions.py, with ``actions: tool_calls`` the model's native tool calls (tool_calls.py: the tools go to the
 chat template in the first turn's messages, ``first_messages``), or with ``actions: bash`` mini-SWE-agent's
 one ```bash block per reply (bash_only.py: commands only, submitted by a command that prints its sentinel).
-Every format parses into the same actions, so every check below applies to all. Each step applies one action in the episode's workspace: ``<bash>``
-(the tool bash) runs in the bubblewrap sandbox (no network, writes only in the workspace, capped CPU, memory,
+Every format parses into the same actions, so every check below applies to all. Each step applies one action
+in the episode's workspace: ``<bash>`` (the tool bash, a bash block) runs in the bubblewrap sandbox (no network, writes only in the workspace, capped CPU, memory,
 processes, time and output), ``<view>`` and ``<replace>`` (view, edit) read and edit files from the server side (paths that lead outside the
-workspace are refused). The episode ends at ``<submit/>`` or when a budget runs out (``max_turns``,
+workspace are refused). The episode ends at ``<submit/>`` (submit, the bash sentinel) or when a budget runs out (``max_turns``,
 or ``max_episode_chars`` of replies: the env sees text, not tokens); then the hidden tests run on
 the final files in a fresh sandbox (grading.py): reward 1 when every FAIL_TO_PASS and
 PASS_TO_PASS test passes, else 0.
