@@ -222,7 +222,7 @@ async function generateOnce(deps: ActivityDeps, input: GenerateTurnInput, call?:
   if (last?.turn === input.turn && (input.turn > 0 || last.call === call)) return { summary: last.summary, attempt: last.attempt ?? 1 };
   const ctx = input.turn > 0 ? stored! : emptyContext();
   const attempt = Context.current().info.attempt;
-  ctx.messages.push(...turnMessages(input));
+  ctx.messages.push(...turnMessages(input, ctx.messages));
   const seed = input.sampling.seed;
   return withProgress<TurnSummary, GenerationProgress>(async (signal, report, resumed) => {
     const r = await generationRequest(deps, input, signal, report);
@@ -239,9 +239,22 @@ async function generateOnce(deps: ActivityDeps, input: GenerateTurnInput, call?:
   }, deps.heartbeatPartialTokens).then((summary) => ({ summary: guardResult('generateTurn', summary, deps.maxResultBytes), attempt }));
 }
 
-/** What a turn adds to the conversation: the env's observation as the user's message, or at turn 0 the env's own chat messages. */
-const turnMessages = (input: Pick<GenerateTurnInput, 'observation' | 'messages' | 'turn'>): ChatMessage[] =>
-  input.turn === 0 && input.messages ? input.messages : [{ role: 'user', content: input.observation }];
+/**
+ * What a turn adds to the conversation `history`: at turn 0 the env's own chat messages, else the env's observation as
+ * one message of observationRole(history).
+ */
+const turnMessages = (input: Pick<GenerateTurnInput, 'observation' | 'messages' | 'turn'>, history: ChatMessage[] = []): ChatMessage[] =>
+  input.turn === 0 && input.messages ? input.messages : [{ role: observationRole(history), content: input.observation }];
+
+/**
+ * The role of an env's observation in a conversation: `tool` when the conversation opens with a tools message (the env
+ * handed the model tools, swe_lite and swe with actions: tool_calls, so what it answers is the result of the model's
+ * call, which the chat template renders as one: Qwen2.5's `<tool_response>` in a user turn), else `user`, as before
+ * tools existed. Read from the conversation itself, so no workflow carries a new field and every other env is unchanged.
+ */
+export const observationRole = (history: ChatMessage[]): 'tool' | 'user' => (history[0]?.role === TOOLS_ROLE ? 'tool' : 'user');
+/** The role of the leading message that holds the tools (python-engines models/chat.py TOOLS_ROLE). */
+export const TOOLS_ROLE = 'tools';
 
 const emptyContext = (): TrajectoryContext => ({ messages: [], prompt_ids: [], response_ids: [], old_logprobs: [], loss_mask: [], version_spans: [], aborts: 0 });
 

@@ -275,7 +275,10 @@ describe('chat-message prompts (EnvReset.messages)', () => {
     await runActivity(() => rollout.generateTurn({ contextKey: key, observation: '[exit 0]', turn: 1, sampling, affinity: 't', runId: RUN }));
     const continued = servers.flatMap((s) => s.requests).find((r) => r.path === '/v1/chat/continuation')!.body;
     expect((continued.history as unknown[]).slice(0, 2)).toEqual(messages); // the server renders the tools from here on every turn
-    expect(continued.messages).toEqual([{ role: 'user', content: '[exit 0]' }]);
+    // The observation is the result of the model's call: a tool message, which the chat template renders as one.
+    expect(continued.messages).toEqual([{ role: 'tool', content: '[exit 0]' }]);
+    await runActivity(() => rollout.generateTurn({ contextKey: key, observation: '[exit 1]', turn: 2, sampling, affinity: 't', runId: RUN }));
+    expect((await deps.store.get<TrajectoryContext>(key)).messages.map((m) => m.role)).toEqual(['tools', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
   });
 
   it('a group request sends them once for every choice, and each choice\'s context starts with them', async () => {

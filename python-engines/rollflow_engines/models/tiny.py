@@ -17,7 +17,9 @@ from pathlib import Path
 # With tools (apply_chat_template(tools=...)) a system turn lists them and asks for <tool_call> JSON, in the words
 # of Qwen2.5's template, before the conversation (a system message of the conversation leads that turn, as in
 # Qwen2.5's). Hugging Face renders with trim_blocks, so a newline right after a block tag is written as {{ '\n' }}.
-# Without tools it renders exactly as the template before tools did, so no existing prompt changes.
+# A tool message (the result of a call) renders as Qwen2.5's does: inside a user turn, as <tool_response>, a run of them
+# sharing one turn. Without tools or tool messages it renders exactly as the template before tools did, so no existing
+# prompt changes.
 TOOLS_PREAMBLE = (
     "{% if tools %}<|system|>{% if messages and messages[0]['role'] == 'system' %}{{ messages[0]['content'] }}\n\n{% endif %}"
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
@@ -26,9 +28,16 @@ TOOLS_PREAMBLE = (
     "For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n"
     '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>\n{% endif %}'
 )
+TOOL_MESSAGE_BRANCH = (
+    "{% if m['role'] == 'tool' %}"
+    "{% if loop.first or messages[loop.index0 - 1]['role'] != 'tool' %}<|user|>{% endif %}"
+    "{{ '\\n' }}<tool_response>{{ '\\n' }}{{ m['content'] }}{{ '\\n' }}</tool_response>"
+    "{% if loop.last or messages[loop.index0 + 1]['role'] != 'tool' %}{{ '\\n' }}{% endif %}"
+)
 CHAT_TEMPLATE = (
     TOOLS_PREAMBLE
-    + "{% for m in messages %}{% if not (tools and loop.first and m['role'] == 'system') %}"
+    + "{% for m in messages %}" + TOOL_MESSAGE_BRANCH
+    + "{% elif not (tools and loop.first and m['role'] == 'system') %}"
     "<|{{ m['role'] }}|>{{ m['content'] }}\n{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )

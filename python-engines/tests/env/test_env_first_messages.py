@@ -25,7 +25,7 @@ def test_reset_sends_the_tools_message_only_for_tool_calls(tmp_path):
         bad = c.post("/reset", json={"env": "swe_lite", "seed": 0, "config": {"actions": "json"}})
         assert bad.status_code == 400
         problem = bad.json()["problems"][0]
-        assert problem["field"] == "config.actions" and problem["given"] == "json" and "'xml' or 'tool_calls'" in problem["message"], problem
+        assert problem["field"] == "config.actions" and problem["given"] == "json" and "'xml', 'tool_calls' or 'bash'" in problem["message"], problem
 
 
 def test_the_tools_fixture_is_what_the_server_answers(tmp_path):

@@ -8,10 +8,7 @@ import json
 from collections import Counter
 
 import pytest
-from fastapi.testclient import TestClient
 
-from rollflow_engines.app import create_app
-from rollflow_engines.config import ServeConfig
 from rollflow_engines.envs.swe_lite.actions import Invalid, parse_action
 from rollflow_engines.envs.swe_lite.env import SweLiteConfig, SweLiteEnv
 from rollflow_engines.envs.swe_lite.tool_calls import TOOLS, parse_hermes
@@ -21,6 +18,8 @@ from rollflow_engines.roles.inference.metrics import InferenceMetrics
 from rollflow_engines.roles.inference.options import Options
 from rollflow_engines.roles.inference.sim import SimEngine, conversation, prompt_tools
 from rollflow_engines.sandbox import SandboxSettings, configure, current
+
+from .served_swe import served_solvers_and_flailers
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +45,9 @@ def play(task: str, solve_prob: float, seed: int, actions: str = "xml", invalid_
             r = env.step(text)
             if r.done:
                 return r.reward, turn + 1, r.info["invalid_actions"]
-            messages += [{"role": "assistant", "content": text}, {"role": "user", "content": r.observation}]
+            # as the rollout sends it (rollout.ts observationRole): a tool result in a conversation with tools
+            role = "tool" if messages[0]["role"] == "tools" else "user"
+            messages += [{"role": "assistant", "content": text}, {"role": role, "content": r.observation}]
         raise AssertionError("the episode never ended")
     finally:
         env.close()
@@ -146,8 +147,8 @@ def test_the_tools_are_read_from_the_head_of_every_turns_prompt():
     assert prompt_tools(prompt) == TOOLS and conversation(prompt) == [first[1]["content"]]
     # a later turn's prompt: the first, the reply's ids and eos, then the continuation's ids
     reply = [8 + b for b in "<tool_call>x</tool_call>".encode()] + [engine.eos_id]
-    later = prompt + reply + engine.chat_continuation([*first, {"role": "assistant", "content": ""}], [{"role": "user", "content": "[exit 0]"}])
-    assert prompt_tools(later) == TOOLS and conversation(later)[1:] == ["<tool_call>x</tool_call>", "[exit 0]"]
+    later = prompt + reply + engine.chat_continuation([*first, {"role": "assistant", "content": ""}], [{"role": "tool", "content": "[exit 0]"}])
+    assert prompt_tools(later) == TOOLS and conversation(later) == [first[1]["content"], "<tool_call>x</tool_call>", "[exit 0]"]
     assert prompt_tools(engine.chat_prompt([first[1]])) is None  # an XML episode
     assert prompt_tools(engine.chat_prompt([{"role": "developer", "content": "[1, 2]"}, first[1]])) is None
     assert prompt_tools([]) is None
@@ -182,46 +183,10 @@ def test_replies_stream_as_their_bytes_and_decode_back():
 
 # ---- end to end, over HTTP: the env server and the sim inference server, as the bridge drives them
 
-def serve_episode(env_client, infer_client, task: str, seed: int, max_turns: int = 20) -> dict:
-    """One episode with actions: tool_calls as the bridge plays it: the reset's first-turn messages (the tools
-    first) through /v1/chat/completions, then per turn /v1/chat/continuation's ids appended to the ids held so
-    far and /v1/completions over them (the token ids kept end to end). Returns the last step's answer and the replies."""
-    reset = env_client.post("/reset", json={"env": "swe_lite", "seed": 0, "config": {"task": task, "max_turns": max_turns, "actions": "tool_calls"}}).json()
-    messages = reset["messages"]
-    assert messages[0]["role"] == "tools"
-    r = infer_client.post("/v1/chat/completions", json={"messages": messages, "max_tokens": 2048, "seed": seed}).json()
-    held, choice = r["prompt_token_ids"], r["choices"][0]
-    text, replies = choice["message"]["content"], []
-    try:
-        for index in range(max_turns):
-            replies.append(text)
-            step = env_client.post("/step", json={"session": reset["session"], "index": index, "action": text}).json()
-            if step["done"]:
-                return {**step, "replies": replies}
-            history = [*messages, {"role": "assistant", "content": text}]
-            new = [{"role": "user", "content": step["observation"]}]
-            ids = infer_client.post("/v1/chat/continuation", json={"history": history, "messages": new}).json()["token_ids"]
-            held = held + choice["token_ids"] + ids
-            messages = history + new
-            r = infer_client.post("/v1/completions", json={"prompt": held, "max_tokens": 2048, "seed": seed + index + 1}).json()
-            choice = r["choices"][0]
-            text = choice["text"]
-        raise AssertionError("the episode never ended")
-    finally:
-        env_client.post("/close", json={"session": reset["session"]})
-
-
 def test_served_tool_call_episodes_score_solvers_1_and_flailers_0_and_count_malformed_calls(tmp_path):
-    env_options = {"sandbox_root": str(tmp_path / "sandboxes"), "snapshot_dir": str(tmp_path / "snapshots")}
-    outcomes = {}
-    with TestClient(create_app(ServeConfig(role="env", options=env_options))) as env_client:
-        for solve_prob in (1.0, 0.0):
-            policy = {"kind": "swe_oracle", "solve_prob": solve_prob, "invalid_prob": 0.5, "flail_turns": 6}
-            with TestClient(create_app(ServeConfig(role="inference", backend="sim", options={"sim": {"policy": policy}}))) as infer_client:
-                outcomes[solve_prob] = [serve_episode(env_client, infer_client, task, seed)
-                                        for task, seed in (("t1-001", 11), ("t2-004", 12), ("t3-002", 13))]
+    outcomes = served_solvers_and_flailers(tmp_path, "tool_calls")
     for solver in outcomes[1.0]:
-        assert solver["reward"] == 1.0 and solver["info"]["invalid_actions"] == 0, solver
+        assert solver["reward"] == 1.0 and solver["info"]["invalid_actions"] == 0 and solver["first_messages"][0]["role"] == "tools", solver
         assert all("<tool_call>" in r for r in solver["replies"]) and any('"name": "edit"' in r for r in solver["replies"])
     malformed = 0
     for flailer in outcomes[0.0]:

@@ -12,7 +12,7 @@ from rollflow_engines.envs.swe_lite.tool_calls import TOOLS, parse_hermes
 from rollflow_engines.errors import RequestError
 from rollflow_engines.models import load_model
 from rollflow_engines.models.chat import TOOLS_ROLE, hf_chat_continuation, hf_chat_prompt, split_tools
-from rollflow_engines.models.tiny import CHAT_TEMPLATE, TINY_PRESETS, TinyPreset, build_tiny_model, build_tokenizer
+from rollflow_engines.models.tiny import CHAT_TEMPLATE, TINY_PRESETS, TOOL_MESSAGE_BRANCH, TinyPreset, build_tiny_model, build_tokenizer
 
 # The tiny template before it rendered tools: every conversation without tools must still render exactly so.
 OLD_TINY_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
@@ -99,6 +99,49 @@ def test_a_cached_tiny_model_built_before_tools_loads_with_the_template_that_ren
     (tmp_path / "tiny-default-seed0" / "chat_template.jinja").unlink(missing_ok=True)
     _, again = load_model("tiny:default", 0, cache_dir=tmp_path)
     assert again.chat_template == CHAT_TEMPLATE
+
+
+CONVERSATIONS_WITHOUT_TOOL_MESSAGES = [
+    [{"role": "user", "content": "2+2"}],
+    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2"}, {"role": "assistant", "content": "4"}, {"role": "user", "content": "3+3"}],
+    [{"role": "user", "content": "go"}, {"role": "assistant", "content": "<bash>ls</bash>"}, {"role": "user", "content": "[exit 0]\nboard_lib"},
+     {"role": "assistant", "content": "```bash\nls\n```"}, {"role": "user", "content": "<returncode>0</returncode>"}],
+]
+
+
+@pytest.mark.parametrize("messages", CONVERSATIONS_WITHOUT_TOOL_MESSAGES)
+def test_a_conversation_without_tool_messages_renders_as_before_tool_messages_existed(messages):
+    """Without tools exactly as the template before tools; with tools exactly as the template before tool messages."""
+    before_tool_messages = CHAT_TEMPLATE.replace(TOOL_MESSAGE_BRANCH, "").replace("{% elif not (tools", "{% if not (tools")
+    assert before_tool_messages != CHAT_TEMPLATE
+    assert text(tokenizer(), messages) == text(tokenizer(OLD_TINY_TEMPLATE), messages)
+    assert text(tokenizer(), messages, tools=TOOLS) == text(tokenizer(before_tool_messages), messages, tools=TOOLS)
+
+
+def test_tool_messages_render_as_qwen25s_a_tool_response_in_a_user_turn_one_turn_for_a_run():
+    conversation = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "<tool_call>a</tool_call>"},
+                    {"role": "tool", "content": "[exit 0]\nA"}, {"role": "tool", "content": "B"},
+                    {"role": "assistant", "content": "<tool_call>b</tool_call>"}, {"role": "tool", "content": "C"}]
+    tiny = text(tokenizer(), conversation, tools=TOOLS).split("</tool_call>\n", 1)[1]  # after the tools' system turn
+    assert tiny == ("<|user|>go\n<|assistant|><tool_call>a</tool_call>\n<|user|>\n<tool_response>\n[exit 0]\nA\n</tool_response>\n"
+                    "<tool_response>\nB\n</tool_response>\n<|assistant|><tool_call>b</tool_call>\n"
+                    "<|user|>\n<tool_response>\nC\n</tool_response>\n<|assistant|>")
+    qwen = text(tokenizer(QWEN25_TEMPLATE), conversation, tools=TOOLS)
+    assert ("<|im_start|>user\n<tool_response>\n[exit 0]\nA\n</tool_response>\n<tool_response>\nB\n</tool_response><|im_end|>\n"
+            "<|im_start|>assistant\n<tool_call>b</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\nC\n</tool_response><|im_end|>\n") in qwen
+    ids = tokenizer().apply_chat_template(conversation, tools=TOOLS, add_generation_prompt=True, tokenize=True)["input_ids"]
+    assert tokenizer().pad_token_id not in ids  # the tiny tokenizer spells every character of it
+
+
+@pytest.mark.parametrize("template, between", [
+    (CHAT_TEMPLATE, "\n<|user|>\n<tool_response>\n[exit 0]\nboard_lib\n</tool_response>\n<|assistant|>"),
+    (QWEN25_TEMPLATE, "<|im_end|>\n<|im_start|>user\n<tool_response>\n[exit 0]\nboard_lib\n</tool_response><|im_end|>\n<|im_start|>assistant\n"),
+])
+def test_a_tool_message_continues_a_conversation_with_tools_and_its_ids_are_the_rendered_difference(template, between):
+    tok = tokenizer(template)
+    reply = '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>'
+    history = [TOOLS_MESSAGE, {"role": "user", "content": "Fix it."}, {"role": "assistant", "content": reply}]
+    assert tok.decode(hf_chat_continuation(tok, history, [{"role": "tool", "content": "[exit 0]\nboard_lib"}])) == between
 
 
 # ---- the tools message
@@ -188,10 +231,11 @@ def test_the_env_template_model_and_parser_make_one_path(long_context_tiny):
         assert decoded == reply
         step = env.step(decoded)
         assert step.observation == f"Replaced 1 occurrence in {path}." and not step.info["invalid_action"]
-        # The next turn: the observation continues the conversation, the tools still leading its history.
+        # The next turn: the observation, the call's result, continues the conversation as a tool message (the rollout's
+        # observationRole), the tools still leading its history.
         history = [*messages, {"role": "assistant", "content": decoded}]
-        continuation = tok.decode(hf_chat_continuation(tok, history, [{"role": "user", "content": step.observation}]))
-        assert continuation == f"\n<|user|>{step.observation}\n<|assistant|>"
+        continuation = tok.decode(hf_chat_continuation(tok, history, [{"role": "tool", "content": step.observation}]))
+        assert continuation == f"\n<|user|>\n<tool_response>\n{step.observation}\n</tool_response>\n<|assistant|>"
         bad = env.step(tok.decode(tok.encode('<tool_call>{"name": "edit", "arguments": {"path": "x"}}</tool_call>', add_special_tokens=False)))
         assert bad.info["invalid_action"] and "edit is missing argument old_str, new_str" in bad.observation
         end = env.step('<tool_call>{"name": "submit", "arguments": {}}</tool_call>')

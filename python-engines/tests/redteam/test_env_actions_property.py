@@ -140,3 +140,22 @@ TOOL_CALL_ACTIONS = st.one_of(
 def test_swe_lite_answers_every_tool_call_in_every_workspace_state(client, shapes, actions):
     play(client, "swe_lite", {"task": "t1-002", "actions": "tool_calls", "command_timeout_s": 5, "grading_timeout_s": 60},
          [_call("bash", "", "", "", 1, 1, shape) for shape in shapes] + actions)
+
+
+# ---- swe_lite with the bash scaffold: hostile commands and broken fences, the sentinel anywhere
+
+SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+FENCES = st.sampled_from(["```bash\n", "```", "````bash\n", "```python\n", "\n```\n", "```bash", f"echo {SENTINEL}", "\x00", "\n"])
+BASH_ACTIONS = st.one_of(
+    TEXT,
+    st.builds(lambda c: f"```bash\n{c}\n```", st.one_of(st.sampled_from(SHAPES + ["ls -la", "cat pipe", f"echo {SENTINEL}", f"cat big; echo {SENTINEL}",
+                                                                         f"echo {SENTINEL} && rm -rf board_lib"]), TEXT)),
+    st.lists(st.one_of(FENCES, TEXT), max_size=6).map("".join),
+)
+
+
+@settings(max_examples=int(__import__("os").environ.get("ROLLFLOW_PROPERTY_EXAMPLES", 60)), deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=st.lists(st.sampled_from(SHAPES), max_size=2), actions=st.lists(BASH_ACTIONS, min_size=1, max_size=3))
+def test_swe_lite_answers_every_bash_block_in_every_workspace_state(client, shapes, actions):
+    play(client, "swe_lite", {"task": "t1-002", "actions": "bash", "command_timeout_s": 5, "grading_timeout_s": 60},
+         [f"```bash\n{shape}\n```" for shape in shapes] + actions)

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from rollflow_engines.envs.swe_lite.bash_only import SENTINEL
 from rollflow_engines.envs.swe_lite.tasks import generate_task
 
 TASK = generate_task("t1-002")  # board_lib/core.py: largest_meter keeps the smallest value
@@ -148,7 +149,7 @@ atexit.register(_forge)
 '''
 
 
-@pytest.mark.parametrize("attack", [
+FORGERIES = [
     pytest.param([write("pytest.py", f"import sys\nxml=[a.split('=',1)[-1] for a in sys.argv if 'xml' in a][-1]\nopen(xml,'w').write({FAKE_JUNIT!r})\n")],
                  id="pytest_py_shadows_the_test_runner"),
     pytest.param([write("pytest.ini", "[pytest]\naddopts = decoys\n"),
@@ -168,10 +169,29 @@ atexit.register(_forge)
                  id="shadows_pytest_internals_and_the_stdlib"),
     pytest.param([bash("rm -rf board_lib && mkdir board_lib && mkfifo board_lib/core.py && ln -s /etc/passwd board_lib/__init__.py")],
                  id="task_files_turned_into_a_fifo_and_a_link"),
-])
+]
+
+
+@pytest.mark.parametrize("attack", FORGERIES)
 def test_forging_the_grade_without_the_fix_scores_0(server, attack):
     end = graded(episode(server, [*attack, "<submit/>"]))
     assert end["reward"] == 0.0 and not end["info"]["success"], end
+
+
+def as_bash_block(action: str) -> str:
+    """An attack's <bash> action as the bash scaffold's reply (actions: bash)."""
+    assert action.startswith("<bash>") and action.endswith("</bash>")
+    return f"```bash\n{action[len('<bash>'):-len('</bash>')]}\n```"
+
+
+@pytest.mark.parametrize("attack", FORGERIES)
+def test_forging_the_grade_through_the_bash_scaffold_scores_0(server, attack):
+    """The same attacks as mini-SWE-agent's one-block replies; the last one also prints the sentinel, so the command that
+    plants the forgery is the one that submits: the grading is the same fresh sandbox either way."""
+    *first, last = [as_bash_block(a) for a in attack]
+    last = last.removesuffix("\n```") + f"\necho {SENTINEL}\n```"  # the attack prints nothing, so the sentinel is the first line
+    end = graded(episode(server, [*first, last], {"actions": "bash"}))
+    assert end["reward"] == 0.0 and not end["info"]["success"] and end["info"]["submitted"], end
 
 
 @pytest.mark.parametrize("attack", [

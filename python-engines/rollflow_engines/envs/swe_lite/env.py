@@ -1,12 +1,13 @@
 """The ``swe_lite`` env: fix a planted bug in a small generated Python repository, in a sandbox.
 
 The first observation gives the issue, the repository's files and the action format: the XML-ish tags of
-actions.py, or with ``actions: tool_calls`` the model's native tool calls (tool_calls.py: the tools go to the
-chat template in the first turn's messages, ``first_messages``). Either format parses into the same actions,
-so every check below applies to both. Each step applies one action in the episode's workspace: ``<bash>``
-(the tool bash) runs in the bubblewrap sandbox (no network, writes only in the workspace, capped CPU, memory,
+actions.py, with ``actions: tool_calls`` the model's native tool calls (tool_calls.py: the tools go to the
+chat template in the first turn's messages, ``first_messages``), or with ``actions: bash`` mini-SWE-agent's
+one ```bash block per reply (bash_only.py: commands only, submitted by a command that prints its sentinel).
+Every format parses into the same actions, so every check below applies to all. Each step applies one action
+in the episode's workspace: ``<bash>`` (the tool bash, a bash block) runs in the bubblewrap sandbox (no network, writes only in the workspace, capped CPU, memory,
 processes, time and output), ``<view>`` and ``<replace>`` (view, edit) read and edit files from the server side (paths that lead outside the
-workspace are refused). The episode ends at ``<submit/>`` or when a budget runs out (``max_turns``,
+workspace are refused). The episode ends at ``<submit/>`` (submit, the bash sentinel) or when a budget runs out (``max_turns``,
 or ``max_episode_chars`` of replies: the env sees text, not tokens); then the hidden tests run on
 the final files in a fresh sandbox (grading.py): reward 1 when every FAIL_TO_PASS and
 PASS_TO_PASS test passes, else 0.
@@ -30,6 +31,7 @@ from ...sandbox.host_files import WorkspaceFileError, WorkspaceOverLimit, text_f
 from .. import snapshots
 from ..base import BaseEnv, EnvConfig, StepResult
 from ..registry import register_env
+from . import bash_only
 from .actions import FORMAT, Bash, Invalid, Replace, Submit, View, parse_action
 from .grading import Grade, grade
 from .tool_calls import FORMATS, PARSERS, TOOLS
@@ -45,6 +47,8 @@ SNAPSHOT_CAPS = {"max_entries": 5000, "max_bytes": 4 << 20, "max_seconds": 10.0}
 SANDBOX_OVERHEAD_S = 10.0
 BRIEF_FORMAT = 'Reply <replace path="FILE"><old>TEXT</old><new>TEXT</new></replace>, then <submit/>.'
 BRIEF_TOOLS_FORMAT = "Call edit, then submit."
+BRIEF_BASH_FORMAT = f"Reply with one ```bash block; edit with a command, then run echo {bash_only.SENTINEL} to submit."
+BRIEF_FORMATS = {"xml": BRIEF_FORMAT, "tool_calls": BRIEF_TOOLS_FORMAT, "bash": BRIEF_BASH_FORMAT}
 # The tool-call format of actions: tool_calls. One for now (tool_calls.PARSERS lists those there are): a
 # setting to choose it would have a single value, so it comes when a second format does.
 TOOL_CALL_FORMAT = "hermes"
@@ -52,7 +56,7 @@ TOOL_CALL_FORMAT = "hermes"
 
 def brief_observation(task: Task, actions: str = "xml") -> str:
     """The first observation under ``brief``: the task and its issue (which names the file), and how to answer."""
-    return f"Task {task.id}. Issue: {task.issue}\n{BRIEF_TOOLS_FORMAT if actions == 'tool_calls' else BRIEF_FORMAT}"
+    return f"Task {task.id}. Issue: {task.issue}\n{BRIEF_FORMATS[actions]}"
 
 
 def replaced(path: str) -> str:
@@ -63,10 +67,11 @@ def replaced(path: str) -> str:
 class EpisodeConfig(EnvConfig):
     """What every agentic repository env (swe_lite, swe) takes: the action format, budgets and time limits."""
 
-    actions: Literal["xml", "tool_calls"] = Field(default="xml", description=
+    actions: Literal["xml", "tool_calls", "bash"] = Field(default="xml", description=
         "How the model writes its actions: xml, the <bash>/<view>/<replace>/<submit/> tags; tool_calls, its chat template's "
         "native tool calls (Hermes/Qwen <tool_call> JSON) to the tools bash, view, edit and submit, which the first turn "
-        "hands to the chat template. Needs a model whose chat template renders tools.")
+        "hands to the chat template (needs a model whose chat template renders tools); bash, mini-SWE-agent's scaffold: one "
+        f"```bash block per reply, submitted by a command whose output's first line is {bash_only.SENTINEL}.")
     max_turns: int = Field(default=30, ge=1, le=50, description="Actions before the episode is graded as it stands.")
     max_episode_chars: int = Field(default=200_000, ge=1, description="Characters of replies in the episode before it is graded as it stands (the env sees text, not tokens).")
     observation_chars: int = Field(default=4000, ge=200, description="Longest observation; longer ones are cut with a marker.")
@@ -139,10 +144,10 @@ class SweLiteEnv(BaseEnv):
 
     @property
     def _format(self) -> str:
-        return FORMATS[TOOL_CALL_FORMAT] if self.config.actions == "tool_calls" else FORMAT
+        return {"xml": FORMAT, "tool_calls": FORMATS[TOOL_CALL_FORMAT], "bash": bash_only.BASH_FORMAT}[self.config.actions]
 
     def _parse(self, reply: str):
-        return PARSERS[TOOL_CALL_FORMAT](reply) if self.config.actions == "tool_calls" else parse_action(reply)
+        return {"xml": parse_action, "tool_calls": PARSERS[TOOL_CALL_FORMAT], "bash": bash_only.parse_bash}[self.config.actions](reply)
 
     def first_messages(self, observation: str) -> list[dict[str, str]] | None:
         """With tool calls: the tools (for the chat template's ``tools=``), then the observation as the user's message."""
@@ -179,7 +184,7 @@ class SweLiteEnv(BaseEnv):
         self.turn += 1
         self.chars += len(action)
         self.invalid += isinstance(parsed, Invalid)
-        self.submitted = isinstance(parsed, Submit)
+        self.submitted = done  # only a submission ends an episode in _apply: <submit/>, submit, or the bash sentinel
         if result is not None:
             self.grade_result = result
             ended = "Submitted." if self.submitted else "Out of budget (turns or reply characters): graded as it stands."
@@ -201,8 +206,8 @@ class SweLiteEnv(BaseEnv):
         """The hidden tests on the workspace as it stands; SandboxError when the sandbox fails."""
         return grade(self.task, self.ws, self._grading_limits())
 
-    def _run(self, command: str, limits: Limits):
-        """One <bash> command in the episode's sandbox."""
+    def _run(self, command: str | list[str], limits: Limits):
+        """One <bash> command in the episode's sandbox (a str runs with /bin/sh -c, a list is the argv)."""
         return self.ws.run(command, limits=limits)
 
     def _apply(self, action) -> tuple[str, bool]:
@@ -211,8 +216,10 @@ class SweLiteEnv(BaseEnv):
             return f"Invalid action: {action.why}" + ("" if getattr(self.config, "brief", False) else f"\n{self._format}"), False
         if isinstance(action, Submit):
             return "", True
+        if isinstance(action, Bash) and self.config.actions == "bash":
+            return self._run_bash_only(action.command)
         if isinstance(action, Bash):
-            r = self._run(action.command, Limits(wall_s=self.config.command_timeout_s, cpu_s=max(1, int(self.config.command_timeout_s))))
+            r = self._run(action.command, self._command_limits())
             status = "timed out" if r.timed_out else f"exit {r.exit_code}" if r.exit_code is not None else f"killed by signal {r.signal}"
             return f"[{status}]\n{r.stdout}{r.stderr}", False
         try:  # the path and what lies there are the model's: a link, a FIFO, a huge file are refused by name
@@ -232,6 +239,17 @@ class SweLiteEnv(BaseEnv):
         except WorkspaceFileError as e:
             return f"Error: {e}.", False
         return replaced(action.path), False
+
+    def _command_limits(self) -> Limits:
+        return Limits(wall_s=self.config.command_timeout_s, cpu_s=max(1, int(self.config.command_timeout_s)))
+
+    def _run_bash_only(self, command: str) -> tuple[str, bool]:
+        """actions: bash: the command through bash in the same sandbox, then mini-SWE-agent's observation, or the
+        submission when its output starts with the sentinel (bash_only.py)."""
+        r = self._run([*bash_only.INTERPRETER, command], self._command_limits())
+        if bash_only.submits(r):
+            return "", True
+        return bash_only.observation(r, self.config.observation_chars, self.config.command_timeout_s), False
 
     # ---- snapshots: the workspace and the counters after each step that may change the workspace
 

@@ -29,6 +29,7 @@ from .stepped import SteppedEngine
 from . import swe_escape, swe_oracle
 from .metrics import InferenceMetrics
 from .options import Options, SimLength
+from . import swe_oracle_bash
 
 # Synthetic chat tokenization: a role marker, then one token per UTF-8 byte. A leading tools message (models/chat.py)
 # is rendered like any other role, its JSON as bytes: the prompt carries the tools, as a real template's does.
@@ -41,14 +42,18 @@ def _bytes_of(token_ids: list[int]) -> bytes:
 
 
 def conversation(prompt: list[int]) -> list[str]:
-    """The texts of a chat prompt's user and assistant turns, in order (chat_prompt's synthetic tokens read back)."""
+    """The texts of a chat prompt's user, assistant and tool-result turns, in order (chat_prompt's synthetic tokens read
+    back). A tool message (an env's observation in a conversation with tools, which the rollout sends as role ``tool``)
+    has the other roles' marker, which a leading tools message shares: that one is the tools, not a turn."""
     texts: list[str] = []
     role, current = None, []
+    turns = (ROLE_MARKERS["user"], ROLE_MARKERS["assistant"], OTHER_ROLE_MARKER)
+    skip_first = prompt_tools(prompt) is not None  # the leading tools message
     for t in [*prompt, END_OF_TURN]:
         if t == END_OF_TURN:
-            if role in (ROLE_MARKERS["user"], ROLE_MARKERS["assistant"]):
+            if role in turns and not skip_first:
                 texts.append(_bytes_of(current).decode("utf-8", errors="ignore"))
-            role, current = None, []
+            role, current, skip_first = None, [], False
         elif role is None and t in (*ROLE_MARKERS.values(), OTHER_ROLE_MARKER):
             role = t
         else:
@@ -136,6 +141,8 @@ class SimEngine(SteppedEngine):
                 text = swe_escape.reply(self.sim.policy, turns, seed)
             else:  # the tools in the prompt say the episode wants tool calls (actions: tool_calls)
                 text = swe_oracle.reply(self.sim.policy, turns, seed, tools=prompt_tools(seq.prompt))
+                if turns and swe_oracle_bash.asks_for_bash(turns[0]):  # actions: bash
+                    text = swe_oracle_bash.translate(text)
             script = [(BYTE_OFFSET + b) % self.vocab_size for b in text.encode()]
             seq.state = (rng, len(script) + 1, script)
             return

@@ -150,7 +150,7 @@ def test_an_unknown_protocol_is_refused_naming_the_key_the_value_and_the_choices
     with pytest.raises(ValidationError) as e:
         SweLiteConfig(actions="json")
     err = e.value.errors()[0]
-    assert err["loc"] == ("actions",) and err["input"] == "json" and "'xml' or 'tool_calls'" in err["msg"]
+    assert err["loc"] == ("actions",) and err["input"] == "json" and "'xml', 'tool_calls' or 'bash'" in err["msg"]
 
 
 def test_the_first_turn_hands_the_tools_to_the_template_and_asks_for_calls(env):
