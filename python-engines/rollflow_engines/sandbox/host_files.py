@@ -114,6 +114,19 @@ def _read(name: str, label: str, max_bytes: int, dir_fd: int | None = None) -> b
         os.close(fd)
 
 
+def read_walked(path: str, label: str, max_bytes: int) -> bytes:
+    """read_bytes of a file a walk of the server's just reached without following links (no sandboxed process runs
+    meanwhile, so only the last name can have become a link): opened without following it, never waited on."""
+    return _read(path, label, max_bytes)
+
+
+def open_parent(root: Path, rel: str, uid: int | None) -> tuple[int, str]:
+    """An fd of the directory that holds ``rel`` (the caller closes it) and ``rel``'s last name, reached without
+    following any link; missing directories on the way are made, owned by ``uid``. For the server's own restores."""
+    parts = _parts(rel)
+    return _open_parent(root, parts, rel, create_dirs=True, uid=uid), parts[-1]
+
+
 def read_text(root: Path, rel: str, max_bytes: int) -> str:
     return read_bytes(root, rel, max_bytes).decode("utf-8", errors="replace")
 
