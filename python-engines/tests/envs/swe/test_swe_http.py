@@ -33,3 +33,22 @@ def test_the_swe_env_over_http(built, tmp_path):
         restore = server.post("/reset", json={"env": "swe", "seed": 0, "config": good, "index": 1, "restore": "snap-1"})
         assert restore.status_code == 404 and restore.json()["problems"][0]["field"] == "restore", restore.text
         assert not any(p for owner in (tmp_path / "sandboxes").iterdir() for p in owner.iterdir())
+
+
+def test_a_second_server_sharing_snapshot_dir_resumes_a_swe_episode_the_first_lost(built, tmp_path):
+    """What the bridge does after an env loss (on_env_loss replay, src/envs/python-env.ts): reset with ``restore`` and
+    ``index`` on another server, then only the actions after the snapshot."""
+    good = {"instances": str(built.instances_path), "source": source(built), "ids": ["tally__tally-2"]}
+
+    def server(name: str) -> TestClient:
+        options = {"snapshot_dir": str(tmp_path / "snapshots"), "sandbox_root": str(tmp_path / name)}
+        return TestClient(create_app(ServeConfig(role="env", options=options)), raise_server_exceptions=False)
+    with server("a") as a:
+        session = a.post("/reset", json={"env": "swe", "seed": 0, "config": good}).json()["session"]
+        fix = apply_patch(built.row("tally__tally-2")["patch"])
+        saved = a.post("/step", json={"session": session, "index": 0, "action": fix}).json()["info"]["snapshot"]
+    with server("b") as b:  # the first server is gone with its session and workspace
+        resumed = b.post("/reset", json={"env": "swe", "seed": 0, "config": good, "restore": saved, "index": 1})
+        assert resumed.status_code == 200 and resumed.json()["info"]["turn"] == 1, resumed.text
+        end = b.post("/step", json={"session": resumed.json()["session"], "index": 1, "action": "<submit/>"}).json()
+        assert end["reward"] == 1.0 and end["info"]["success"], end
