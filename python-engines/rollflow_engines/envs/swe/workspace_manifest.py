@@ -115,11 +115,11 @@ class WorkspaceManifest:
     def _changed_entry(self, rel: str, path: str, st: os.stat_result, started: int) -> Entry | None:
         """The entry of ``rel`` if it differs from the reset state, else None."""
         key, base = _key(st), self.base.get(rel)
+        if base is not None and base[0] == key:
+            return None  # untouched since the reset (its ctime says so): most entries of a walk end here
         if not stat.S_ISREG(st.st_mode):
             entry = self._entry_without_content(st, path)
             return None if entry is None or base is not None and base[1] == entry else entry
-        if base is not None and base[0] == key:
-            return None  # untouched since the reset (its ctime says so)
         known = self.hashed.get(rel)
         if known is not None and known[0] == key and known[1] in self.saved:
             sha = known[1]
@@ -163,7 +163,7 @@ class WorkspaceManifest:
                     count += 1
                     if count > MAX_ENTRIES:
                         raise WorkspaceOverLimit(f"the workspace holds more than {MAX_ENTRIES} files and directories")
-                    if time.monotonic() > deadline:
+                    if count % 128 == 0 and time.monotonic() > deadline:  # a clock read costs about a stat() here
                         raise WorkspaceOverLimit(f"reading the workspace took more than {MAX_SECONDS:g} s")
                     rel = prefix + entry.name
                     st = entry.stat(follow_symlinks=False)
