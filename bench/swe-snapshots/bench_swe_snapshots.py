@@ -179,6 +179,38 @@ def synthetic(root: Path, mb: int) -> tuple[list[dict], dict]:
     return rows[:2], {"instances": str(built.instances_path), "source": source(built)}  # the directory ones (the third is a tarball)
 
 
+def project_trees(work: Path, envs: Path, root: Path, limit: int) -> tuple[list[dict], dict]:
+    """Until the miner's instances are out: one task per real project the miner unpacked (``<work>/<name>/tree``,
+    copied here), its patch a comment appended to a def line of its largest module, its test ids the top-level tests of
+    two of its test files. What a snapshot costs depends on the repository and the commands, not on the bug."""
+    import difflib
+    rows = []
+    for tree in sorted(work.glob("*/tree"))[:limit]:
+        name = tree.parent.name
+        python = envs / f"pypi__{name}" / "bin" / "python"
+        if not python.exists():
+            continue
+        dest = root / "repos" / name
+        shutil.copytree(tree, dest, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+        modules = sorted((p for p in dest.rglob("*.py") if "test" not in str(p.relative_to(dest))), key=lambda p: -p.stat().st_size)
+        tests = sorted(p for p in dest.rglob("test_*.py"))[:2]
+        ids = [f"{t.relative_to(dest)}::{m}" for t in tests for m in re.findall(r"^def (test_\w+)", t.read_text(errors="replace"), re.M)][:20]
+        if not modules or len(ids) < 2:
+            continue
+        module, rel = modules[0], str(modules[0].relative_to(dest))
+        before = module.read_text(errors="replace").splitlines(keepends=True)
+        after = list(before)
+        i = next((i for i, line in enumerate(before) if line.startswith("def ") and line.rstrip().endswith(":")), 0)
+        after[i] = after[i].rstrip("\n") + "  # bench\n"
+        patch = "".join(difflib.unified_diff(before, after, f"a/{rel}", f"b/{rel}"))
+        rows.append({"instance_id": name, "repo": f"pypi/{name}", "base_commit": "0" * 40, "problem_statement": "bench",
+                     "patch": f"diff --git a/{rel} b/{rel}\n{patch}", "test_patch": "", "FAIL_TO_PASS": ids[:1], "PASS_TO_PASS": ids[1:]})
+    path = root / "instances.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows, {"instances": str(path), "source": {"kind": "local", "repo_path": str(root / "repos" / "{instance_id}"),
+                                                     "python": str(envs / "{repo_slug}" / "bin" / "python")}}
+
+
 def summarize(episodes: list[dict]) -> dict:
     saves = [s for e in episodes for s in e["steps"] if s.get("snapshot_s") is not None]
     if not saves:
@@ -219,6 +251,7 @@ def main() -> None:
     parser.add_argument("--python", default=".cache/swe-mined/envs/{repo_slug}/bin/python")
     parser.add_argument("--limit", type=int, default=8, help="mined tasks, one per project first")
     parser.add_argument("--synthetic-mb", type=int, default=0)
+    parser.add_argument("--project-trees", help="the miner's work directory (.cache/swe-mined/work): one task per real project in it")
     parser.add_argument("--stores", default="dir,s3")
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -239,6 +272,10 @@ def main() -> None:
                 if by_repo[repo] and len(picked) < args.limit:
                     picked.append(by_repo[repo].pop(0))
         suites.append(("mined", picked, {"instances": args.instances, "source": {"kind": "local", "repo_path": args.repo_path, "python": args.python}}))
+    if args.project_trees:
+        work = Path(args.project_trees)
+        rows, base = project_trees(work, work.parent / "envs", scratch / "projects", args.limit)
+        suites.append(("projects", rows, base))
     if args.synthetic_mb:
         rows, base = synthetic(scratch / "synthetic", args.synthetic_mb)
         suites.append((f"synthetic_{args.synthetic_mb}mb", rows, base))

@@ -150,36 +150,37 @@ def remove(snapshot: str | None) -> None:
 
 # ---- blobs: file contents named by their sha256, shared by snapshots (see the module's doc)
 
-def save_blob(sha256: str, data: bytes) -> bool:
-    """Keeps ``data`` (whose sha256 the caller just took) as a blob; False when it was there already (nothing
-    written). SnapshotNotSaved when it cannot be written. In a directory a blob found is touched, so reap_blobs,
+_blobs_put: set[tuple[str, str]] = set()  # blobs this process put in a bucket (where, sha256)
+
+
+def save_blob(sha256: str, data: bytes) -> int:
+    """Keeps ``data`` (whose sha256 the caller just took) as a blob; the bytes written, 0 when it was there already. SnapshotNotSaved when it cannot be written. In a directory a blob found is touched, so reap_blobs,
     which sweeps by age, does not take it from under the snapshot about to name it."""
     try:
         if isinstance(_where, str):
             # A bucket: no cheap test for presence (a HEAD costs what a small PUT does), so one this process has not
             # written is put again; the same name holds the same bytes, so a second put changes nothing.
             if (_where, sha256) in _blobs_put:
-                return False
-            write_object(f"{_where}/{BLOBS}/{sha256}", zlib.compress(data, BLOB_LEVEL))
+                return 0
+            packed = zlib.compress(data, BLOB_LEVEL)
+            write_object(f"{_where}/{BLOBS}/{sha256}", packed)
             _blobs_put.add((_where, sha256))
-            return True
+            return len(packed)
         blobs = _where / BLOBS
         path = blobs / sha256
         try:
             os.utime(path)
-            return False
+            return 0
         except FileNotFoundError:
             pass
         blobs.mkdir(parents=True, exist_ok=True)
         part = blobs / f".{sha256}.{secrets.token_hex(4)}.part"
-        part.write_bytes(zlib.compress(data, BLOB_LEVEL))
+        packed = zlib.compress(data, BLOB_LEVEL)
+        part.write_bytes(packed)
         os.replace(part, path)  # whole or absent; two servers writing the same blob write the same bytes
-        return True
+        return len(packed)
     except (OSError, ObjectStoreError) as e:
         raise SnapshotNotSaved(f"cannot save a blob in {_where}: {e}") from e
-
-
-_blobs_put: set[tuple[str, str]] = set()  # blobs this process put in a bucket (where, sha256)
 
 
 def load_blob(sha256: str) -> bytes:

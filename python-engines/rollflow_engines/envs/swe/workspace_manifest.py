@@ -184,9 +184,10 @@ class WorkspaceManifest:
             data = self._fresh.pop(sha, None)
             if data is None:  # hashed by a walk whose save failed: read again, by the path that holds it
                 data = self._content_of(sha)
-            if snapshots.save_blob(sha, data):
+            written = snapshots.save_blob(sha, data)
+            if written:
                 self.stats["blobs_written"] += 1
-                self.stats["blob_bytes"] += len(data)
+                self.stats["blob_bytes"] += written  # compressed, as stored
             self.saved.add(sha)
         self._fresh.clear()
         return snapshots.save({"instance": instance_id, "counters": counters, "changes": self.changes, "blobs": named})
