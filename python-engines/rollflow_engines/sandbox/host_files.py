@@ -120,6 +120,11 @@ def read_walked(path: str, label: str, max_bytes: int) -> bytes:
     return _read(path, label, max_bytes)
 
 
+def normalized(rel: str) -> str:
+    """``rel`` as a walk names it (``./a//b`` is ``a/b``); WorkspaceFileError if it leads outside or is malformed."""
+    return "/".join(_parts(rel))
+
+
 def open_parent(root: Path, rel: str, uid: int | None) -> tuple[int, str]:
     """An fd of the directory that holds ``rel`` (the caller closes it) and ``rel``'s last name, reached without
     following any link; missing directories on the way are made, owned by ``uid``. For the server's own restores."""

@@ -25,7 +25,8 @@ from ...sandbox import Limits, SandboxError, SandboxUnavailable, current
 from .. import snapshots
 from ..registry import register_env
 from ..swe_lite.actions import Replace
-from ..swe_lite.env import EpisodeConfig, SweLiteEnv, _sandbox_failed
+from ...sandbox.host_files import normalized
+from ..swe_lite.env import EpisodeConfig, SweLiteEnv, _sandbox_failed, replaced
 from .grading import Grade, grade
 from .instances import Dataset, Fields, load_dataset, select
 from .patches import PatchError, apply_test_patch
@@ -115,15 +116,17 @@ class SweEnv(SweLiteEnv):
         return grade(self.instance, self.checkout, self.prepared, self.tests, self.ws, self._grading_limits())
 
     def _apply(self, action) -> tuple[str, bool]:
-        self._last_action = action  # what _save_snapshot looks at: an edit changed one path, a command any
-        return super()._apply(action)
+        observation, done = super()._apply(action)
+        # What _save_snapshot looks at: an edit that applied changed its path alone (the server wrote it, through a
+        # path host_files accepted); a refused one changed nothing; a command may have changed anything.
+        self._edited = ([normalized(action.path)] if observation == replaced(action.path) else []) if isinstance(action, Replace) else None
+        return observation, done
 
     def _save_snapshot(self) -> None:
         """swe_lite's, incremental: after an edit (the server's own write) only its path is looked at, after a command
         the whole workspace (hashing only what changed). WorkspaceOverLimit past the walk's caps ends the episode."""
-        action = getattr(self, "_last_action", None)
-        if isinstance(action, Replace):
-            self.manifest.rescan_paths([action.path])
+        if self._edited is not None:
+            self.manifest.rescan_paths(self._edited)
         else:
             self.manifest.rescan()
         try:

@@ -208,8 +208,11 @@ class WorkspaceManifest:
         try:
             for rel in sorted(r for r, e in checked.items() if e is None):
                 self._remove(rel)
-            for rel in sorted((r for r, e in checked.items() if e is not None), key=lambda r: (r.count("/"), r)):
+            made = sorted((r for r, e in checked.items() if e is not None), key=lambda r: (r.count("/"), r))
+            for rel in made:
                 self._put(rel, checked[rel], contents)
+            for rel in reversed([r for r in made if checked[r][0] == "d"]):  # last, deepest first: a read-only
+                self._chmod(rel, checked[rel][1])                              # directory still took its entries
         except WorkspaceFileError as e:  # a path no walk of the server's could have recorded
             raise _corrupt(str(e)) from e
         _settle()
@@ -247,8 +250,16 @@ class WorkspaceManifest:
                 os.mkfifo(name, 0o600, dir_fd=fd)
             if self.uid is not None:
                 os.chown(name, self.uid, self.uid, dir_fd=fd, follow_symlinks=False)
-            if kind != "l":  # the entry was just made (or checked) by the server, not a link: chmod may follow the name
+            if kind in ("f", "p"):  # just made by the server, not a link: chmod may follow the name
                 os.chmod(name, entry[1], dir_fd=fd)
+        finally:
+            os.close(fd)
+
+    def _chmod(self, rel: str, mode: int) -> None:
+        fd, name = open_parent(self.root, rel, self.uid)
+        try:
+            if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):  # made by _put, nothing ran since
+                os.chmod(name, mode, dir_fd=fd)
         finally:
             os.close(fd)
 

@@ -182,3 +182,24 @@ def test_blobs_no_snapshot_names_are_swept_and_named_ones_kept(envs, tmp_path):
     assert snapshots.reap_blobs(3600) == 0  # young blobs stay (an episode may be saving right now)
     assert snapshots.reap_blobs(0) == 1 and len(blobs(tmp_path)) == 1
     assert (restored(envs, live.snapshot).ws.path / "b.txt").read_text() == "kept\n"
+
+
+def test_an_edit_is_recorded_under_the_walks_name_and_a_refused_one_records_nothing(envs):
+    env = envs()
+    env.step(bash("echo two > b.txt"))
+    edited = snapshots.load(env.step('<replace path="./b.txt"><old>two</old><new>deux</new></replace>').info["snapshot"])
+    assert set(edited["changes"]) == {"b.txt"}
+    refused = snapshots.load(env.step('<replace path="../../../etc/passwd"><old>root</old><new>toor</new></replace>').info["snapshot"])
+    assert refused["changes"] == edited["changes"]  # nothing outside the workspace is looked at, let alone stored
+
+
+def test_a_read_only_directory_comes_back_with_its_files(envs):
+    first = envs()
+    saved = first.step(bash("mkdir -p locked/inner && echo x > locked/inner/f && chmod 555 locked/inner locked")).info["snapshot"]
+    second = restored(envs, saved)
+    try:
+        assert tree(second.ws.path) == tree(first.ws.path)
+    finally:
+        for env in (first, second):
+            os.chmod(env.ws.path / "locked", 0o755)
+            os.chmod(env.ws.path / "locked" / "inner", 0o755)
