@@ -71,6 +71,11 @@ def configure(where: str | Path) -> None:
     _where = location(where)
 
 
+def in_bucket() -> bool:
+    """Whether snapshots go to an object store (each write a round trip) rather than a directory."""
+    return isinstance(_where, str)
+
+
 def save(value: dict[str, Any]) -> str:
     snapshot = secrets.token_hex(16)
     data = zlib.compress(json.dumps(value).encode())

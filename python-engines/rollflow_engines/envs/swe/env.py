@@ -136,7 +136,7 @@ class SweEnv(SweLiteEnv):
             self.snapshot = None
             return
         previous, self.snapshot = self.snapshot, saved
-        snapshots.remove(previous)  # its blobs stay: the new manifest names those still needed (reap_blobs sweeps)
+        self.manifest.discard(previous)  # its blobs stay: the new manifest names those still needed (reap_blobs sweeps)
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         """The reset state is in place (reset ran with the episode's seed and config): apply the manifest over it."""

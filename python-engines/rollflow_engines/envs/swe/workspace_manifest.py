@@ -25,7 +25,9 @@ import hashlib
 import os
 import shutil
 import stat
+import threading
 import time
+from concurrent import futures
 from pathlib import Path
 from typing import Any
 
@@ -178,19 +180,34 @@ class WorkspaceManifest:
         """Writes the blobs the store lacks, then the manifest; its snapshot id. SnapshotNotSaved when either fails
         (the changes stay recorded: the next save writes what this one could not)."""
         named = sorted({e[2] for e in self.changes.values() if e is not None and e[0] == "f"})
-        for sha in named:
-            if sha in self.saved:
-                continue
-            data = self._fresh.pop(sha, None)
-            if data is None:  # hashed by a walk whose save failed: read again, by the path that holds it
-                data = self._content_of(sha)
-            written = snapshots.save_blob(sha, data)
-            if written:
-                self.stats["blobs_written"] += 1
-                self.stats["blob_bytes"] += written  # compressed, as stored
-            self.saved.add(sha)
+        # A blob hashed by a walk whose save failed is read again, by the path that holds it.
+        missing = {sha: self._fresh.pop(sha, None) or self._content_of(sha) for sha in named if sha not in self.saved}
         self._fresh.clear()
-        return snapshots.save({"instance": instance_id, "counters": counters, "changes": self.changes, "blobs": named})
+        value = {"instance": instance_id, "counters": counters, "changes": self.changes, "blobs": named}
+        if snapshots.in_bucket():
+            # Each write is a round trip to the store, so the blobs and the manifest go at once. The manifest may land
+            # before a blob: the step names it only once every write succeeded, so no client restores it without them.
+            blob_writes = [_uploads().submit(snapshots.save_blob, sha, data) for sha, data in missing.items()]
+            manifest_write = _uploads().submit(snapshots.save, value)
+            futures.wait([*blob_writes, manifest_write])
+            written = [f.result() for f in blob_writes]  # SnapshotNotSaved, once all are done
+            saved = manifest_write.result()
+        else:
+            written = [snapshots.save_blob(sha, data) for sha, data in missing.items()]
+            saved = snapshots.save(value)
+        self.saved.update(missing)
+        self.stats["blobs_written"] += sum(1 for n in written if n)
+        self.stats["blob_bytes"] += sum(written)  # compressed, as stored
+        return saved
+
+    @staticmethod
+    def discard(snapshot: str | None) -> None:
+        """Removes an earlier snapshot of the episode (best effort: one left behind is reaped for its age); in a
+        bucket in the background, off the step's time."""
+        if snapshots.in_bucket():
+            _uploads().submit(snapshots.remove, snapshot)
+        else:
+            snapshots.remove(snapshot)
 
     def _content_of(self, sha: str) -> bytes:
         for rel, entry in self.changes.items():
@@ -262,6 +279,19 @@ class WorkspaceManifest:
                 os.chmod(name, mode, dir_fd=fd)
         finally:
             os.close(fd)
+
+
+_pool: futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _uploads() -> futures.ThreadPoolExecutor:
+    """The process's threads for writes to an object store (the S3 client is thread-safe once made)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = futures.ThreadPoolExecutor(8, thread_name_prefix="swe-snapshot-io")
+        return _pool
 
 
 def _remove_unless(fd: int, name: str, keep) -> bool:
