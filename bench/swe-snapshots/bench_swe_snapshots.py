@@ -259,7 +259,12 @@ def main() -> None:
     configure_sandbox(SandboxSettings(root=scratch / "sandboxes"))
     suites: list[tuple[str, list[dict], dict]] = []
     if args.instances:
-        rows = [json.loads(line) for line in Path(args.instances).read_text().splitlines() if line.strip()]
+        rows = []
+        for line in Path(args.instances).read_text().splitlines():
+            try:  # the miner may be appending: a last line half written is not a task yet
+                rows.append(json.loads(line))
+            except ValueError:
+                continue
         for r in rows:
             for k in ("FAIL_TO_PASS", "PASS_TO_PASS"):
                 r[k] = json.loads(r[k]) if isinstance(r[k], str) else r[k]

@@ -97,24 +97,29 @@ def load(snapshot: str) -> dict[str, Any]:
     for damaged bytes, UnavailableError (503) when the store cannot be reached."""
     if not set(snapshot) <= _ID_CHARS:
         raise NotFoundError("restore", f"no snapshot {snapshot!r} in {_where}", snapshot)
-    if isinstance(_where, str):
-        try:
-            data = read_object(f"{_where}/{snapshot}")
-        except ObjectNotFoundError:
-            raise NotFoundError("restore", f"no snapshot {snapshot!r} in {_where}", snapshot) from None
-        except CorruptObjectError as e:
-            raise RequestError("restore", f"snapshot {snapshot!r} is damaged, not restoring it: {e}", snapshot, CORRUPT) from e
-        except ObjectStoreError as e:
-            raise UnavailableError("restore", f"cannot read snapshot {snapshot!r}: {e}", snapshot) from e
-    else:
-        path = _where / snapshot
-        if not path.is_file():
-            raise NotFoundError("restore", f"no snapshot {snapshot!r} in {_where}", snapshot)
-        data = path.read_bytes()
+    data = _read_stored(snapshot, f"snapshot {snapshot!r}", snapshot)
     try:
         return json.loads(zlib.decompress(data))
     except (zlib.error, ValueError) as e:
         raise RequestError("restore", f"snapshot {snapshot!r} in {_where} is damaged, not restoring it: {e}", snapshot, CORRUPT) from e
+
+
+def _read_stored(key: str, what: str, given: str) -> bytes:
+    """The bytes at ``<where>/<key>``: NotFoundError (404) when absent, ``snapshot_corrupt`` when the store's checksum
+    fails, UnavailableError (503) when the store cannot be reached; ``what`` names it in the messages."""
+    if isinstance(_where, str):
+        try:
+            return read_object(f"{_where}/{key}")
+        except ObjectNotFoundError:
+            raise NotFoundError("restore", f"no {what} in {_where}", given) from None
+        except CorruptObjectError as e:
+            raise RequestError("restore", f"{what} is damaged, not restoring it: {e}", given, CORRUPT) from e
+        except ObjectStoreError as e:
+            raise UnavailableError("restore", f"cannot read {what}: {e}", given) from e
+    path = _where / key
+    if not path.is_file():
+        raise NotFoundError("restore", f"no {what} in {_where}", given)
+    return path.read_bytes()
 
 
 def reap(max_age_s: float) -> int:
@@ -192,20 +197,7 @@ def load_blob(sha256: str) -> bytes:
     """The blob's content, its sha256 checked; errors as load's (field ``restore``: the snapshot that names it)."""
     if not _SHA256.match(sha256):
         raise RequestError("restore", f"a snapshot names a malformed blob {sha256[:80]!r}", sha256[:80], CORRUPT)
-    if isinstance(_where, str):
-        try:
-            data = read_object(f"{_where}/{BLOBS}/{sha256}")
-        except ObjectNotFoundError:
-            raise NotFoundError("restore", f"the snapshot's blob {sha256} is gone from {_where}", sha256) from None
-        except CorruptObjectError as e:
-            raise RequestError("restore", f"the snapshot's blob {sha256} is damaged: {e}", sha256, CORRUPT) from e
-        except ObjectStoreError as e:
-            raise UnavailableError("restore", f"cannot read the snapshot's blob {sha256}: {e}", sha256) from e
-    else:
-        try:
-            data = (_where / BLOBS / sha256).read_bytes()
-        except FileNotFoundError:
-            raise NotFoundError("restore", f"the snapshot's blob {sha256} is gone from {_where}", sha256) from None
+    data = _read_stored(f"{BLOBS}/{sha256}", f"the snapshot's blob {sha256}", sha256)
     try:
         content = zlib.decompress(data)
     except zlib.error as e:

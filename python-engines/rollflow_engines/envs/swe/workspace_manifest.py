@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import RequestError
-from ...sandbox.host_files import WorkspaceFileError, WorkspaceOverLimit, open_parent, read_walked, write_bytes
+from ...sandbox.host_files import WorkspaceFileError, WorkspaceOverLimit, open_parent, read_walked, walk, write_bytes
 from .. import snapshots
 from ..swe_lite.env import SNAPSHOT_CAPS
 
@@ -68,7 +68,7 @@ class WorkspaceManifest:
         self.hashed: dict[str, tuple[Key, str]] = {}   # files hashed and not racy: key -> sha256
         self.saved: set[str] = set()                   # blobs known to be in the store
         self._fresh: dict[str, bytes] = {}             # contents read by the last walk, by sha256, until saved
-        self.stats = {"hashed_files": 0, "hashed_bytes": 0, "blobs_written": 0, "blob_bytes": 0, "entries": 0}
+        self.stats = {"hashed_files": 0, "hashed_bytes": 0, "blobs_written": 0, "blob_bytes": 0}
 
     # ---- recording
 
@@ -126,7 +126,10 @@ class WorkspaceManifest:
         if known is not None and known[0] == key and known[1] in self.saved:
             sha = known[1]
         else:
-            data = read_walked(path, rel, MAX_CHANGED_BYTES)
+            try:
+                data = read_walked(path, rel, MAX_CHANGED_BYTES)
+            except WorkspaceFileError as e:  # larger than the cap (or unreadable): the model's doing, as the caps are
+                raise WorkspaceOverLimit(f"the workspace's file {e}") from e
             sha = hashlib.sha256(data).hexdigest()
             self.stats["hashed_files"] += 1
             self.stats["hashed_bytes"] += len(data)
@@ -152,27 +155,8 @@ class WorkspaceManifest:
 
     def _walk(self):
         """(rel, path, lstat) of every entry under the root, links never followed; WorkspaceOverLimit past the caps."""
-        deadline, count = time.monotonic() + MAX_SECONDS, 0
-        pending = [(os.fspath(self.root), "")]
-        while pending:
-            top, prefix = pending.pop()
-            try:
-                entries = os.scandir(top)
-            except OSError:  # removed meanwhile (only the server itself can: nothing sandboxed runs during a walk)
-                continue
-            with entries:
-                for entry in entries:
-                    count += 1
-                    if count > MAX_ENTRIES:
-                        raise WorkspaceOverLimit(f"the workspace holds more than {MAX_ENTRIES} files and directories")
-                    if count % 128 == 0 and time.monotonic() > deadline:  # a clock read costs about a stat() here
-                        raise WorkspaceOverLimit(f"reading the workspace took more than {MAX_SECONDS:g} s")
-                    rel = prefix + entry.name
-                    st = entry.stat(follow_symlinks=False)
-                    if stat.S_ISDIR(st.st_mode):
-                        pending.append((entry.path, rel + "/"))
-                    yield rel, entry.path, st
-        self.stats["entries"] = count
+        for rel, entry in walk(self.root, max_entries=MAX_ENTRIES, max_seconds=MAX_SECONDS):
+            yield rel, entry.path, entry.stat(follow_symlinks=False)
 
     # ---- saving and restoring
 
