@@ -137,6 +137,64 @@ def play(cfg: SweConfig, row: dict, store: str) -> dict:
         env.close()
 
 
+def workspace_digest(root: Path) -> dict[str, tuple]:
+    """Every entry under root: (kind, mode, content sha256 or link target), links never followed."""
+    import hashlib
+    import stat
+    found = {}
+    for top, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            st = os.lstat(path)
+            rel = os.path.relpath(path, root)
+            if stat.S_ISLNK(st.st_mode):
+                found[rel] = ("link", os.readlink(path))
+            elif stat.S_ISREG(st.st_mode):
+                found[rel] = ("file", stat.S_IMODE(st.st_mode), hashlib.sha256(Path(path).read_bytes()).hexdigest())
+            else:
+                found[rel] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode))
+    return found
+
+
+def untimed(observation: str) -> str:
+    return re.sub(r"\b\d+(\.\d+)?s\b", "<t>s", observation)
+
+
+def continuation(cfg: SweConfig, row: dict, lose_after: str = "git_apply") -> dict:
+    """The episode played twice in lockstep: once whole, once lost after ``lose_after`` and continued by a fresh env
+    restored from the last snapshot (what the bridge does after an env loss). Same workspace, same grade?"""
+    whole, resumed = SweEnv(), None
+    try:
+        whole.reset(0, cfg)
+        script = episode(whole, row)
+        results = {}
+        for label, action in script:
+            action = action or edit_action(whole, row)
+            out = whole.step(action)
+            if resumed is not None:
+                results[label] = (out, resumed.step(action))
+            if label == lose_after:
+                resumed = SweEnv()
+                resumed.reset(0, cfg)
+                resumed.restore(snapshots.load(whole.snapshot))
+                same_workspace_at_restore = workspace_digest(whole.ws.path) == workspace_digest(resumed.ws.path)
+            if out.done:
+                break
+        a, b = results["submit"]
+        keys = ("success", "fail_to_pass", "pass_to_pass", "turn", "reward_tampered", "invalid_actions")
+        return {"instance_id": row["instance_id"], "same_workspace_at_restore": same_workspace_at_restore,
+                "same_workspace_at_end": workspace_digest(whole.ws.path) == workspace_digest(resumed.ws.path),
+                # pytest prints its own wall time ("passed in 0.31s"): that is all two runs of one command may differ by
+                "same_observations": all(untimed(x.observation) == untimed(y.observation) for x, y in results.values()),
+                "observations_differing_only_in_times": [k for k, (x, y) in results.items() if x.observation != y.observation],
+                "same_grade": (a.reward, {k: a.info[k] for k in keys}) == (b.reward, {k: b.info[k] for k in keys}),
+                "reward": a.reward}
+    finally:
+        whole.close()
+        if resumed is not None:
+            resumed.close()
+
+
 def start_versitygw(home: Path) -> tuple[str, callable]:
     """A local S3 store, as the tests' fixture starts it; its ref prefix and a stop function."""
     with socket.socket() as s:
@@ -253,6 +311,8 @@ def main() -> None:
     parser.add_argument("--synthetic-mb", type=int, default=0)
     parser.add_argument("--project-trees", help="the miner's work directory (.cache/swe-mined/work): one task per real project in it")
     parser.add_argument("--stores", default="dir,s3")
+    parser.add_argument("--continuation", action="store_true", help="instead of timing: each task lost after git_apply, "
+                        "continued from its snapshot by a fresh env; compares workspace, observations and grade")
     parser.add_argument("--out")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="swe-snapshots-bench-"))
@@ -299,12 +359,15 @@ def main() -> None:
                 for row in rows:
                     cfg = SweConfig.model_validate({**base, "ids": [row["instance_id"]], "command_timeout_s": 120, "grading_timeout_s": 300})
                     try:
-                        episodes.append(play(cfg, row, store))
+                        episodes.append({**continuation(cfg, row), "store": store, "steps": []} if args.continuation else play(cfg, row, store))
                     except Exception as e:  # a task that cannot be played is reported, not hidden
                         episodes.append({"instance_id": row["instance_id"], "store": store, "error": f"{type(e).__name__}: {e}"[:500], "steps": []})
                     print(json.dumps({k: v for k, v in episodes[-1].items() if k != "steps"}), flush=True)
                 ok = [e for e in episodes if "error" not in e]
-                results["suites"][f"{name}/{store}"] = {"summary": summarize(ok), "episodes": episodes}
+                summary = ({check: sum(bool(e[check]) for e in ok) for check in ("same_workspace_at_restore", "same_workspace_at_end",
+                                                                                  "same_observations", "same_grade")} | {"episodes": len(ok)}
+                           if args.continuation else summarize(ok))
+                results["suites"][f"{name}/{store}"] = {"summary": summary, "episodes": episodes}
     finally:
         if stop:
             stop()
