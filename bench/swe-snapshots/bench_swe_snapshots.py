@@ -39,6 +39,7 @@ from rollflow_engines import objects  # noqa: E402
 from rollflow_engines.envs import snapshots  # noqa: E402
 from rollflow_engines.envs.swe.env import SweConfig, SweEnv  # noqa: E402
 from rollflow_engines.sandbox import SandboxSettings, configure as configure_sandbox  # noqa: E402
+from tests.envs.swe.helpers import tree  # noqa: E402  (the tests' comparison of two workspaces)
 
 
 def bash(script: str) -> str:
@@ -137,25 +138,6 @@ def play(cfg: SweConfig, row: dict, store: str) -> dict:
         env.close()
 
 
-def workspace_digest(root: Path) -> dict[str, tuple]:
-    """Every entry under root: (kind, mode, content sha256 or link target), links never followed."""
-    import hashlib
-    import stat
-    found = {}
-    for top, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = os.path.join(top, name)
-            st = os.lstat(path)
-            rel = os.path.relpath(path, root)
-            if stat.S_ISLNK(st.st_mode):
-                found[rel] = ("link", os.readlink(path))
-            elif stat.S_ISREG(st.st_mode):
-                found[rel] = ("file", stat.S_IMODE(st.st_mode), hashlib.sha256(Path(path).read_bytes()).hexdigest())
-            else:
-                found[rel] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode))
-    return found
-
-
 def untimed(observation: str) -> str:
     return re.sub(r"\b\d+(\.\d+)?s\b", "<t>s", observation)
 
@@ -177,13 +159,13 @@ def continuation(cfg: SweConfig, row: dict, lose_after: str = "git_apply") -> di
                 resumed = SweEnv()
                 resumed.reset(0, cfg)
                 resumed.restore(snapshots.load(whole.snapshot))
-                same_workspace_at_restore = workspace_digest(whole.ws.path) == workspace_digest(resumed.ws.path)
+                same_workspace_at_restore = tree(whole.ws.path) == tree(resumed.ws.path)
             if out.done:
                 break
         a, b = results["submit"]
         keys = ("success", "fail_to_pass", "pass_to_pass", "turn", "reward_tampered", "invalid_actions")
         return {"instance_id": row["instance_id"], "same_workspace_at_restore": same_workspace_at_restore,
-                "same_workspace_at_end": workspace_digest(whole.ws.path) == workspace_digest(resumed.ws.path),
+                "same_workspace_at_end": tree(whole.ws.path) == tree(resumed.ws.path),
                 # pytest prints its own wall time ("passed in 0.31s"): that is all two runs of one command may differ by
                 "same_observations": all(untimed(x.observation) == untimed(y.observation) for x, y in results.values()),
                 "observations_differing_only_in_times": [k for k, (x, y) in results.items() if x.observation != y.observation],
@@ -243,13 +225,13 @@ def project_trees(work: Path, envs: Path, root: Path, limit: int) -> tuple[list[
     two of its test files. What a snapshot costs depends on the repository and the commands, not on the bug."""
     import difflib
     rows = []
-    for tree in sorted(work.glob("*/tree"))[:limit]:
-        name = tree.parent.name
+    for unpacked in sorted(work.glob("*/tree"))[:limit]:
+        name = unpacked.parent.name
         python = envs / f"pypi__{name}" / "bin" / "python"
         if not python.exists():
             continue
         dest = root / "repos" / name
-        shutil.copytree(tree, dest, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+        shutil.copytree(unpacked, dest, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
         modules = sorted((p for p in dest.rglob("*.py") if "test" not in str(p.relative_to(dest))), key=lambda p: -p.stat().st_size)
         tests = sorted(p for p in dest.rglob("test_*.py"))[:2]
         ids = [f"{t.relative_to(dest)}::{m}" for t in tests for m in re.findall(r"^def (test_\w+)", t.read_text(errors="replace"), re.M)][:20]

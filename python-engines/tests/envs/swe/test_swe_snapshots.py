@@ -4,7 +4,6 @@ A fresh env on another server restores it over the instance's reset state and co
 files, deletions, links, FIFOs, directories and modes come back; only what changed is hashed and written; a blob
 that is damaged is snapshot_corrupt, one that is gone a 404; an interrupted episode grades as an uninterrupted one."""
 import os
-import stat
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from rollflow_engines.envs import snapshots
 from rollflow_engines.envs.swe.env import SweEnv
 from rollflow_engines.errors import NotFoundError, RequestError
 
-from .helpers import apply_patch, bash, config
+from .helpers import apply_patch, bash, config, tree
 
 INSTANCE = "tally__tally-2"
 
@@ -31,25 +30,6 @@ def envs(built):
     yield make
     for e in made:
         e.close()
-
-
-def tree(root: Path) -> dict[str, tuple]:
-    """Every entry under root as (kind, mode, content or link target), links never followed."""
-    found = {}
-    for top, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = os.path.join(top, name)
-            st = os.lstat(path)
-            rel = os.path.relpath(path, root)
-            if stat.S_ISLNK(st.st_mode):
-                found[rel] = ("link", os.readlink(path))
-            elif stat.S_ISFIFO(st.st_mode):
-                found[rel] = ("fifo", stat.S_IMODE(st.st_mode))
-            elif stat.S_ISDIR(st.st_mode):
-                found[rel] = ("dir", stat.S_IMODE(st.st_mode))
-            else:
-                found[rel] = ("file", stat.S_IMODE(st.st_mode), Path(path).read_bytes())
-    return found
 
 
 def blobs(tmp_path: Path) -> set[str]:
