@@ -195,7 +195,7 @@ def walk(root: Path, *, max_entries: int, max_seconds: float, skip_dirs: frozens
                 seen += 1
                 if seen > max_entries:
                     raise WorkspaceOverLimit(f"the workspace holds more than {max_entries} files and directories")
-                if seen % 64 == 0 and time.monotonic() > deadline:  # a clock read costs about an lstat() on some hosts
+                if seen % 64 == 1 and time.monotonic() > deadline:  # a clock read costs about an lstat() on some hosts
                     raise WorkspaceOverLimit(f"reading the workspace took more than {max_seconds:g} s")
                 rel = prefix + entry.name
                 if entry.is_dir(follow_symlinks=False) and entry.name not in skip_dirs:

@@ -14,18 +14,17 @@ env puts the repository together from its source and applies the manifest, runni
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Literal
 
 from pydantic import Field
 
-import logging
-
 from ...errors import RequestError
 from ...sandbox import Limits, SandboxError, SandboxUnavailable, current
+from ...sandbox.host_files import normalized
 from .. import snapshots
 from ..registry import register_env
 from ..swe_lite.actions import Replace
-from ...sandbox.host_files import normalized
 from ..swe_lite.env import EpisodeConfig, SweLiteEnv, _sandbox_failed, replaced
 from .grading import Grade, grade
 from .instances import Dataset, Fields, load_dataset, select
