@@ -16,9 +16,16 @@ as ``snapshot_corrupt`` (400, field ``restore``): the client replays the episode
 it does for a snapshot that is gone (404). A snapshot that cannot be written (a full disk, a store
 that cannot be reached) is SnapshotNotSaved: the env answers its step without a new snapshot rather
 than fail a step whose action already ran.
+
+Blobs (the swe env's incremental snapshots, envs/swe/workspace_manifest.py): a snapshot may name file contents kept
+beside it, content-addressed, as ``<where>/blobs/<sha256>`` (zlib-compressed bytes whose content has that sha256).
+A blob is written once (save_blob skips one already there) and shared by every snapshot that names it; a blob
+that is gone is a 404 like its snapshot, one whose content does not match its name ``snapshot_corrupt``. Blobs are
+not removed with their snapshots (others may share them): reap_blobs sweeps those that no remaining snapshot names.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -41,6 +48,9 @@ CORRUPT = "snapshot_corrupt"  # the 4xx code of a snapshot whose bytes are damag
 _where: Path | str = DEFAULT_DIR  # a directory, or an s3:// prefix without its trailing slash
 _ID_CHARS = set("0123456789abcdef")
 _ID = re.compile(r"^[0-9a-f]{32}$")  # what save names a snapshot: secrets.token_hex(16)
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")  # what save_blob names a blob
+BLOBS = "blobs"
+BLOB_LEVEL = 1  # zlib level of blobs: source text shrinks about 3x at several times level 6's speed
 
 
 class SnapshotNotSaved(Exception):
@@ -59,6 +69,11 @@ def configure(where: str | Path) -> None:
     """Where this process keeps snapshots (the env role's ``snapshot_dir``): a directory or an s3:// ref."""
     global _where
     _where = location(where)
+
+
+def in_bucket() -> bool:
+    """Whether snapshots go to an object store (each write a round trip) rather than a directory."""
+    return isinstance(_where, str)
 
 
 def save(value: dict[str, Any]) -> str:
@@ -82,24 +97,29 @@ def load(snapshot: str) -> dict[str, Any]:
     for damaged bytes, UnavailableError (503) when the store cannot be reached."""
     if not set(snapshot) <= _ID_CHARS:
         raise NotFoundError("restore", f"no snapshot {snapshot!r} in {_where}", snapshot)
-    if isinstance(_where, str):
-        try:
-            data = read_object(f"{_where}/{snapshot}")
-        except ObjectNotFoundError:
-            raise NotFoundError("restore", f"no snapshot {snapshot!r} in {_where}", snapshot) from None
-        except CorruptObjectError as e:
-            raise RequestError("restore", f"snapshot {snapshot!r} is damaged, not restoring it: {e}", snapshot, CORRUPT) from e
-        except ObjectStoreError as e:
-            raise UnavailableError("restore", f"cannot read snapshot {snapshot!r}: {e}", snapshot) from e
-    else:
-        path = _where / snapshot
-        if not path.is_file():
-            raise NotFoundError("restore", f"no snapshot {snapshot!r} in {_where}", snapshot)
-        data = path.read_bytes()
+    data = _read_stored(snapshot, f"snapshot {snapshot!r}", snapshot)
     try:
         return json.loads(zlib.decompress(data))
     except (zlib.error, ValueError) as e:
         raise RequestError("restore", f"snapshot {snapshot!r} in {_where} is damaged, not restoring it: {e}", snapshot, CORRUPT) from e
+
+
+def _read_stored(key: str, what: str, given: str) -> bytes:
+    """The bytes at ``<where>/<key>``: NotFoundError (404) when absent, ``snapshot_corrupt`` when the store's checksum
+    fails, UnavailableError (503) when the store cannot be reached; ``what`` names it in the messages."""
+    if isinstance(_where, str):
+        try:
+            return read_object(f"{_where}/{key}")
+        except ObjectNotFoundError:
+            raise NotFoundError("restore", f"no {what} in {_where}", given) from None
+        except CorruptObjectError as e:
+            raise RequestError("restore", f"{what} is damaged, not restoring it: {e}", given, CORRUPT) from e
+        except ObjectStoreError as e:
+            raise UnavailableError("restore", f"cannot read {what}: {e}", given) from e
+    path = _where / key
+    if not path.is_file():
+        raise NotFoundError("restore", f"no {what} in {_where}", given)
+    return path.read_bytes()
 
 
 def reap(max_age_s: float) -> int:
@@ -136,3 +156,96 @@ def remove(snapshot: str | None) -> None:
             log.warning("cannot remove snapshot %s (the janitor reaps it for its age): %s", snapshot, e)
     else:
         (_where / snapshot).unlink(missing_ok=True)
+
+
+# ---- blobs: file contents named by their sha256, shared by snapshots (see the module's doc)
+
+_blobs_put: set[tuple[str, str]] = set()  # blobs this process put in a bucket (where, sha256)
+
+
+def save_blob(sha256: str, data: bytes) -> int:
+    """Keeps ``data`` (whose sha256 the caller just took) as a blob; the bytes written, 0 when it was there already. SnapshotNotSaved when it cannot be written. In a directory a blob found is touched, so reap_blobs,
+    which sweeps by age, does not take it from under the snapshot about to name it."""
+    try:
+        if isinstance(_where, str):
+            # A bucket: no cheap test for presence (a HEAD costs what a small PUT does), so one this process has not
+            # written is put again; the same name holds the same bytes, so a second put changes nothing.
+            if (_where, sha256) in _blobs_put:
+                return 0
+            packed = zlib.compress(data, BLOB_LEVEL)
+            write_object(f"{_where}/{BLOBS}/{sha256}", packed)
+            _blobs_put.add((_where, sha256))
+            return len(packed)
+        blobs = _where / BLOBS
+        path = blobs / sha256
+        try:
+            os.utime(path)
+            return 0
+        except FileNotFoundError:
+            pass
+        blobs.mkdir(parents=True, exist_ok=True)
+        part = blobs / f".{sha256}.{secrets.token_hex(4)}.part"
+        packed = zlib.compress(data, BLOB_LEVEL)
+        part.write_bytes(packed)
+        os.replace(part, path)  # whole or absent; two servers writing the same blob write the same bytes
+        return len(packed)
+    except (OSError, ObjectStoreError) as e:
+        raise SnapshotNotSaved(f"cannot save a blob in {_where}: {e}") from e
+
+
+def load_blob(sha256: str) -> bytes:
+    """The blob's content, its sha256 checked; errors as load's (field ``restore``: the snapshot that names it)."""
+    if not _SHA256.match(sha256):
+        raise RequestError("restore", f"a snapshot names a malformed blob {sha256[:80]!r}", sha256[:80], CORRUPT)
+    data = _read_stored(f"{BLOBS}/{sha256}", f"the snapshot's blob {sha256}", sha256)
+    try:
+        content = zlib.decompress(data)
+    except zlib.error as e:
+        raise RequestError("restore", f"the snapshot's blob {sha256} is damaged: {e}", sha256, CORRUPT) from e
+    if hashlib.sha256(content).hexdigest() != sha256:
+        raise RequestError("restore", f"the snapshot's blob {sha256} does not hold what its name says", sha256, CORRUPT)
+    return content
+
+
+def reap_blobs(max_age_s: float) -> int:
+    """Removes blobs that no remaining snapshot names (a snapshot lists them under ``blobs``) and that were not
+    written or reused for ``max_age_s``; run after reap. The age keeps a blob an episode is saving right now (written
+    or touched before its snapshot is) from being swept. A blob swept anyway (a bucket's blob reused by a server that
+    trusted its own record of having put it) makes its snapshot a 404: the client replays that episode from its start."""
+    cutoff, removed = time.time() - max_age_s, 0
+    if isinstance(_where, str):
+        named = _named_blobs([listed.ref.removeprefix(f"{_where}/") for listed in list_objects_modified(f"{_where}/")
+                              if _ID.match(listed.ref.removeprefix(f"{_where}/"))])
+        for listed in list_objects_modified(f"{_where}/{BLOBS}/"):
+            sha = listed.ref.removeprefix(f"{_where}/{BLOBS}/")
+            if _SHA256.match(sha) and sha not in named and listed.modified < cutoff:
+                delete_object(listed.ref)
+                _blobs_put.discard((_where, sha))
+                removed += 1
+        return removed
+    blobs = _where / BLOBS
+    if not blobs.is_dir():
+        return 0
+    named = _named_blobs([p.name for p in _where.iterdir() if _ID.match(p.name)])
+    for path in blobs.iterdir():
+        try:
+            if path.name not in named and path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def _named_blobs(snapshot_ids: list[str]) -> set[str]:
+    named: set[str] = set()
+    for snapshot in snapshot_ids:
+        try:
+            value = load(snapshot)
+        except UnavailableError:  # unread, it might name any blob: no sweep this time
+            raise
+        except RequestError:  # removed meanwhile (a 404), or damaged: it restores nothing, so it keeps nothing
+            continue
+        blobs = value.get("blobs") if isinstance(value, dict) else None
+        named.update(b for b in blobs or [] if isinstance(b, str))
+    return named

@@ -114,6 +114,24 @@ def _read(name: str, label: str, max_bytes: int, dir_fd: int | None = None) -> b
         os.close(fd)
 
 
+def read_walked(path: str, label: str, max_bytes: int) -> bytes:
+    """read_bytes of a file a walk of the server's just reached without following links (no sandboxed process runs
+    meanwhile, so only the last name can have become a link): opened without following it, never waited on."""
+    return _read(path, label, max_bytes)
+
+
+def normalized(rel: str) -> str:
+    """``rel`` as a walk names it (``./a//b`` is ``a/b``); WorkspaceFileError if it leads outside or is malformed."""
+    return "/".join(_parts(rel))
+
+
+def open_parent(root: Path, rel: str, uid: int | None) -> tuple[int, str]:
+    """An fd of the directory that holds ``rel`` (the caller closes it) and ``rel``'s last name, reached without
+    following any link; missing directories on the way are made, owned by ``uid``. For the server's own restores."""
+    parts = _parts(rel)
+    return _open_parent(root, parts, rel, create_dirs=True, uid=uid), parts[-1]
+
+
 def read_text(root: Path, rel: str, max_bytes: int) -> str:
     return read_bytes(root, rel, max_bytes).decode("utf-8", errors="replace")
 
@@ -160,13 +178,10 @@ class WorkspaceOverLimit(Exception):
     """The workspace holds more than the server will walk (entries, bytes or time); the message says which."""
 
 
-def text_files(root: Path, *, max_entries: int, max_bytes: int, max_seconds: float, skip_dirs: frozenset[str] = frozenset()) -> dict[str, str]:
-    """Every regular file under ``root`` (relative path -> text), walked without following links; other kinds
-    (links, FIFOs, devices) are left out. WorkspaceOverLimit once more than ``max_entries`` entries (of any
-    kind) were seen, the regular files sum to more than ``max_bytes``, or the walk took ``max_seconds``: the
-    server's cost stays bounded whatever the sandboxed code left."""
-    files: dict[str, str] = {}
-    seen = used = 0
+def walk(root: Path, *, max_entries: int, max_seconds: float, skip_dirs: frozenset[str] = frozenset()):
+    """(relative path, DirEntry) of every entry under ``root`` (a directory's before those in it), links never
+    followed; WorkspaceOverLimit once more than ``max_entries`` entries were seen or the walk took ``max_seconds``."""
+    seen = 0
     deadline = time.monotonic() + max_seconds
     pending = [(os.fspath(root), "")]
     while pending:
@@ -180,21 +195,30 @@ def text_files(root: Path, *, max_entries: int, max_bytes: int, max_seconds: flo
                 seen += 1
                 if seen > max_entries:
                     raise WorkspaceOverLimit(f"the workspace holds more than {max_entries} files and directories")
-                if time.monotonic() > deadline:
+                if seen % 64 == 1 and time.monotonic() > deadline:  # a clock read costs about an lstat() on some hosts
                     raise WorkspaceOverLimit(f"reading the workspace took more than {max_seconds:g} s")
                 rel = prefix + entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in skip_dirs:
-                        pending.append((entry.path, rel + "/"))
-                    continue
-                if not entry.is_file(follow_symlinks=False):
-                    continue
-                size = entry.stat(follow_symlinks=False).st_size
-                if used + size > max_bytes:
-                    raise WorkspaceOverLimit(f"the workspace's files hold more than {max_bytes} bytes")
-                try:  # the walk found it a regular file and no sandboxed process runs now: only the last name can't be a link
-                    files[rel] = _read(entry.path, rel, max_bytes - used).decode("utf-8", errors="replace")
-                except WorkspaceFileError:
-                    continue
-                used += size
+                if entry.is_dir(follow_symlinks=False) and entry.name not in skip_dirs:
+                    pending.append((entry.path, rel + "/"))
+                yield rel, entry
+
+
+def text_files(root: Path, *, max_entries: int, max_bytes: int, max_seconds: float, skip_dirs: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Every regular file under ``root`` (relative path -> text), walked without following links; other kinds
+    (links, FIFOs, devices) are left out. WorkspaceOverLimit once more than ``max_entries`` entries (of any
+    kind) were seen, the regular files sum to more than ``max_bytes``, or the walk took ``max_seconds``: the
+    server's cost stays bounded whatever the sandboxed code left."""
+    files: dict[str, str] = {}
+    used = 0
+    for rel, entry in walk(root, max_entries=max_entries, max_seconds=max_seconds, skip_dirs=skip_dirs):
+        if not entry.is_file(follow_symlinks=False):
+            continue
+        size = entry.stat(follow_symlinks=False).st_size
+        if used + size > max_bytes:
+            raise WorkspaceOverLimit(f"the workspace's files hold more than {max_bytes} bytes")
+        try:  # the walk found it a regular file and no sandboxed process runs now: only the last name can't be a link
+            files[rel] = _read(entry.path, rel, max_bytes - used).decode("utf-8", errors="replace")
+        except WorkspaceFileError:
+            continue
+        used += size
     return files

@@ -6,24 +6,33 @@ edits, the same budgets, a sandbox failure answered 503 and changing nothing); w
 comes from a dataset file (instances.py) and a source (sources.py), and the grading (grading.py). The agent's
 commands run with the instance's prepared environment first on PATH, bound read-only.
 
-Episodes are not snapshotted (a real repository is past swe_lite's snapshot caps; durable workspaces for real
-repositories are #25 item 6): a lost session is replayed from its recorded actions.
+Durable episodes: after each step that may change the workspace, the env saves a snapshot, as swe_lite does,
+but incremental and content-addressed (workspace_manifest.py): a manifest of what differs from the reset state,
+the contents as shared blobs, only what changed since the last step hashed and written. A client that lost the
+session resets with ``restore`` (on_env_loss replay: from the latest snapshot, then the actions after it), and the
+env puts the repository together from its source and applies the manifest, running no command again.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Literal
 
 from pydantic import Field
 
 from ...errors import RequestError
 from ...sandbox import Limits, SandboxError, SandboxUnavailable, current
-from ..base import BaseEnv
+from ...sandbox.host_files import normalized
+from .. import snapshots
 from ..registry import register_env
-from ..swe_lite.env import EpisodeConfig, SweLiteEnv, _sandbox_failed
+from ..swe_lite.actions import Replace
+from ..swe_lite.env import EpisodeConfig, SweLiteEnv, _sandbox_failed, replaced
 from .grading import Grade, grade
 from .instances import Dataset, Fields, load_dataset, select
 from .patches import PatchError, apply_test_patch
 from .sources import LocalSource, resolve
+from .workspace_manifest import WorkspaceManifest
+
+log = logging.getLogger(__name__)
 
 MAX_LISTED = 40  # top-level entries of the repository named in the first observation
 
@@ -70,6 +79,8 @@ class SweEnv(SweLiteEnv):
             self.checkout, self.prepared = resolve(config.source, self.instance)
             self.ws = current().open()
             self._materialize(self.ws)
+            self.manifest = WorkspaceManifest(self.ws.path, self.ws.uid)
+            self.manifest.record_reset()
             # From the base tree before any command of the agent's ran in it. A test_patch that does not apply is the
             # dataset's fault (PatchError, a 400), found before the episode starts.
             self.tests = apply_test_patch(self.ws.path, self.instance.test_patch)
@@ -103,11 +114,36 @@ class SweEnv(SweLiteEnv):
     def _grade(self) -> Grade:
         return grade(self.instance, self.checkout, self.prepared, self.tests, self.ws, self._grading_limits())
 
-    def _save_snapshot(self) -> None:
-        """None: see the module's doc."""
+    def _apply(self, action) -> tuple[str, bool]:
+        observation, done = super()._apply(action)
+        # What _save_snapshot looks at: an edit that applied changed its path alone (the server wrote it, through a
+        # path host_files accepted); a refused one changed nothing; a command may have changed anything.
+        self._edited = ([normalized(action.path)] if observation == replaced(action.path) else []) if isinstance(action, Replace) else None
+        return observation, done
 
-    # BaseEnv's: the server answers a restore request with a 400 (swe_lite's would load a snapshot this env never saves).
-    restore = BaseEnv.restore
+    def _save_snapshot(self) -> None:
+        """swe_lite's, incremental: after an edit (the server's own write) only its path is looked at, after a command
+        the whole workspace (hashing only what changed). WorkspaceOverLimit past the walk's caps ends the episode."""
+        if self._edited is not None:
+            self.manifest.rescan_paths(self._edited)
+        else:
+            self.manifest.rescan()
+        try:
+            saved = self.manifest.save(self.instance.instance_id, self._counters())
+        except snapshots.SnapshotNotSaved as e:  # as swe_lite: the step is answered without one, the last one kept
+            log.warning("swe %s: step answered without a snapshot: %s", self.instance.instance_id, e)
+            self.snapshot = None
+            return
+        previous, self.snapshot = self.snapshot, saved
+        self.manifest.discard(previous)  # its blobs stay: the new manifest names those still needed (reap_blobs sweeps)
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """The reset state is in place (reset ran with the episode's seed and config): apply the manifest over it."""
+        if snapshot.get("instance") != self.instance.instance_id:
+            raise ValueError(f"the snapshot is of instance {snapshot.get('instance')!r}, not of this episode's {self.instance.instance_id!r}")
+        self.manifest.restore(snapshot.get("changes"))
+        counters = snapshot["counters"]
+        self.turn, self.invalid, self.chars, self.sandbox_errors = counters["turn"], counters["invalid"], counters["chars"], counters["sandbox_errors"]
 
     def info(self) -> dict[str, Any]:
         g = self.grade_result

@@ -3,7 +3,8 @@
 The first sweep runs before the server answers (workspaces a crashed predecessor left behind); then a
 daemon thread sweeps every ``interval_s``; ``stop`` sweeps once more with no owner live, so every
 workspace this server still holds is removed with its processes. Snapshots go by age alone, even at
-shutdown: another server may still resume their episodes.
+shutdown: another server may still resume their episodes; then the blobs no remaining snapshot names
+(snapshots.reap_blobs), also past that age.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import logging
 import threading
 
 from ...envs import snapshots
+from ...errors import UnavailableError
 from ...objects import ObjectStoreError
 from ...sandbox import SandboxSettings, reap_orphans
 
@@ -35,7 +37,8 @@ class Janitor:
     def sweep(self, live_owners: set[str]) -> int:
         try:
             self._on_snapshots_reaped(snapshots.reap(self.snapshot_max_age_s))
-        except (OSError, ObjectStoreError) as e:  # the next sweep tries again
+            snapshots.reap_blobs(self.snapshot_max_age_s)  # after reap: blobs only the reaped snapshots named go too
+        except (OSError, ObjectStoreError, UnavailableError) as e:  # the next sweep tries again
             log.warning("janitor: cannot sweep snapshots: %s", e)
         try:
             removed = reap_orphans(self.settings.root, max_age_s=self.settings.max_age_s, live_owners=live_owners)

@@ -41,7 +41,7 @@ class Options(BaseModel):
                                     "hold; past it creating one fails with ENOSPC inside the sandbox.")
     sandbox_max_age_s: float = Field(default=DEFAULT_MAX_AGE_S, gt=0, description="The janitor removes a workspace older than this even if "
                                                                                   "a live server holds it (its processes are killed first).")
-    snapshot_dir: str = Field(default=str(snapshots.DEFAULT_DIR), description="Where envs that resume episodes (swe_lite) save "
+    snapshot_dir: str = Field(default=str(snapshots.DEFAULT_DIR), description="Where envs that resume episodes (swe_lite, swe) save "
                               "their snapshots: a directory, or s3://<bucket>/<prefix> (each snapshot the object <prefix>/<id>) for "
                               "servers on hosts that share no disk; env servers that share it resume each other's episodes.")
     action_log: Path | None = Field(default=None, description="A file the server appends one JSON line to per applied /step "

@@ -1,7 +1,10 @@
 """Episodes of the swe env on the tally project, for the env's tests and the red team's."""
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 
 from rollflow_engines.envs.swe.env import SweConfig, SweEnv
@@ -47,3 +50,25 @@ def play(built: Built, instance_id: str, replies: list[str], **overrides) -> lis
 def write_rows(path: Path, rows: list) -> Path:
     path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
     return path
+
+
+def tree(root: Path) -> dict[str, tuple]:
+    """Every entry under root as (kind, mode or link target, content sha256 for a file), links never followed: two
+    workspaces that compare equal hold the same thing (the swe snapshots' tests, bench/swe-snapshots)."""
+    found = {}
+    for top, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            st = os.lstat(path)
+            rel = os.path.relpath(path, root)
+            if stat.S_ISLNK(st.st_mode):
+                found[rel] = ("link", os.readlink(path))
+            elif stat.S_ISFIFO(st.st_mode):
+                found[rel] = ("fifo", stat.S_IMODE(st.st_mode))
+            elif stat.S_ISDIR(st.st_mode):
+                found[rel] = ("dir", stat.S_IMODE(st.st_mode))
+            elif stat.S_ISREG(st.st_mode):
+                found[rel] = ("file", stat.S_IMODE(st.st_mode), hashlib.sha256(Path(path).read_bytes()).hexdigest())
+            else:
+                found[rel] = ("other", stat.S_IFMT(st.st_mode))
+    return found

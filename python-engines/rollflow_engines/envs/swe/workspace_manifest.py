@@ -1,0 +1,325 @@
+"""The swe env's incremental snapshots: what of a workspace differs from its reset state, as a small manifest.
+
+The reset state (the instance's repository from its source, trusted) is put together again on any server, so a
+snapshot holds only what changed since: for each such path, a regular file's mode and the sha256 of its content
+(the content itself a blob, envs/snapshots.py: ``<where>/blobs/<sha256>``, written once, shared), a directory's mode,
+a link's target, a FIFO's mode, or ``None`` for a path of the reset state that is gone. Sockets and devices are left
+out (a socket's listener is gone with the session; the sandbox can make no device).
+
+What is hashed: only what changed since the last walk. Each walk lstat()s every entry and reuses a file's known hash
+when its (mode, size, mtime, ctime, inode) are those it had when hashed. The sandboxed code can set a file's mtime
+back (``touch -d``) but not its ctime, which the kernel sets to the time of any change to the file's content or
+metadata. A ctime is as coarse as the kernel's clock tick, so a file changed in the tick it was hashed in could
+keep its ctime: a hash is reused only when the file's ctime is more than RACY_NS before the walk that took it
+("racily clean", as git calls it), and the reset and restore wait that long before they record what they wrote.
+After an edit the server made itself (no sandboxed process ran since the last walk), only that path is looked at.
+
+What the policy can reach: every path in a manifest comes from the server's own walk, which never follows a link
+(scandir, lstat, files opened O_NOFOLLOW|O_NONBLOCK and bounded: host_files). A restore writes through host_files'
+openat walk (no link on the way is followed, whatever the manifest says), strips setuid/setgid bits, and refuses a
+malformed entry or a blob whose content does not match its name as ``snapshot_corrupt``.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import threading
+import time
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+from ...errors import RequestError
+from ...sandbox.host_files import WorkspaceFileError, WorkspaceOverLimit, open_parent, read_walked, walk, write_bytes
+from .. import snapshots
+from ..swe_lite.env import SNAPSHOT_CAPS
+
+# The caps of one walk; past any of them the episode ends (the model's doing, as swe_lite's snapshot caps).
+MAX_ENTRIES = 50_000           # a bwrap workspace holds at most 20 000 inodes (sandbox.workspace.DEFAULT_MAX_INODES)
+MAX_CHANGED_BYTES = 256 << 20  # of files that differ from the reset state (a bwrap workspace's disk cap)
+MAX_SECONDS = SNAPSHOT_CAPS["max_seconds"]  # swe_lite's: its step_timeout_s, which the swe env keeps, counts it
+# A hash is reused only for a file whose ctime is this much before the walk that took it: two ticks of the coarse
+# clock file times come from (a tick is 10 ms at the slowest kernel HZ, 100).
+RACY_NS = 20_000_000
+MODE_BITS = 0o1777  # kept of a mode: permissions and the sticky bit, never setuid/setgid
+
+Entry = list  # ["f", mode, sha256, size] | ["d", mode] | ["l", target] | ["p", mode]
+Key = tuple[int, int, int, int, int]  # st_mode, st_size, st_mtime_ns, st_ctime_ns, st_ino
+
+
+def _key(st: os.stat_result) -> Key:
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _settle() -> None:
+    """Wait until what was just written is past the racy window, so what is recorded next can be trusted."""
+    time.sleep(RACY_NS / 1e9)
+
+
+class WorkspaceManifest:
+    """One episode's record of its workspace: the reset state, the changes since, the hashes taken and the blobs saved."""
+
+    def __init__(self, root: Path, uid: int | None):
+        self.root, self.uid = root, uid
+        self.base: dict[str, tuple[Key, Entry]] = {}   # the reset state (files' entries without a hash)
+        self.changes: dict[str, Entry | None] = {}     # the manifest: what differs from the reset state
+        self.hashed: dict[str, tuple[Key, str]] = {}   # files hashed and not racy: key -> sha256
+        self.saved: set[str] = set()                   # blobs known to be in the store
+        self._fresh: dict[str, bytes] = {}             # contents read by the last walk, by sha256, until saved
+        self.stats = {"hashed_files": 0, "hashed_bytes": 0, "blobs_written": 0, "blob_bytes": 0}
+
+    # ---- recording
+
+    def record_reset(self) -> None:
+        """The reset state, walked before any command of the agent's ran (what the server itself just put there)."""
+        _settle()
+        self.base = {rel: (_key(st), self._entry_without_content(st, path)) for rel, path, st in self._walk()}
+        self.changes, self.hashed = {}, {}
+
+    def rescan(self) -> None:
+        """After a command ran in the sandbox: every entry is looked at (hashing only those whose key changed)."""
+        started = time.time_ns()
+        changes: dict[str, Entry | None] = {}
+        seen: set[str] = set()
+        changed_bytes = 0
+        for rel, path, st in self._walk():
+            seen.add(rel)
+            entry = self._changed_entry(rel, path, st, started)
+            if entry is not None:
+                changes[rel] = entry
+                if entry[0] == "f":
+                    changed_bytes += entry[3]
+                    if changed_bytes > MAX_CHANGED_BYTES:
+                        raise WorkspaceOverLimit(f"the workspace's changed files hold more than {MAX_CHANGED_BYTES} bytes")
+        changes.update((rel, None) for rel in self.base if rel not in seen)
+        self.changes = changes
+
+    def rescan_paths(self, rels: list[str]) -> None:
+        """After the server itself wrote ``rels`` (an edit): nothing else can have changed since the last walk."""
+        started = time.time_ns()
+        for rel in rels:
+            path = os.path.join(self.root, rel)
+            try:
+                st = os.lstat(path)  # the server's write walked rel without following links; nothing ran since
+            except FileNotFoundError:
+                self.changes.pop(rel, None)
+                if rel in self.base:
+                    self.changes[rel] = None
+                continue
+            entry = self._changed_entry(rel, path, st, started)
+            if entry is not None:
+                self.changes[rel] = entry
+            else:
+                self.changes.pop(rel, None)
+
+    def _changed_entry(self, rel: str, path: str, st: os.stat_result, started: int) -> Entry | None:
+        """The entry of ``rel`` if it differs from the reset state, else None."""
+        key, base = _key(st), self.base.get(rel)
+        if base is not None and base[0] == key:
+            return None  # untouched since the reset (its ctime says so): most entries of a walk end here
+        if not stat.S_ISREG(st.st_mode):
+            entry = self._entry_without_content(st, path)
+            return None if entry is None or base is not None and base[1] == entry else entry
+        known = self.hashed.get(rel)
+        if known is not None and known[0] == key and known[1] in self.saved:
+            sha = known[1]
+        else:
+            try:
+                data = read_walked(path, rel, MAX_CHANGED_BYTES)
+            except WorkspaceFileError as e:  # larger than the cap (or unreadable): the model's doing, as the caps are
+                raise WorkspaceOverLimit(f"the workspace's file {e}") from e
+            sha = hashlib.sha256(data).hexdigest()
+            self.stats["hashed_files"] += 1
+            self.stats["hashed_bytes"] += len(data)
+            if sha not in self.saved:
+                self._fresh[sha] = data
+            if st.st_ctime_ns < started - RACY_NS:
+                self.hashed[rel] = (key, sha)
+            else:
+                self.hashed.pop(rel, None)
+        return ["f", st.st_mode & MODE_BITS, sha, st.st_size]
+
+    @staticmethod
+    def _entry_without_content(st: os.stat_result, path: str) -> Entry | None:
+        if stat.S_ISREG(st.st_mode):
+            return ["f", st.st_mode & MODE_BITS, None, st.st_size]
+        if stat.S_ISDIR(st.st_mode):
+            return ["d", st.st_mode & MODE_BITS]
+        if stat.S_ISLNK(st.st_mode):
+            return ["l", os.readlink(path)]
+        if stat.S_ISFIFO(st.st_mode):
+            return ["p", st.st_mode & MODE_BITS]
+        return None  # a socket (or a device): not kept
+
+    def _walk(self):
+        """(rel, path, lstat) of every entry under the root, links never followed; WorkspaceOverLimit past the caps."""
+        for rel, entry in walk(self.root, max_entries=MAX_ENTRIES, max_seconds=MAX_SECONDS):
+            yield rel, entry.path, entry.stat(follow_symlinks=False)
+
+    # ---- saving and restoring
+
+    def save(self, instance_id: str, counters: dict[str, int]) -> str:
+        """Writes the blobs the store lacks, then the manifest; its snapshot id. SnapshotNotSaved when either fails
+        (the changes stay recorded: the next save writes what this one could not)."""
+        named = sorted({e[2] for e in self.changes.values() if e is not None and e[0] == "f"})
+        # A blob hashed by a walk whose save failed is read again, by the path that holds it.
+        missing = {sha: self._fresh.pop(sha, None) or self._content_of(sha) for sha in named if sha not in self.saved}
+        self._fresh.clear()
+        value = {"instance": instance_id, "counters": counters, "changes": self.changes, "blobs": named}
+        if snapshots.in_bucket():
+            # Each write is a round trip to the store, so the blobs and the manifest go at once. The manifest may land
+            # before a blob: the step names it only once every write succeeded, so no client restores it without them.
+            blob_writes = [_uploads().submit(snapshots.save_blob, sha, data) for sha, data in missing.items()]
+            manifest_write = _uploads().submit(snapshots.save, value)
+            futures.wait([*blob_writes, manifest_write])
+            written = [f.result() for f in blob_writes]  # SnapshotNotSaved, once all are done
+            saved = manifest_write.result()
+        else:
+            written = [snapshots.save_blob(sha, data) for sha, data in missing.items()]
+            saved = snapshots.save(value)
+        self.saved.update(missing)
+        self.stats["blobs_written"] += sum(1 for n in written if n)
+        self.stats["blob_bytes"] += sum(written)  # compressed, as stored
+        return saved
+
+    @staticmethod
+    def discard(snapshot: str | None) -> None:
+        """Removes an earlier snapshot of the episode (best effort: one left behind is reaped for its age); in a
+        bucket in the background, off the step's time."""
+        if snapshots.in_bucket():
+            _uploads().submit(snapshots.remove, snapshot)
+        else:
+            snapshots.remove(snapshot)
+
+    def _content_of(self, sha: str) -> bytes:
+        for rel, entry in self.changes.items():
+            if entry is not None and entry[0] == "f" and entry[2] == sha:
+                data = read_walked(os.path.join(self.root, rel), rel, MAX_CHANGED_BYTES)
+                if hashlib.sha256(data).hexdigest() == sha:
+                    return data
+        raise snapshots.SnapshotNotSaved(f"no file of the workspace holds blob {sha} any more")
+
+    def restore(self, changes: Any) -> None:
+        """Applies a manifest's changes over the reset state (record_reset ran); the blobs are read and checked first,
+        so a damaged one changes nothing. RequestError ``snapshot_corrupt`` for a malformed manifest."""
+        checked = _checked(changes)
+        contents = {e[2]: snapshots.load_blob(e[2]) for e in checked.values() if e is not None and e[0] == "f"}
+        try:
+            for rel in sorted(r for r, e in checked.items() if e is None):
+                self._remove(rel)
+            made = sorted((r for r, e in checked.items() if e is not None), key=lambda r: (r.count("/"), r))
+            for rel in made:
+                self._put(rel, checked[rel], contents)
+            for rel in reversed([r for r in made if checked[r][0] == "d"]):  # last, deepest first: a read-only
+                self._chmod(rel, checked[rel][1])                              # directory still took its entries
+        except WorkspaceFileError as e:  # a path no walk of the server's could have recorded
+            raise _corrupt(str(e)) from e
+        _settle()
+        self.changes, self.saved = checked, set(contents)
+        for rel, entry in checked.items():
+            if entry is not None and entry[0] == "f":
+                self.hashed[rel] = (_key(os.lstat(os.path.join(self.root, rel))), entry[2])
+
+    def _remove(self, rel: str) -> None:
+        fd, name = open_parent(self.root, rel, self.uid)
+        try:
+            _remove_at(fd, name)
+        finally:
+            os.close(fd)
+
+    def _put(self, rel: str, entry: Entry, contents: dict[str, bytes]) -> None:
+        kind = entry[0]
+        if kind == "f":
+            fd, name = open_parent(self.root, rel, self.uid)
+            try:
+                _remove_unless(fd, name, stat.S_ISREG)
+            finally:
+                os.close(fd)
+            write_bytes(self.root, rel, contents[entry[2]], self.uid)
+        fd, name = open_parent(self.root, rel, self.uid)
+        try:
+            if kind == "d":
+                if not _remove_unless(fd, name, stat.S_ISDIR):
+                    os.mkdir(name, 0o700, dir_fd=fd)
+            elif kind == "l":
+                _remove_unless(fd, name, lambda m: False)
+                os.symlink(entry[1], name, dir_fd=fd)
+            elif kind == "p":
+                _remove_unless(fd, name, lambda m: False)
+                os.mkfifo(name, 0o600, dir_fd=fd)
+            if self.uid is not None:
+                os.chown(name, self.uid, self.uid, dir_fd=fd, follow_symlinks=False)
+            if kind in ("f", "p"):  # just made by the server, not a link: chmod may follow the name
+                os.chmod(name, entry[1], dir_fd=fd)
+        finally:
+            os.close(fd)
+
+    def _chmod(self, rel: str, mode: int) -> None:
+        fd, name = open_parent(self.root, rel, self.uid)
+        try:
+            if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):  # made by _put, nothing ran since
+                os.chmod(name, mode, dir_fd=fd)
+        finally:
+            os.close(fd)
+
+
+_pool: futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _uploads() -> futures.ThreadPoolExecutor:
+    """The process's threads for writes to an object store (the S3 client is thread-safe once made)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = futures.ThreadPoolExecutor(8, thread_name_prefix="swe-snapshot-io")
+        return _pool
+
+
+def _remove_unless(fd: int, name: str, keep) -> bool:
+    """Removes what is at ``name`` unless its mode passes ``keep``; whether something is left there."""
+    try:
+        mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return False
+    if keep(mode):
+        return True
+    _remove_at(fd, name)
+    return False
+
+
+def _remove_at(fd: int, name: str) -> None:
+    try:
+        if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+            shutil.rmtree(name, dir_fd=fd)  # links inside are removed, never followed
+        else:
+            os.unlink(name, dir_fd=fd)
+    except FileNotFoundError:
+        pass
+
+
+def _corrupt(why: str) -> RequestError:
+    return RequestError("restore", f"the snapshot's manifest is damaged: {why}", None, snapshots.CORRUPT)
+
+
+def _checked(changes: Any) -> dict[str, Entry | None]:
+    """The manifest's changes if every entry is well formed, else snapshot_corrupt (never applied in part)."""
+    if not isinstance(changes, dict):
+        raise _corrupt("no changes")
+    for rel, entry in changes.items():
+        if entry is None:
+            continue
+        ok = isinstance(entry, list) and entry and entry[0] in ("f", "d", "l", "p")
+        if ok and entry[0] == "f":
+            ok = len(entry) == 4 and isinstance(entry[2], str) and len(entry[2]) == 64 and isinstance(entry[3], int)
+        elif ok and entry[0] in ("d", "p"):
+            ok = len(entry) == 2
+        elif ok:
+            ok = len(entry) == 2 and isinstance(entry[1], str) and "\x00" not in entry[1]
+        if ok and entry[0] != "l":
+            ok = isinstance(entry[1], int) and not isinstance(entry[1], bool) and entry[1] == entry[1] & MODE_BITS
+        if not ok:
+            raise _corrupt(f"entry {str(rel)[:200]!r} is {str(entry)[:200]}")
+    return changes

@@ -1,0 +1,185 @@
+"""Durable swe episodes: after each step that may change the workspace the env saves an incremental snapshot (a
+manifest of what differs from the reset state, contents as blobs named by their sha256, envs/swe/workspace_manifest.py).
+A fresh env on another server restores it over the instance's reset state and continues, running nothing again:
+files, deletions, links, FIFOs, directories and modes come back; only what changed is hashed and written; a blob
+that is damaged is snapshot_corrupt, one that is gone a 404; an interrupted episode grades as an uninterrupted one."""
+import os
+from pathlib import Path
+
+import pytest
+
+from rollflow_engines.envs import snapshots
+from rollflow_engines.envs.swe.env import SweEnv
+from rollflow_engines.errors import NotFoundError, RequestError
+
+from .helpers import apply_patch, bash, config, tree
+
+INSTANCE = "tally__tally-2"
+
+
+@pytest.fixture
+def envs(built):
+    """make(): a swe env reset on INSTANCE (seed 0), closed after the test."""
+    made: list[SweEnv] = []
+
+    def make(instance_id: str = INSTANCE) -> SweEnv:
+        env = SweEnv()
+        made.append(env)
+        env.reset(0, config(built, instance_id))
+        return env
+    yield make
+    for e in made:
+        e.close()
+
+
+def blobs(tmp_path: Path) -> set[str]:
+    where = tmp_path / "snapshots" / snapshots.BLOBS
+    return {p.name for p in where.iterdir()} if where.is_dir() else set()
+
+
+def restored(envs, saved: str) -> SweEnv:
+    env = envs()  # another server's env: the same seed and config, then the snapshot
+    env.restore(snapshots.load(saved))
+    return env
+
+
+def test_a_restored_episode_has_the_workspace_and_counters_and_runs_nothing_again(envs):
+    first = envs()
+    first.step(bash("echo ran >> runs.log && mkdir -p notes/empty && printf 'x = 1\\n' > notes/new.py"))
+    first.step('<replace path="tally/stats.py"><old>"""Descriptive statistics</old><new>"""Statistics</new></replace>')
+    saved = first.step(bash("cat runs.log")).info["snapshot"]
+    second = restored(envs, saved)
+    assert tree(second.ws.path) == tree(first.ws.path)
+    assert second.info()["turn"] == 3
+    assert second.step(bash("echo ran >> runs.log && cat runs.log")).observation == "[exit 0]\nran\nran\n"  # not run twice
+
+
+def test_a_snapshot_holds_only_what_changed_and_an_edit_writes_one_blob(envs, tmp_path):
+    env = envs()
+    first = snapshots.load(env.step(bash("echo one > a.txt && echo two > b.txt")).info["snapshot"])
+    assert set(first["changes"]) == {"a.txt", "b.txt"} and len(blobs(tmp_path)) == 2  # the repository itself is not stored
+    second = snapshots.load(env.step(bash("echo three >> a.txt")).info["snapshot"])
+    assert len(blobs(tmp_path)) == 3 and second["changes"]["b.txt"] == first["changes"]["b.txt"]  # b.txt's blob not written again
+    # b.txt was hashed again by that walk: written in the walk's racy window (RACY_NS) before, its ctime proved nothing yet.
+    hashed = env.manifest.stats["hashed_files"]
+    env.step(bash("echo four >> a.txt"))
+    assert env.manifest.stats["hashed_files"] == hashed + 1  # a.txt only: b.txt's ctime is old enough now
+    env.step('<replace path="tally/units.py"><old>FACTORS</old><new>SCALES</new></replace>')  # twice in the file: refused
+    env.step('<replace path="b.txt"><old>two</old><new>deux</new></replace>')
+    assert len(blobs(tmp_path)) == 5 and env.manifest.stats["hashed_files"] == hashed + 2  # the refused edit: nothing
+
+
+def test_a_change_that_keeps_size_and_mtime_is_still_seen(envs):
+    """The policy can set mtime back (touch -d), not ctime: the changed content is saved."""
+    env = envs()
+    env.step(bash("printf aaaa > same.txt && touch -d '2001-01-01' same.txt"))
+    saved = env.step(bash("printf bbbb > same.txt && touch -d '2001-01-01' same.txt")).info["snapshot"]
+    assert (restored(envs, saved).ws.path / "same.txt").read_bytes() == b"bbbb"
+
+
+def test_deletions_links_fifos_directories_and_modes_come_back_without_following_links(envs, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("host\n")
+    first = envs()
+    saved = first.step(bash(
+        f"rm tally/units.py && rm -r tests && ln -s {outside} tests && ln -s {outside}/secret leak && ln -s tally/stats.py rel"
+        " && mkfifo pipe && mkdir -p deep/empty && printf '#!/bin/sh\\n' > run.sh && chmod 755 run.sh")).info["snapshot"]
+    second = restored(envs, saved)
+    got = tree(second.ws.path)
+    assert got == tree(first.ws.path)
+    assert "tally/units.py" not in got and got["tests"] == ("link", str(outside)) and got["leak"] == ("link", f"{outside}/secret")
+    assert got["pipe"][0] == "fifo" and got["deep/empty"][0] == "dir" and got["run.sh"][1] == 0o755
+    assert [p.name for p in outside.iterdir()] == ["secret"]  # nothing written through the link
+
+
+def test_a_manifest_path_through_a_link_is_refused_not_followed(envs, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    env = envs()
+    saved = snapshots.load(env.step(bash(f"ln -s {outside} out && echo x > x.txt")).info["snapshot"])
+    forged = {**saved, "changes": {**saved["changes"], "out/planted": saved["changes"]["x.txt"]}}
+    with pytest.raises(RequestError) as refused:
+        envs().restore(forged)
+    assert refused.value.code == snapshots.CORRUPT and list(outside.iterdir()) == []
+
+
+def test_a_damaged_blob_is_snapshot_corrupt_and_a_missing_one_a_404(envs, tmp_path):
+    env = envs()
+    saved = env.step(bash("echo changed > a.txt")).info["snapshot"]
+    (blob,) = blobs(tmp_path)
+    path = tmp_path / "snapshots" / snapshots.BLOBS / blob
+    good = path.read_bytes()
+    path.write_bytes(good[:-1] + bytes([good[-1] ^ 0xFF]))
+    with pytest.raises(RequestError) as damaged:
+        envs().restore(snapshots.load(saved))
+    assert damaged.value.code == snapshots.CORRUPT and damaged.value.field == "restore"
+    import zlib
+    path.write_bytes(zlib.compress(b"other content"))  # well formed, but not what its name says
+    with pytest.raises(RequestError) as swapped:
+        envs().restore(snapshots.load(saved))
+    assert swapped.value.code == snapshots.CORRUPT
+    path.unlink()
+    with pytest.raises(NotFoundError):
+        envs().restore(snapshots.load(saved))
+    with pytest.raises(NotFoundError):
+        snapshots.load("0" * 32)
+
+
+def test_a_snapshot_of_another_instance_is_refused(envs):
+    saved = envs().step(bash("echo x > x.txt")).info["snapshot"]
+    with pytest.raises(ValueError, match="of instance"):
+        envs("tally__tally-1").restore(snapshots.load(saved))
+
+
+@pytest.mark.parametrize("fix", [True, False])
+def test_an_episode_continued_after_env_loss_grades_as_an_uninterrupted_one(built, envs, fix):
+    row = built.row(INSTANCE)
+    first_half = [bash("echo wasted > notes.txt"), apply_patch(row["patch"]) if fix else bash("echo no fix >> notes.txt")]
+    second_half = [bash("rm notes.txt"), "<submit/>"]
+    whole = envs()
+    for action in first_half + second_half:
+        uninterrupted = whole.step(action)
+    lost = envs()
+    for action in first_half:
+        saved = lost.step(action).info["snapshot"]
+    resumed = restored(envs, saved)
+    for action in second_half:
+        continued = resumed.step(action)
+    keys = ("success", "fail_to_pass", "pass_to_pass", "turn", "reward_tampered")
+    assert (continued.reward, {k: continued.info[k] for k in keys}) == (uninterrupted.reward, {k: uninterrupted.info[k] for k in keys})
+    assert continued.reward == (1.0 if fix else 0.0)
+
+
+def test_blobs_no_snapshot_names_are_swept_and_named_ones_kept(envs, tmp_path):
+    done = envs()
+    done.step(bash("echo gone > a.txt"))
+    done.step("<submit/>")
+    done.close()  # finished: its snapshot is removed, its blob is named by none
+    live = envs()
+    live.step(bash("echo kept > b.txt"))
+    assert len(blobs(tmp_path)) == 2
+    assert snapshots.reap_blobs(3600) == 0  # young blobs stay (an episode may be saving right now)
+    assert snapshots.reap_blobs(0) == 1 and len(blobs(tmp_path)) == 1
+    assert (restored(envs, live.snapshot).ws.path / "b.txt").read_text() == "kept\n"
+
+
+def test_an_edit_is_recorded_under_the_walks_name_and_a_refused_one_records_nothing(envs):
+    env = envs()
+    env.step(bash("echo two > b.txt"))
+    edited = snapshots.load(env.step('<replace path="./b.txt"><old>two</old><new>deux</new></replace>').info["snapshot"])
+    assert set(edited["changes"]) == {"b.txt"}
+    refused = snapshots.load(env.step('<replace path="../../../etc/passwd"><old>root</old><new>toor</new></replace>').info["snapshot"])
+    assert refused["changes"] == edited["changes"]  # nothing outside the workspace is looked at, let alone stored
+
+
+def test_a_read_only_directory_comes_back_with_its_files(envs):
+    first = envs()
+    saved = first.step(bash("mkdir -p locked/inner && echo x > locked/inner/f && chmod 555 locked/inner locked")).info["snapshot"]
+    second = restored(envs, saved)
+    try:
+        assert tree(second.ws.path) == tree(first.ws.path)
+    finally:
+        for env in (first, second):
+            os.chmod(env.ws.path / "locked", 0o755)
+            os.chmod(env.ws.path / "locked" / "inner", 0o755)
