@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="projects mined at once (each runs one test process at a time)")
     parser.add_argument("--only", nargs="*", help="these projects of projects.json only")
     args = parser.parse_args(argv)
-    out = args.out.absolute()
+    out = args.out.resolve()  # resolved: pytest names tests relative to a rootdir it resolves (a link in the path renames them)
     out.mkdir(parents=True, exist_ok=True)
     projects, common = P.load()
     chosen = [p for p in projects if not args.only or p.name in args.only]

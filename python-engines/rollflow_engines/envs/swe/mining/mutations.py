@@ -93,8 +93,9 @@ def sites(source: bytes) -> list[Mutation]:
 
     def visit(node: ast.AST, scope: list[str], owner: ast.AST | None) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                visit(child, [*scope, child.name], child)
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):  # its body only: defaults and decorators run at import
+                for statement in child.body:
+                    visit(ast.Module(body=[statement], type_ignores=[]), [*scope, child.name], child)
             elif isinstance(child, ast.ClassDef):
                 visit(child, [*scope, child.name], owner)
             else:
