@@ -1,6 +1,6 @@
 """The task miner's command line (docs/swe-mining.md):
 
-    python -m rollflow_engines.envs.swe.mining [--out .cache/swe-mined] [--seed 0] [--max-kept 40] [--max-tried 200] [--jobs 2]
+    python -m rollflow_engines.envs.swe.mining [--out .cache/swe-mined] [--seed 0] [--max-kept 24] [--max-tried 120] [--jobs 2]
 
 Writes OUT/instances.jsonl (SWE-bench's fields and the mutation's), OUT/repos/<instance_id>.tar.gz (each base state),
 OUT/envs/<repo_slug>/bin/python (each project's prepared environment) and OUT/summary.json (counts, yield, times).
@@ -92,8 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rollflow_engines.envs.swe.mining", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=".cache/swe-mined", type=Path)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-kept", type=int, default=40, help="validated tasks per project at most")
-    parser.add_argument("--max-tried", type=int, default=200, help="mutations run per project at most")
+    parser.add_argument("--max-kept", type=int, default=24, help="validated tasks per project at most")
+    parser.add_argument("--max-tried", type=int, default=120, help="mutations run per project at most")
     parser.add_argument("--jobs", type=int, default=2, help="projects mined at once (each runs one test process at a time)")
     parser.add_argument("--only", nargs="*", help="these projects of projects.json only")
     args = parser.parse_args(argv)

@@ -23,7 +23,7 @@ def is_test_file(rel: str) -> bool:
     return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
 
-def test_files(tree: Path) -> list[str]:
+def find_test_files(tree: Path) -> list[str]:
     return sorted(rel for p in tree.rglob("*.py") if is_test_file(rel := p.relative_to(tree).as_posix())
                   and rel.split("/")[0] not in SKIP_DIRS and not rel.endswith("conftest.py"))
 
@@ -63,7 +63,7 @@ def _collection_errors(run: testrun.Run, files: list[str]) -> set[str]:
 
 
 def measure(tree: Path, python: str) -> Baseline:
-    files = test_files(tree)
+    files = find_test_files(tree)
     for _ in range(5):
         run = testrun.run_tests(tree, python, files, BASELINE_TIMEOUT_S)
         broken = _collection_errors(run, files)

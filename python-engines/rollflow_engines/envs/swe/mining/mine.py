@@ -87,7 +87,11 @@ def write_tarball(tree: Path, top: str, dest: Path) -> None:
             info = tar.gettarinfo(str(p), f"{top}/{p.relative_to(tree).as_posix()}")
             info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
             info.mode = 0o755 if p.is_dir() else 0o644
-            tar.addfile(info, p.open("rb") if p.is_file() else None)
+            if p.is_file():
+                with p.open("rb") as f:
+                    tar.addfile(info, f)
+            else:
+                tar.addfile(info)
     import gzip
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".tmp")
@@ -125,6 +129,21 @@ def validate(instance: Instance, tarball: Path, python: str) -> tuple[bool, str]
         if label == "no edit" and (g.resolved or g.f2p_passed):
             return False, f"no edit graded {g}"
     return True, ""
+
+
+def judge(expected: list[str], outcomes: dict) -> tuple[list[str], list[str], str]:
+    """The keep rule on a mutant's run of the files it can affect. ``expected``: the tests of those files that pass at
+    baseline. Returns (FAIL_TO_PASS candidates, PASS_TO_PASS candidates, why not kept or "")."""
+    if any(junit_key(t) not in outcomes for t in expected):  # a collection error stops pytest's whole session
+        return [], [], "tests not reported (collection broken)"
+    failed = sorted(t for t in expected if outcomes[junit_key(t)].status == "failed")
+    f2p_files = {t.split("::", 1)[0] for t in failed}
+    still = sorted(t for t in expected if t.split("::", 1)[0] in f2p_files and outcomes[junit_key(t)].status == "passed")
+    if not failed:
+        return [], [], "breaks no test"
+    if not still:
+        return failed, [], "leaves no test passing in its files"
+    return failed, still, ""
 
 
 def mine_project(project: Project, tree: Path, python: str, base: Baseline, out_repos: Path, seed: int, max_kept: int,
@@ -166,15 +185,9 @@ def mine_project(project: Project, tree: Path, python: str, base: Baseline, out_
         if run.timed_out:
             stats.drop("timed out")
             continue
-        expected = [t for t in passing if t.split("::", 1)[0] in files]
-        if any(junit_key(t) not in run.outcomes for t in expected):
-            stats.drop("tests not reported (collection broken)")
-            continue
-        failed = sorted(t for t in expected if run.outcomes[junit_key(t)].status == "failed")
-        f2p_files = {t.split("::", 1)[0] for t in failed}
-        still = sorted(t for t in expected if t.split("::", 1)[0] in f2p_files and run.outcomes[junit_key(t)].status == "passed")
-        if not failed or not still:
-            stats.drop("breaks no test" if not failed else "leaves no test passing in its files")
+        failed, still, reason = judge([t for t in passing if t.split("::", 1)[0] in files], run.outcomes)
+        if reason:
+            stats.drop(reason)
             continue
         rng = random.Random(m.key)
         f2p = sorted(rng.sample(failed, MAX_F2P)) if len(failed) > MAX_F2P else failed
