@@ -2,7 +2,7 @@
 import ast
 
 from rollflow_engines.envs.swe.mining.mine import ordered
-from rollflow_engines.envs.swe.mining.mutations import KINDS, sites
+from rollflow_engines.envs.swe.mining.mutations import KINDS, changes_the_program, sites
 
 MODULE = b'''"""A module: its docstring's 12 is never mutated."""
 LIMIT = 10  # module level: not in a function, never mutated
@@ -46,7 +46,7 @@ def test_every_kind_is_found_in_functions_only():
 def test_each_mutation_changes_one_spot_and_keeps_the_rest_byte_for_byte():
     for m in sites(MODULE):
         mutated = m.apply(MODULE)
-        assert mutated != MODULE
+        assert mutated != MODULE and changes_the_program(m, MODULE)
         ast.parse(mutated)  # still Python
         assert mutated[:m.start] == MODULE[:m.start] and mutated[m.start + len(m.new):] == MODULE[m.end:]
     by = {(m.kind, m.old, m.new) for m in sites(MODULE)}
@@ -58,6 +58,14 @@ def test_each_mutation_changes_one_spot_and_keeps_the_rest_byte_for_byte():
     assert ("return", b"out", b"None") in by and ("return", b"head, tail", b"head") in by
     assert ("swap_args", b"a, b", b"b, a") in by and sum(m.kind == "swap_args" for m in sites(MODULE)) == 1  # divmod's; a / b is no call
     assert not any(m.kind == "off_by_one" and m.old in (b"10", b"12", b"3") for m in sites(MODULE))
+
+
+def test_a_mutation_that_does_not_change_the_program_is_refused():
+    source = b"def f(x):\n    return (x)\n"
+    (m,) = [m for m in sites(source) if m.kind == "return"]
+    same = type(m)(m.kind, m.function, m.def_line, m.line, m.start, m.end, b"x", m.old)
+    broken = type(m)(m.kind, m.function, m.def_line, m.line, m.start, m.end, b"x +", m.old)
+    assert changes_the_program(m, source) and not changes_the_program(same, source) and not changes_the_program(broken, source)
 
 
 def test_the_def_line_is_the_code_objects_first_line():

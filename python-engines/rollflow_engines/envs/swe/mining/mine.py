@@ -27,7 +27,7 @@ from ....sandbox import Limits, current
 from ..instances import Instance, junit_key
 from . import statement, testrun
 from .baseline import Baseline, source_files
-from .mutations import KINDS, Mutation, sites
+from .mutations import KINDS, Mutation, changes_the_program, sites
 from .projects import Project
 
 MAX_FILE_SECONDS = 15.0   # the baseline time of the files a mutant runs (the grading runs them too: keep it quick)
@@ -172,8 +172,10 @@ def mine_project(project: Project, tree: Path, python: str, base: Baseline, out_
         if not files or seconds > MAX_FILE_SECONDS:
             stats.drop("no quick test calls it")
             continue
-        stats.tried += 1
         original = (tree / rel).read_bytes()
+        if not changes_the_program(m, original):
+            continue
+        stats.tried += 1
         mutated = m.apply(original)
         (scratch / rel).write_bytes(mutated)
         _clear_bytecode(scratch, rel)

@@ -13,7 +13,7 @@ was and the gold patch is the smallest diff. The kinds:
 - ``swap_args``: a call's first two positional arguments swapped.
 
 Every site of a module is listed in source order (``sites``); the miner picks among them with a seeded RNG, so
-the same seed gives the same mutations.
+the same seed gives the same mutations, and runs one only if ``changes_the_program``.
 """
 from __future__ import annotations
 
@@ -108,10 +108,12 @@ def sites(source: bytes) -> list[Mutation]:
 
     visit(tree, [], None)
     found.sort(key=lambda m: (m.start, m.kind, m.new))
-    return [m for m in found if _parses(m, source)]
+    return found
 
 
-def _parses(m: Mutation, source: bytes) -> bool:
+def changes_the_program(m: Mutation, source: bytes) -> bool:
+    """The mutated module parses and differs from the original as a program (checked when a mutation is picked:
+    parsing a large module once per site would take minutes)."""
     try:
         return ast.dump(ast.parse(m.apply(source))) != ast.dump(ast.parse(source))
     except SyntaxError:
