@@ -16,6 +16,9 @@ from rollflow_engines.envs.swe.instances import parse_row, Fields
 from rollflow_engines.envs.swe.mining import projects as P
 from rollflow_engines.envs.swe.mining.mine import tree_hash, validate, write_tarball
 
+from rollflow_engines.envs.swe.env import SweConfig, SweEnv
+
+from .helpers import apply_patch
 from .project import make_venv
 
 SAMPLE = Path(__file__).with_name("mining_sample.jsonl")
@@ -49,3 +52,30 @@ def test_a_sampled_task_is_rebuilt_from_the_sdist_and_graded_as_mined(inflection
     write_tarball(base, f"{project.name}-{project.version}", tarball)
     instance = parse_row(row, Fields(), with_split=True)
     assert validate(instance, tarball, python) == (True, "")
+
+
+def test_a_sampled_task_is_an_episode_of_the_swe_env_through_the_documented_source(inflection, tmp_path):
+    """The config of docs/swe-mining.md (a tarball per instance, the env per repo_slug): the gold patch applied by the
+    agent inside the sandbox scores 1, no edit scores 0."""
+    project, tree, python, root = inflection
+    row = ROWS[0]
+    base = tmp_path / "base"
+    subprocess.run(["cp", "-a", f"{tree}/.", str(base)], check=True)
+    subprocess.run(["git", "apply", "-R", "-"], cwd=base, input=row["patch"].encode(), check=True)
+    write_tarball(base, f"{project.name}-{project.version}", tmp_path / "repos" / f"{row['instance_id']}.tar.gz")
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / project.slug).symlink_to(Path(python).parents[1])
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text(json.dumps(row) + "\n")
+    config = {"instances": str(instances), "split": "heldout_projects",
+              "source": {"kind": "local", "repo_path": f"{tmp_path}/repos/{{instance_id}}.tar.gz", "python": f"{tmp_path}/envs/{{repo_slug}}/bin/python"}}
+    for replies, reward in (([apply_patch(row["patch"]), "<submit/>"], 1.0), (["<submit/>"], 0.0)):
+        env = SweEnv()
+        try:
+            env.reset(0, SweConfig.model_validate(config))
+            for reply in replies:
+                end = env.step(reply)
+        finally:
+            env.close()
+        assert (end.reward, end.done, end.info["fail_to_pass"][1], end.info["pass_to_pass"][1]) == (reward, True, len(row["FAIL_TO_PASS"]),
+                                                                                                  len(row["PASS_TO_PASS"])), end
