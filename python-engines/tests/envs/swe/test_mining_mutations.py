@@ -1,7 +1,8 @@
 """The miner's mutation operators and their seeded order, on a small module made here."""
 import ast
+import subprocess
 
-from rollflow_engines.envs.swe.mining.mine import ordered
+from rollflow_engines.envs.swe.mining.mine import gold_patch, ordered
 from rollflow_engines.envs.swe.mining.mutations import KINDS, changes_the_program, sites
 
 MODULE = b'''"""A module: its docstring's 12 is never mutated."""
@@ -81,3 +82,22 @@ def test_the_order_is_seeded_takes_the_kinds_in_turn_and_repeats():
     assert [m.key for _, m in first] != [m.key for _, m in ordered(candidates, 1, "proj")]
     assert sorted(m.key for _, m in first) == sorted(m.key for _, m in candidates)
     assert len({m.kind for _, m in first[:len(KINDS)]}) == len(KINDS)  # one of each kind before any second
+
+
+def _applies(tmp_path, before: bytes, patch: str) -> bytes:
+    (tmp_path / "m.py").write_bytes(before)
+    subprocess.run(["git", "apply", "-"], cwd=tmp_path, input=patch.encode(), check=True)
+    return (tmp_path / "m.py").read_bytes()
+
+
+def test_the_gold_patch_is_one_small_hunk_even_among_near_copies(tmp_path):
+    block = b"".join(b"def f%d(x):\n    y = x + 1\n    return y\n\n\n" % i for i in range(80))
+    original = block + b"def g(x):\n    return x < 3\n" + block
+    (m,) = [m for m in sites(original) if m.kind == "compare"]
+    mutated = m.apply(original)
+    patch = gold_patch("m.py", mutated, original)
+    assert [line for line in patch.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == ["-    return x <= 3", "+    return x < 3"]
+    assert _applies(tmp_path, mutated, patch) == original
+    no_newline = block + b"def g(x):\n    return x < 3"  # the changed line is the last, with no newline at the end
+    last = [m for m in sites(no_newline) if m.kind == "compare"][0]
+    assert _applies(tmp_path, last.apply(no_newline), gold_patch("m.py", last.apply(no_newline), no_newline)) == no_newline

@@ -12,7 +12,6 @@ For each mutation (picked by mutations.sites, in a seeded order that takes the k
 """
 from __future__ import annotations
 
-import difflib
 import hashlib
 import io
 import random
@@ -62,10 +61,29 @@ def ordered(candidates: list[tuple[str, Mutation]], seed: int, name: str) -> lis
     return out
 
 
+CONTEXT = 3
+
+
 def gold_patch(path: str, mutated: bytes, original: bytes) -> str:
-    """A git-style unified diff that turns the mutated file back into the original."""
+    """A git-style unified diff that turns the mutated file back into the original: one hunk around the lines that
+    differ, with 3 lines of context. (difflib's matcher treats frequent lines as junk and, in a module with two
+    near-copies of a function, turned a one-line fix into a diff of 300 lines.)"""
     a, b = mutated.decode().splitlines(True), original.decode().splitlines(True)
-    return f"diff --git a/{path} b/{path}\n" + "".join(difflib.unified_diff(a, b, f"a/{path}", f"b/{path}"))
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    start, end_a, end_b = max(0, head - CONTEXT), len(a) - tail, len(b) - tail
+    after = a[end_a:min(len(a), end_a + CONTEXT)]
+    before = a[start:head]
+
+    def lines(prefix: str, chunk: list[str]) -> str:
+        return "".join(prefix + (line if line.endswith("\n") else line + "\n\\ No newline at end of file\n") for line in chunk)
+    n_a, n_b = len(before) + (end_a - head) + len(after), len(before) + (end_b - head) + len(after)
+    return (f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -{start + 1},{n_a} +{start + 1},{n_b} @@\n"
+            + lines(" ", before) + lines("-", a[head:end_a]) + lines("+", b[head:end_b]) + lines(" ", after))
 
 
 def tree_hash(tree: Path) -> str:
