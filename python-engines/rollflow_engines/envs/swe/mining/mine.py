@@ -18,7 +18,6 @@ import random
 import shutil
 import subprocess
 import tarfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -253,8 +252,3 @@ def _instance_row(project: Project, rel: str, m: Mutation, original: bytes, muta
 def _as_instance(row: dict) -> Instance:
     return Instance(row["instance_id"], row["repo"], row["base_commit"], row["problem_statement"], row["patch"], row["test_patch"],
                     tuple(row["FAIL_TO_PASS"]), tuple(row["PASS_TO_PASS"]), row["split"])
-
-
-def timed(fn, *args):
-    started = time.monotonic()
-    return fn(*args), time.monotonic() - started

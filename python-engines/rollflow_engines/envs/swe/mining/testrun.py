@@ -15,11 +15,11 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..instances import junit_key
 
 RUNNER = Path(__file__).resolve().parents[1] / "runner.py"
 TRACER = Path(__file__).with_name("tracer.py")
@@ -76,7 +76,6 @@ def parse_report(path: Path) -> dict[tuple[str, str], Outcome]:
 
 def run_tests(repo: Path, python: str, files: list[str], timeout_s: float) -> Run:
     """The JUnit outcomes of ``files`` (relative to ``repo``) run as the grading runs them."""
-    import time
     with tempfile.TemporaryDirectory(prefix="rollflow-mine-") as top:
         grading = Path(top)
         (grading / "pytest.ini").write_text("[pytest]\n")
@@ -96,7 +95,3 @@ def trace_map(repo: Path, python: str, files: list[str], timeout_s: float) -> di
         if not _run([python, "-I", str(TRACER), str(repo), str(out), f"{top}/pytest.ini", *sorted(files)], str(repo), python, top, timeout_s):
             return {}
         return json.loads(out.read_text()) if out.is_file() else {}
-
-
-def key_of(node_id: str) -> tuple[str, str]:
-    return junit_key(node_id)
