@@ -10,7 +10,7 @@ DEMO_CONFIG ?= examples/learn-arith.yaml
 DEMO_SETS ?= --set max_steps=100 --set eval_steps=20
 TS_SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
-.PHONY: help setup node python temporal-cli object-store system-packages build lint typecheck test demo down status clean python-lock cluster-up cluster-down cluster-status bench bench-learning bench-cluster-tls record-histories
+.PHONY: help setup node python temporal-cli object-store system-packages build lint typecheck test demo down status clean python-lock cluster-up cluster-down cluster-status bench bench-learning bench-cluster-tls record-histories swe-tasks
 
 help:
 	@echo "make demo   - set up, start the embedded stack (Temporal + torch engines + worker), run a real learning run (GRPO on addition)"
@@ -20,6 +20,7 @@ help:
 	@echo "make bench  - W1-W5, W7 and W8 on the real system beside their DES, then the long chaos schedule; tables and plots in bench/results/ (well over an hour)"
 	@echo "make record-histories - record the replay tests' workflow histories from this checkout (docs/versioning.md says when)"
 	@echo "make bench-cluster-tls - a run on the local PostgreSQL cluster serving mTLS, payloads encrypted (builds the server once)"
+	@echo "make swe-tasks - mine SWE-bench-format tasks from pinned PyPI projects into .cache/swe-mined (docs/swe-mining.md; cached: a second run does nothing)"
 	@echo "make bench-learning - the learning runs (sync vs async, long tail, FrozenLake, SWE-lite) on the torch engines (about two hours)"
 
 setup: node python temporal-cli object-store system-packages
@@ -103,7 +104,7 @@ BENCH_W7 ?=
 # Then chaos v2 (bench/chaos/v2.sh): three seeds of a 150-step sim run and one multi-turn torch run, each fault-free
 # and then with a fault about every 60 s (SIGKILL or SIGSTOP of each kind of process, a damaged trainer state and,
 # as root, a full disk), recovered by the stack's supervisor alone (bench/results/chaos-v2-*.md).
-bench: setup build
+bench: setup build swe-tasks
 	$(ROLLFLOW) bench w1 $(BENCH_W1) --out $(BENCH_OUT)/w1.json
 	$(ROLLFLOW) bench w1 --set 'batches=[64]' --set 'latencies=[[10,1]]' --set 'modes=["env_async"]' --set 'durability=["on","off"]' --out $(BENCH_OUT)/durability.json
 	$(ROLLFLOW) bench w2 $(BENCH_W2) --out $(BENCH_OUT)/w2.json
@@ -125,6 +126,12 @@ bench: setup build
 	bench/chaos/v2.sh
 	# exactly-once at α = 0: 3 seeds, a fault every 20-40 s, every export bit-identical (docs/exactly-once.md)
 	OUT=$(BENCH_OUT)/exactly-once.md node bench/exactly-once/run.cjs
+
+# SWE-bench-format tasks mined from real PyPI projects (docs/swe-mining.md): sdists pinned by sha256, a venv per project,
+# AST mutations kept by real test runs, each validated by the swe env's grader. Network (PyPI) on first run; then cached
+# in .cache/swe-mined under a key of the pinned list, the seed, the limits and the miner's version. Not part of `make test`.
+swe-tasks: python
+	cd python-engines && ../.venv/bin/python -m rollflow_engines.envs.swe.mining --out ../.cache/swe-mined
 
 # The learning runs of bench/results/learning.md (torch engines, about two hours on 2 cores):
 # appends to bench/results/learning-runs.jsonl, then redraws learning.png and learning.md.
