@@ -20,7 +20,7 @@ describe('W8 on the swe env', () => {
     const file = dataset();
     const o = parseLiveOptions('w8', { env: 'swe', instances: file, groups: 2, group_size: 1, failed_edit_prob: 0.5, actions: 'tool_calls' });
     const { config } = parseConfig(w8RunConfig(o, 'env_async', '/tmp/runs', '/tmp/sandboxes'), 'w8', '/work');
-    expect(config.custom_envs.swe).toMatchObject({ env_type: 'swe', env_calls: 'activity', max_tokens_per_step: 8192 });
+    expect(config.custom_envs.swe).toMatchObject({ env_type: 'swe', env_calls: 'activity', max_tokens_per_step: 4096 });
     expect(config.custom_envs.swe!.env_config).toMatchObject({ instances: file, actions: 'tool_calls', source: { kind: 'local' } });
     expect((config.custom_envs.swe!.env_config as { source: { repo_path: string } }).source.repo_path).toMatch(/^\/.*\.cache\/swe-mined\/repos\/\{instance_id\}$/);
     expect(config.engines.inference[0]!.options).toMatchObject({ sim: { policy: { kind: 'swe_oracle', instances: file, failed_edit_prob: 0.5, wrong_file_prob: 0 } } });

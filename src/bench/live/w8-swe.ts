@@ -53,7 +53,7 @@ export function w8Workload(o: W8LiveOptions) {
     policy: { kind: 'swe_oracle', ...flail, instances, wrong_file_prob: o.wrong_file_prob, failed_edit_prob: o.failed_edit_prob, wasted_command_prob: o.wasted_command_prob },
     datasetSize: o.dataset_size ?? jsonlInstances(instances, o.split),
     // The sim writes a reply a token per byte: an edit quotes a hunk before and after, a git apply a whole file's patch.
-    maxTokens: 8192,
+    maxTokens: 4096, // the sim server's max_tokens_cap
   };
 }
 
