@@ -19,21 +19,12 @@ from rollflow_engines.roles.inference.engine import SamplingParams
 from rollflow_engines.roles.inference.metrics import InferenceMetrics
 from rollflow_engines.roles.inference.options import Options
 from rollflow_engines.roles.inference.sim import SimEngine, conversation, prompt_tools
-from rollflow_engines.sandbox import SandboxSettings, configure, current
 
 from .helpers import config, write_rows
 from .project import BUGS, FILES, _edited
 
 PARAMS = SamplingParams(max_tokens=512)
 NOISE = {"wrong_file_prob": 1.0, "failed_edit_prob": 1.0, "wasted_command_prob": 1.0}
-
-
-@pytest.fixture(autouse=True)
-def sandbox_root(tmp_path):
-    before = current()
-    configure(SandboxSettings(root=tmp_path / "sandboxes"))
-    yield
-    configure(before)
 
 
 def play(built, instance_id: str, actions: str = "xml", seed: int = 3, instances=None, **policy) -> tuple[object, list[str], list[str]]:
