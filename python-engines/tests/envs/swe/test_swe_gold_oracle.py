@@ -13,12 +13,12 @@ from rollflow_engines.envs.swe.instances import Instance
 from rollflow_engines.envs.swe_lite.actions import Replace, parse_action
 from rollflow_engines.envs.swe_lite.tool_calls import parse_hermes
 from rollflow_engines.errors import RequestError
-from rollflow_engines.roles.inference import swe_gold, swe_oracle
+from rollflow_engines.roles.inference import oracle_episode, swe_gold, swe_oracle
 from rollflow_engines.roles.inference.gold_patch import split_patch
 from rollflow_engines.roles.inference.engine import SamplingParams
 from rollflow_engines.roles.inference.metrics import InferenceMetrics
 from rollflow_engines.roles.inference.options import Options
-from rollflow_engines.roles.inference.sim import SimEngine, conversation, prompt_tools
+from rollflow_engines.roles.inference.sim import SimEngine
 
 from .helpers import config, write_rows
 from .project import BUGS, FILES, _edited
@@ -27,31 +27,12 @@ PARAMS = SamplingParams(max_tokens=512)
 NOISE = {"wrong_file_prob": 1.0, "failed_edit_prob": 1.0, "wasted_command_prob": 1.0}
 
 
-def play(built, instance_id: str, actions: str = "xml", seed: int = 3, instances=None, **policy) -> tuple[object, list[str], list[str]]:
-    """One episode: the sim engine's chat prompt read back as the oracle reads it (tools too), a new request seed each
-    turn. Returns the last step's result, the replies and the observations."""
+def play(built, instance_id: str, actions: str = "xml", seed: int = 3, instances=None, **policy):
+    """One episode (oracle_episode.play): the last step's result, the replies and the observations."""
     policy = {"kind": "swe_oracle", "solve_prob": 1.0, "instances": str(instances or built.instances_path), **policy}
-    engine = SimEngine(Options(backend="sim", sim={"policy": policy}), InferenceMetrics())
-    env = SweEnv()
-    replies, observations = [], []
-    try:
-        observation = env.reset(0, config(built, instance_id, actions=actions, max_turns=20,
-                                          **({"instances": str(instances)} if instances else {})))
-        observations.append(observation)
-        messages = env.first_messages(observation) or [{"role": "user", "content": observation}]
-        for turn in range(20):
-            prompt = engine.chat_prompt(messages)
-            engine.check_request(prompt, PARAMS)
-            text = swe_oracle.reply(engine.sim.policy, conversation(prompt), seed * 101 + turn, tools=prompt_tools(prompt))
-            replies.append(text)
-            r = env.step(text)
-            observations.append(r.observation)
-            if r.done:
-                return r, replies, observations
-            messages += [{"role": "assistant", "content": text}, {"role": "user", "content": r.observation}]
-        raise AssertionError("the episode never ended")
-    finally:
-        env.close()
+    cfg = config(built, instance_id, actions=actions, max_turns=20, **({"instances": str(instances)} if instances else {}))
+    episode = oracle_episode.play(SweEnv(), cfg, policy, seed, max_turns=20)
+    return episode.end, episode.replies, episode.observations
 
 
 @pytest.mark.parametrize("actions", ["xml", "tool_calls"])
