@@ -71,6 +71,10 @@ def find_instance(options: SweOracleOptions, first_observation: str) -> Instance
     if found is None:
         raise RequestError("sim.policy.instances", f"instance {task[1]!r} ({task[2]}) is not among the {len(dataset.instances)} readable "
                                                    f"instances of {options.instances!r}: the oracle has no gold patch for it", task[1])
+    try:
+        split_patch(found.patch)
+    except ValueError as e:
+        raise RequestError("sim.policy.instances", f"instance {task[1]!r}: its gold patch cannot be applied by the oracle: {e}", task[1]) from e
     return found
 
 

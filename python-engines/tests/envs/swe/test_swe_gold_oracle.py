@@ -125,6 +125,9 @@ def test_an_instance_the_dataset_lacks_is_a_400_naming_it(built, tmp_path):
     prompt = engine.chat_prompt([{"role": "user", "content": "Task tally__tally-1 (tally/tally). Issue:\nmedian"}])
     with pytest.raises(RequestError, match="'tally__tally-1' .* is not among the 1 readable instances"):
         engine.check_request(prompt, PARAMS)
+    no_patch = write_rows(tmp_path / "no-patch.jsonl", [{**built.row("tally__tally-1"), "patch": "no diff here\n"}])
+    with pytest.raises(RequestError, match="'tally__tally-1': its gold patch cannot be applied by the oracle: the patch names no file"):
+        SimEngine(Options(backend="sim", sim={"policy": {"kind": "swe_oracle", "instances": str(no_patch)}}), InferenceMetrics()).check_request(prompt, PARAMS)
     missing = SimEngine(Options(backend="sim", sim={"policy": {"kind": "swe_oracle", "instances": str(tmp_path / "nope.jsonl")}}), InferenceMetrics())
     with pytest.raises(RequestError, match="sim.policy.instances: cannot read"):
         missing.check_request(prompt, PARAMS)
