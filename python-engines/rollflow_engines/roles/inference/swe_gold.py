@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 TASK = re.compile(r"\ATask (\S+) \(([^)\n]*)\)\. Issue:")  # the swe env's first observation
 _LISTING = "The repository is your working directory:\n"
 _PLAN = re.compile(r"\[plan (\d+)\]")
-SOLVER, FLAILER = "I will read the code, then fix it.", "Let me poke around."
+SOLVER, FLAILER = "I will read the code, then fix it.", "Let me poke around."  # swe_oracle's too (swe_lite)
 MAX_EDITS_PER_FILE = 8  # more hunks than this in one file: one git apply, not a turn per hunk
 VIEW_MARGIN = 5         # lines shown above and below the region a hunk changes
 WASTED_COMMANDS = ("ls -la", "find . -name '*.py' -not -path './.git/*' | head -20", "python -m pytest -q -x 2>&1 | tail -3")

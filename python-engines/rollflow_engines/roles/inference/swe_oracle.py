@@ -38,8 +38,7 @@ from ...envs.swe_lite.actions import Bash, Replace, Submit, View
 from ...envs.swe_lite.tasks import Task, generate_task
 from ...envs.swe_lite.tool_calls import CLOSE, OPEN, TOOLS, call_of
 from . import swe_gold
-
-SOLVER, FLAILER = "I will read the code, then fix it.", "Let me poke around."
+from .swe_gold import FLAILER, SOLVER  # the first reply's plan marker, one pair for both envs
 _TASK = re.compile(r"Task (t[123]-\d{3})\.")
 Act = Bash | View | Replace | Submit
 
