@@ -64,7 +64,7 @@ function describeCell(c: Record<string, unknown>): string {
   }
   if (c.workload === 'w8') {
     const left = Object.entries((c.left_behind ?? {}) as Record<string, { workspaces: number; sandbox_processes: number }>).map(([m, l]) => `${m} ${l.workspaces} workspaces, ${l.sandbox_processes} processes`).join('; ');
-    return `w8 ${c.episodes} SWE-lite episodes: lockstep ${s(c.baseline_makespan_s)}, env_async ${s(c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup}×), overhead ${pct(c.overhead)}; left behind: ${left}`;
+    return `w8 ${c.episodes} ${c.env ?? 'swe_lite'} episodes: lockstep ${s(c.baseline_makespan_s)}, env_async ${s(c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup}×), overhead ${pct(c.overhead)}; left behind: ${left}`;
   }
   return `w5 α=${c.alpha}: ${c.samples_per_s ?? 'n/a'} samples/s, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup ?? 'n/a'}×), overhead ${pct(c.overhead)}, idle trainer ${pct(c.trainer_idle_ratio)} rollout ${pct(c.rollout_idle_ratio)}`;
 }

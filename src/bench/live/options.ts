@@ -143,6 +143,17 @@ export const W8LiveOptions = z.strictObject({
   modes: z.array(z.enum(['lockstep', 'env_async'])).min(1).default(['lockstep', 'env_async']).describe('Which runs to make; the DES is fed by the env_async run\'s measured latencies.'),
   sandbox_runs: z.number().int().min(0).default(50).describe('Runs of bench/engines/sandbox_bench.py (sandbox create/destroy and command overhead), 0 to skip.'),
   actions: z.enum(['xml', 'tool_calls']).default('xml').describe('The episodes\' action protocol, the env_config.actions of swe_lite (docs/swe-lite.md): xml tags, or native tool calls, which the scripted policy then writes (it reads the tools from the prompt).'),
+  env: z.enum(['swe_lite', 'swe']).default('swe_lite').describe('The env: swe_lite (generated tasks, tiers), or swe (SWE-bench-format instances from `instances`, docs/swe-bench.md; the scripted policy applies each one\'s gold patch).'),
+  instances: z.string().min(1).optional().describe('swe: the dataset (JSON lines or parquet), relative to the repository; the env and the scripted policy both read it.'),
+  split: z.string().min(1).optional().describe('swe: only the instances of this split (env_config.split).'),
+  repo_path: z.string().min(1).default('.cache/swe-mined/repos/{instance_id}').describe('swe: source.repo_path, each instance\'s repository (a template; the task miner\'s layout by default).'),
+  python: z.string().min(1).default('.cache/swe-mined/envs/{repo_slug}/bin/python').describe('swe: source.python, the prepared environment\'s interpreter (a template).'),
+  dataset_size: z.number().int().min(1).optional().describe('swe: instances the env seeds walk; default the JSON-lines file\'s rows (of the split).'),
+  grading_timeout_s: z.number().positive().max(1800).default(120).describe('swe: the env\'s grading_timeout_s.'),
+  wrong_file_prob: z.number().min(0).max(1).default(0).describe('swe: chance a solver first views an unrelated file (the policy\'s noise).'),
+  failed_edit_prob: z.number().min(0).max(1).default(0).describe('swe: chance a solver first sends an edit whose old text does not match.'),
+  wasted_command_prob: z.number().min(0).max(1).default(0).describe('swe: chance a solver runs a command that changes nothing (ls, find, the tests).'),
+  in_flight: z.array(z.number().int().min(1)).default([]).describe('After the runs: env_async runs of N one-episode groups for each N, episodes per minute against N (where throughput stops growing); [] to skip.'),
   ...StackOptions,
 });
 export type W8LiveOptions = z.output<typeof W8LiveOptions>;

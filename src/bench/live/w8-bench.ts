@@ -21,16 +21,15 @@ import type { W8LiveOptions } from './options';
 import { rolloutMakespan, versus } from './report';
 import { runRecord, type BenchContext } from './rollout-bench';
 import type { RunOutcome } from './runner';
-
-/** SWE-lite has 60 tasks; the dataset size maps env seeds onto them. */
-const TASKS = 60;
+import { saturation, throughput, uptimeLoad, w8Workload } from './w8-swe';
 
 const sandboxRoot = (ctx: BenchContext) => path.join(ctx.stack.dir, 'sandboxes');
 
 export function w8RunConfig(o: W8LiveOptions, mode: 'lockstep' | 'env_async', runDir: string, sandboxes: string): RunConfigInput {
   const B = o.groups * o.group_size;
+  const { env, policy, datasetSize, maxTokens } = w8Workload(o);
   const stack = stackSection(o, {
-    inference: { max_batch: Math.max(64, B), sim: { c0: o.seconds_per_token, c1: 0, policy: { kind: 'swe_oracle', solve_prob: o.solve_prob, solve_after_turns: o.solve_after_turns, flail_turns: o.flail_turns } } },
+    inference: { max_batch: Math.max(64, B), sim: { c0: o.seconds_per_token, c1: 0, policy } },
     trainer: { sim_seconds_per_sample: 0 },
   });
   return {
@@ -39,12 +38,12 @@ export function w8RunConfig(o: W8LiveOptions, mode: 'lockstep' | 'env_async', ru
     max_steps: 1,
     async_generation_ratio: 0,
     stale_policy: 'accept',
-    dataset_size: TASKS,
+    dataset_size: datasetSize,
     run_dir: runDir,
     rollout_mode: mode,
     train_env_manager: { num_env_groups: o.groups, group_size: o.group_size, tags: ['swe'] },
-    custom_envs: { swe: { env_type: 'swe_lite', max_steps: o.max_turns, max_tokens_per_step: 512, env_calls: 'activity', env_config: { max_turns: o.max_turns, tiers: o.tiers, actions: o.actions } } },
-    actor_infer: { generating_args: { max_new_tokens: 512 } },
+    custom_envs: { swe: { ...env, max_steps: o.max_turns, max_tokens_per_step: maxTokens, env_calls: 'activity' } },
+    actor_infer: { generating_args: { max_new_tokens: maxTokens } },
     ...stack,
     engines: { ...stack.engines, env: { ...stack.engines!.env!, options: { sandbox_root: sandboxes, snapshot_dir: path.join(sandboxes, '..', 'snapshots') } } },
   };
@@ -154,8 +153,11 @@ export async function benchW8(o: W8LiveOptions, ctx: BenchContext): Promise<obje
     const kind = actionKind(String((x.input as { action?: unknown }).action ?? ''));
     byKind.set(kind, [...(byKind.get(kind) ?? []), x.seconds]);
   }
+  const rewardOf = (r?: RunOutcome) => r?.metrics.find((m) => m.step === 0)?.['rollout/reward_mean'] ?? null;
   const cell = {
     workload: 'w8',
+    env: o.env,
+    ...(o.env === 'swe' ? { instances: o.instances, split: o.split ?? null, dataset_size: w8Workload(o).datasetSize } : {}),
     episodes: B,
     groups: o.groups,
     group_size: o.group_size,
@@ -168,11 +170,33 @@ export async function benchW8(o: W8LiveOptions, ctx: BenchContext): Promise<obje
     turns: distribution(table.map((t) => t.turns.length), ''),
     generate_s: distribution(table.flatMap((t) => t.turns.map((x) => x.gen_s))),
     env_step_s: { all: distribution(envSteps.map((x) => x.seconds)), ...Object.fromEntries([...byKind].map(([k, v]) => [k, distribution(v)])) },
-    reward_mean: Object.fromEntries(Object.entries(runs).map(([mode, r]) => [mode, r?.metrics.find((m) => m.step === 0)?.['rollout/reward_mean'] ?? null])),
+    reward_mean: Object.fromEntries(Object.entries(runs).map(([mode, r]) => [mode, rewardOf(r)])),
+    throughput: Object.fromEntries(Object.entries(runs).map(([mode, r]) => [mode, throughput(B, measured(r))])),
+    // An episode's reset: its sandbox workspace opened, the repository put into it (and for swe the test patch applied).
+    sandbox_start_s: distribution(table.map((t) => t.reset_s)),
+    grading_s: distribution(byKind.get('submit') ?? []),
+    uptime_after_runs: uptimeLoad(),
     left_behind: left,
     sandbox_cost: sandboxCost(o.sandbox_runs),
     runs: Object.fromEntries(Object.entries(runs).map(([mode, r]) => [mode, runRecord(r)])),
+    ...(await inFlightSweep(o, ctx, (r) => ({ makespan_s: measured(r), reward_mean: rewardOf(r) }))),
   };
   ctx.emit(cell);
   return [cell];
+}
+
+/** env_async runs of N one-episode groups for each N of `o.in_flight`: episodes per minute against episodes (hence
+ * sandboxes) in flight, the load before each, and the size where throughput stopped growing. */
+async function inFlightSweep(o: W8LiveOptions, ctx: BenchContext, outcome: (r: RunOutcome) => { makespan_s: number | null; reward_mean: unknown }) {
+  if (o.in_flight.length === 0) return {};
+  const points = [];
+  for (const n of o.in_flight) {
+    const runId = `w8-inflight${n}-${ctx.stamp}`;
+    const config = w8RunConfig({ ...o, groups: n, group_size: 1 }, 'env_async', path.join(ctx.stack.dir, 'runs'), sandboxRoot(ctx));
+    const uptime = uptimeLoad();
+    const run = await ctx.stack.run(`w8-inflight-${n}`, config, runId, o.run_timeout_s);
+    const { makespan_s, reward_mean } = outcome(run);
+    points.push({ in_flight: n, makespan_s, ...throughput(n, makespan_s), reward_mean, uptime_before: uptime, left_behind: leftBehind(sandboxRoot(ctx), config.engines!.env!.url!), run: runRecord(run) });
+  }
+  return { in_flight_sweep: points, throughput_stops_growing_at: saturation(points) };
 }

@@ -54,7 +54,7 @@ class SimOptions(BaseModel):
                                         "(its /health reports the stall once stall_after_s passes). None: never.")
     policy: Annotated[SweOracleOptions | SweEscapeOptions, Field(discriminator="kind")] | None = Field(
         default=None, description="A scripted policy instead of random tokens: swe_oracle answers SWE-lite episodes with valid actions "
-                                  "(swe_oracle.py); swe_escape sends sandbox-escape attempts (swe_escape.py).")
+                                  "(swe_oracle.py), and swe episodes with their gold patch when given instances (swe_gold.py); swe_escape sends sandbox-escape attempts (swe_escape.py).")
 
     @model_validator(mode="after")
     def _eos_in_vocab(self) -> "SimOptions":

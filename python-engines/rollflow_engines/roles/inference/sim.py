@@ -26,7 +26,7 @@ from ...liveness import deadlock
 from ...models.chat import TOOLS_ROLE, split_tools
 from .engine import SamplingParams, Seq, derive_seed
 from .stepped import SteppedEngine
-from . import swe_escape, swe_oracle
+from . import swe_escape, swe_gold, swe_oracle
 from .metrics import InferenceMetrics
 from .options import Options, SimLength
 from . import swe_oracle_bash
@@ -110,6 +110,12 @@ class SimEngine(SteppedEngine):
             bad = next((t for t in ids if t >= self.vocab_size), None)
             if bad is not None:
                 raise RequestError(field, f"token id {bad} is outside the vocabulary (size {self.vocab_size})", bad)
+        policy = self.sim.policy
+        if policy is not None and policy.kind == "swe_oracle" and policy.instances is not None:
+            # An swe episode whose instance the oracle's dataset lacks is a 400 naming it, not a wrong reply or a failed step.
+            turns = conversation(prompt)
+            if swe_gold.is_swe_episode(turns):
+                swe_gold.find_instance(policy, turns[0])
 
     def chat_prompt(self, messages: list[dict[str, str]]) -> list[int]:
         split_tools(messages)  # the 400s of the other backends: a tools message only first, and a JSON array of tools

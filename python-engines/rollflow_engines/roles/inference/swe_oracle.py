@@ -19,6 +19,10 @@ argument). Without tools it writes the XML actions, exactly as before tool calls
 
 So hundreds of long episodes run through the real env, sandbox and grading with realistic command
 latencies and no model; the success rate is ``solve_prob``.
+
+On the ``swe`` env (a first observation ``Task ID (REPO). Issue:``) it needs ``instances``, the episodes' dataset:
+a solver then applies the instance's gold patch through the env's actions, with the noise the ``*_prob`` options
+draw (swe_gold.py); ``solve_after_turns`` is swe_lite's alone.
 """
 from __future__ import annotations
 
@@ -29,11 +33,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...envs.swe.instances import Fields
 from ...envs.swe_lite.actions import Bash, Replace, Submit, View
 from ...envs.swe_lite.tasks import Task, generate_task
 from ...envs.swe_lite.tool_calls import CLOSE, OPEN, TOOLS, call_of
-
-SOLVER, FLAILER = "I will read the code, then fix it.", "Let me poke around."
+from . import swe_gold
+from .swe_gold import FLAILER, SOLVER  # the first reply's plan marker, one pair for both envs
 _TASK = re.compile(r"Task (t[123]-\d{3})\.")
 Act = Bash | View | Replace | Submit
 
@@ -46,6 +51,15 @@ class SweOracleOptions(BaseModel):
     solve_after_turns: int = Field(default=2, ge=0, le=40, description="Turns a solver explores before it edits.")
     flail_turns: int = Field(default=6, ge=1, le=50, description="Turns a flailer acts before it submits.")
     invalid_prob: float = Field(default=0.2, ge=0, le=1, description="A flailer's chance per turn of an unreadable reply.")
+    # The swe env (swe_gold.py): where the gold patches are, and a solver's noise, each drawn once per episode.
+    instances: str | None = Field(default=None, min_length=1, description="The swe episodes' dataset (JSON lines or parquet, the env's "
+                                                                          "env_config.instances): its gold patches are what a solver applies. "
+                                                                          "Without it swe episodes are submitted at once.")
+    format: Literal["auto", "jsonl", "parquet"] = Field(default="auto", description="How instances is read, as the swe env's format.")
+    fields: Fields = Field(default_factory=Fields, description="The columns of instances, as the swe env's env_config.fields.")
+    wrong_file_prob: float = Field(default=0, ge=0, le=1, description="swe: chance a solver first views an unrelated file of the listing.")
+    failed_edit_prob: float = Field(default=0, ge=0, le=1, description="swe: chance a solver first sends an edit whose old text does not match.")
+    wasted_command_prob: float = Field(default=0, ge=0, le=1, description="swe: chance a solver runs a command that changes nothing (ls, the tests).")
 
 
 def _xml(action: Act) -> str:
@@ -53,7 +67,8 @@ def _xml(action: Act) -> str:
     if isinstance(action, Bash):
         return f"<bash>{action.command}</bash>"
     if isinstance(action, View):
-        return f"<view>{action.path}</view>"
+        lines = f' start="{action.start}" end="{action.end}"' if action.start is not None else ""
+        return f"<view{lines}>{action.path}</view>"
     if isinstance(action, Replace):
         return f'<replace path="{action.path}"><old>{action.old}</old><new>{action.new}</new></replace>'
     return "<submit/>"
@@ -88,6 +103,8 @@ def reply(options: SweOracleOptions, conversation: list[str], seed: int, tools: 
     """The next reply, given the conversation's messages (observation, reply, observation, …, observation);
     ``tools``, those the prompt offers (sim.prompt_tools), make every action a tool call."""
     render = call_of if tools else _xml
+    if options.instances is not None and swe_gold.is_swe_episode(conversation):
+        return swe_gold.reply(options, conversation, seed, render, _malformed_call if tools else lambda _: "<bash>ls")
     replies = conversation[1::2]
     turn = len(replies)
     found = _TASK.search(conversation[0]) if conversation else None
