@@ -9,6 +9,7 @@ warm-start's ``env_config.tasks`` (a training split: validation tasks are never 
 """
 from __future__ import annotations
 
+from ..envs.common_ends import common_ends
 from ..envs.swe_lite.env import brief_observation, replaced
 from ..envs.swe_lite.tasks import Task, generate_task
 
@@ -17,12 +18,7 @@ def minimal_fix(task: Task) -> tuple[str, str, str]:
     """(path, old, new): the task's one-line fix cut to the smallest window around the change whose old
     text occurs exactly once in the file."""
     (path, old_line, new_line), = task.fix  # tier 1: one edit
-    head = 0
-    while head < min(len(old_line), len(new_line)) and old_line[head] == new_line[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(old_line), len(new_line)) - head and old_line[-1 - tail] == new_line[-1 - tail]:
-        tail += 1
+    head, tail = common_ends(old_line, new_line)
     start, old_end, new_end = head, len(old_line) - tail, len(new_line) - tail
     text = task.files[path]
     while True:

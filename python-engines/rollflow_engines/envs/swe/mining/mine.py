@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ....sandbox import Limits, current
+from ...common_ends import common_ends
 from ..instances import Instance, junit_key
 from . import statement, testrun
 from .baseline import Baseline, source_files
@@ -68,12 +69,7 @@ def gold_patch(path: str, mutated: bytes, original: bytes) -> str:
     differ, with 3 lines of context. (difflib's matcher treats frequent lines as junk and, in a module with two
     near-copies of a function, turned a one-line fix into a diff of 300 lines.)"""
     a, b = mutated.decode().splitlines(True), original.decode().splitlines(True)
-    head = 0
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
+    head, tail = common_ends(a, b)
     start, end_a, end_b = max(0, head - CONTEXT), len(a) - tail, len(b) - tail
     after = a[end_a:min(len(a), end_a + CONTEXT)]
     before = a[start:head]
