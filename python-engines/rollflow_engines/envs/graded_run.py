@@ -126,11 +126,12 @@ def canary(original: ast.FunctionDef | None, name: str) -> ast.FunctionDef:
     else:
         checked = original.body[at].test
         if isinstance(checked, ast.Compare):
-            # the computed side: real suites often write the expected value first (`assert "x" == f(y)`, as
+            # the computed side (a call, else not a literal): real suites often write the expected value first (`assert "x" == f(y)`, as
             # inflection's do); a canary on that constant fails whatever f returns and would miss an f that
             # answers an object equal to everything
             sides = [checked.left, *checked.comparators]
-            checked = next((e for e in sides if not _is_literal(e)), checked.left)
+            computed = [e for e in sides if any(isinstance(n, ast.Call) for n in ast.walk(e))]
+            checked = next(iter(computed or [e for e in sides if not _is_literal(e)]), checked.left)
         elif isinstance(checked, ast.UnaryOp) and isinstance(checked.op, ast.Not):
             checked = checked.operand
         body, args = [*original.body[:at], ast.Assert(ast.Compare(checked, [ast.Eq()], [token]))], original.args
