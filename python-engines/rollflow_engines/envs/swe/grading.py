@@ -11,7 +11,8 @@ A fresh grading workspace is composed by the server:
    (patches.py), and every other test file named by a test id and every conftest.py is the base file, so a
    test the agent edited counts as the instance's;
 4. canaries appended to the test files: tests that fail whatever the repository holds, built from the
-   file's own tests (graded_run.canary). One that passes means the run was subverted from inside: grade 0,
+   file's own tests (graded_run.canary), the first from a FAIL_TO_PASS test (a parametrized one bound to its
+   first case), so that a hack confined to the buggy function is caught too. One that passes means the run was subverted from inside: grade 0,
    ``tampered``.
 
 The test files run with the prepared environment's interpreter (runner.py, read-only at /grading); the JUnit
