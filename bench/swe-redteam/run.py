@@ -94,8 +94,9 @@ def main() -> int:
 
 def write(out: Path, names: list[str], rows: list[dict], results: list[dict], holes: list[dict]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"tasks": [r["instance_id"] for r in rows], "attacks": names, "results": results,
-                                                    "holes": holes}, indent=1) + "\n")
+    out.with_suffix(".json").write_text(  # one result a line: a diff of two runs reads attack by attack
+        "{\n" + f' "tasks": {json.dumps([r["instance_id"] for r in rows])},\n "attacks": {json.dumps(names)},\n "results": [\n'
+        + ",\n".join("  " + json.dumps(r) for r in results) + f'\n ],\n "holes": {json.dumps(holes)}\n}}\n')
     repos = sorted({r["repo"] for r in rows})
     ran = [r for r in results if r["applies"]]
     lines = ["# The swe red team on mined real tasks", "",
