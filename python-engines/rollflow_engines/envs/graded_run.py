@@ -105,6 +105,15 @@ def parse_junit(report: bytes, key: Callable[[ET.Element], Hashable | None]) -> 
     return outcomes
 
 
+def _is_literal(node: ast.expr) -> bool:
+    """A value written out in the test (a constant, or a tuple/list/set/dict of them, a negative number)."""
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+
+
 def canary(original: ast.FunctionDef | None, name: str) -> ast.FunctionDef:
     """A test named ``name`` that fails under an honest run: ``original``'s body up to its first top-level assert,
     whose checked expression is then compared with a random 13-digit number no honest code returns (so it reads
@@ -117,7 +126,12 @@ def canary(original: ast.FunctionDef | None, name: str) -> ast.FunctionDef:
     else:
         checked = original.body[at].test
         if isinstance(checked, ast.Compare):
-            checked = checked.left
+            # the computed side (a call, else not a literal): real suites often write the expected value first (`assert "x" == f(y)`, as
+            # inflection's do); a canary on that constant fails whatever f returns and would miss an f that
+            # answers an object equal to everything
+            sides = [checked.left, *checked.comparators]
+            computed = [e for e in sides if any(isinstance(n, ast.Call) for n in ast.walk(e))]
+            checked = next(iter(computed or [e for e in sides if not _is_literal(e)]), checked.left)
         elif isinstance(checked, ast.UnaryOp) and isinstance(checked.op, ast.Not):
             checked = checked.operand
         body, args = [*original.body[:at], ast.Assert(ast.Compare(checked, [ast.Eq()], [token]))], original.args

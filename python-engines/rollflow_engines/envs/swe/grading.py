@@ -11,7 +11,8 @@ A fresh grading workspace is composed by the server:
    (patches.py), and every other test file named by a test id and every conftest.py is the base file, so a
    test the agent edited counts as the instance's;
 4. canaries appended to the test files: tests that fail whatever the repository holds, built from the
-   file's own tests (graded_run.canary). One that passes means the run was subverted from inside: grade 0,
+   file's own tests (graded_run.canary), the first from a FAIL_TO_PASS test (a parametrized one bound to its
+   first case), so that a hack confined to the buggy function is caught too. One that passes means the run was subverted from inside: grade 0,
    ``tampered``.
 
 The test files run with the prepared environment's interpreter (runner.py, read-only at /grading); the JUnit
@@ -78,22 +79,52 @@ def _overlay(tree: Path, final: Workspace, files: list[str], protected: set[str]
             write_bytes(tree, rel, theirs, None)
 
 
-def _with_canaries(source: str, taken: set[str]) -> tuple[str, list[str]]:
-    """``source`` with canary tests appended (at the end: no line of the file's own tests moves), and their names."""
+def _first_case(test: ast.FunctionDef) -> ast.FunctionDef | None:
+    """A test decorated with one ``parametrize`` as an undecorated test of its first case: the parameters bound
+    from the decorator's first value at the top of the body (None for any other decorator). So a canary can come
+    from the instance's own failing tests, which real suites mostly parametrize."""
+    if len(test.decorator_list) != 1:
+        return None
+    d = test.decorator_list[0]
+    if not (isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "parametrize" and len(d.args) >= 2
+            and isinstance(d.args[0], (ast.Constant, ast.Tuple, ast.List))):
+        return None
+    names = [n.strip() for n in d.args[0].value.split(",")] if isinstance(d.args[0], ast.Constant) and isinstance(d.args[0].value, str) \
+        else [e.value for e in getattr(d.args[0], "elts", []) if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    if not names or not all(n.isidentifier() for n in names):
+        return None
+    # first = list(values)[0]; a pytest.param(...) keeps its values in .values; one name takes the case whole
+    bind = ast.parse(f"_rf_case = list(_rf_values)[0]\n_rf_case = getattr(_rf_case, 'values', (_rf_case,) if {len(names) == 1} else _rf_case)\n"
+                     f"({', '.join(names)},) = _rf_case").body
+    bind[0].value.value.args[0] = d.args[1]  # the decorator's own values expression, evaluated in the module
+    args = ast.arguments(posonlyargs=[], args=[a for a in test.args.args if a.arg not in names], kwonlyargs=[], kw_defaults=[], defaults=[])
+    return ast.FunctionDef(name=test.name, args=args, body=[*bind, *test.body], decorator_list=[], returns=None, type_comment=None,
+                           **({"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}))
+
+
+def _with_canaries(source: str, taken: set[str], failing: set[str] = frozenset()) -> tuple[str, list[str]]:
+    """``source`` with canary tests appended (at the end: no line of the file's own tests moves), and their names.
+    The first canary comes from one of ``failing`` (the names of the instance's FAIL_TO_PASS tests in this file)
+    where it can: a hack aimed at the buggy function alone leaves every other test honest, so only a canary
+    that calls that function can catch it; the others from any of the file's tests."""
     try:
         module = ast.parse(source)
     except SyntaxError:  # the file's own tests error out as they are; nothing to add
         return source, []
     taken |= {n.name for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    originals = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test") and not n.decorator_list
-                 and any(isinstance(s, ast.Assert) for s in n.body)]
+    tests = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+    plain = [n if not n.decorator_list else _first_case(n) for n in tests]
+    usable = [n for n in plain if n is not None and any(isinstance(s, ast.Assert) for s in n.body)]
+    originals = [n for n, t in zip(plain, tests) if n is not None and not t.decorator_list and any(isinstance(s, ast.Assert) for s in n.body)]
+    aimed = [n for n in usable if n.name in failing]
     names: list[str] = []
     while len(names) < CANARIES_PER_FILE:
         name = f"test_{secrets.choice(_WORDS)}_{secrets.choice(_WORDS)}"
         if name not in taken:
             names.append(name)
             taken.add(name)
-    blocks = [ast.unparse(canary(secrets.choice(originals) if originals else None, name)) for name in names]
+    picks = [aimed if (i == 0 and aimed) else (originals or usable) for i in range(len(names))]
+    blocks = [ast.unparse(canary(secrets.choice(pick) if pick else None, name)) for pick, name in zip(picks, names)]
     return source.rstrip("\n") + "\n\n\n" + "\n\n\n".join(blocks) + "\n", names
 
 
@@ -119,7 +150,8 @@ def grade(instance: Instance, checkout: Checkout, env: PreparedEnv, tests: dict[
         canaries: list[str] = []
         taken: set[str] = set()
         for rel in [r for r in run_files if (tree / r).is_file()][:MAX_CANARY_FILES]:
-            source, names = _with_canaries((tree / rel).read_text(encoding="utf-8", errors="replace"), taken)
+            failing = {t.split("::")[-1].partition("[")[0] for t in f2p if file_of(t) == rel}
+            source, names = _with_canaries((tree / rel).read_text(encoding="utf-8", errors="replace"), taken, failing)
             write_bytes(tree, rel, source.encode(), None)
             canaries += [f"{rel}::{n}" for n in names]
         ws.adopt()

@@ -34,9 +34,14 @@ def apply_patch(patch: str) -> str:
 
 def play(built: Built, instance_id: str, replies: list[str], **overrides) -> list:
     """Reset on ``instance_id``, step each reply (stopping when done), close; the step results."""
+    return play_config({"instances": str(built.instances_path), "source": source(built), "ids": [instance_id]}, replies, **overrides)
+
+
+def play_config(given: dict, replies: list[str], **overrides) -> list:
+    """An episode of the swe env on the config ``given`` (one instance: seed 0), as ``play``."""
     env = SweEnv()
     try:
-        env.reset(0, config(built, instance_id, **overrides))
+        env.reset(0, SweConfig.model_validate({**given, **overrides}))
         results = []
         for reply in replies:
             results.append(env.step(reply))

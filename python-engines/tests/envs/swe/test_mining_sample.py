@@ -6,32 +6,15 @@ Needs inflection's sdist: taken from .cache/swe-mined/sdists when `make swe-task
 from PyPI with pip (15 kB, sha256 checked against projects.json) into that cache. No network and no cached sdist
 is a failure, never a skip. The prepared environment is a venv reaching this test runner's pytest (project.py).
 """
-import json
-import subprocess
-from pathlib import Path
-
 import pytest
 
 from rollflow_engines.envs.swe.instances import parse_row, Fields
-from rollflow_engines.envs.swe.mining import projects as P
 from rollflow_engines.envs.swe.mining.mine import tree_hash, validate, write_tarball
 
 from rollflow_engines.envs.swe.env import SweConfig, SweEnv
 
 from .helpers import apply_patch
-from .project import make_venv
-
-SAMPLE = Path(__file__).with_name("mining_sample.jsonl")
-CACHE = Path(__file__).resolve().parents[4] / ".cache" / "swe-mined"
-ROWS = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
-
-
-@pytest.fixture(scope="module")
-def inflection(tmp_path_factory):
-    project = next(p for p in P.load()[0] if p.name == "inflection")
-    sdist = P.fetch(project, CACHE / "sdists")  # raises (the test fails) when it can neither find nor download it
-    root = tmp_path_factory.mktemp("inflection")
-    return project, P.unpack(sdist, root / "tree"), make_venv(root), root
+from .sample_tasks import ROWS, SAMPLE, base_tree, episode_config
 
 
 def test_the_sample_is_small_and_well_formed():
@@ -43,10 +26,8 @@ def test_the_sample_is_small_and_well_formed():
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["instance_id"] for r in ROWS])
 def test_a_sampled_task_is_rebuilt_from_the_sdist_and_graded_as_mined(inflection, row, tmp_path):
-    project, tree, python, _ = inflection
-    base = tmp_path / "base"
-    subprocess.run(["cp", "-a", f"{tree}/.", str(base)], check=True)
-    subprocess.run(["git", "apply", "-R", "-"], cwd=base, input=row["patch"].encode(), check=True)  # the mutation, from the gold patch
+    project, _, python, _ = inflection
+    base = base_tree(inflection, row, tmp_path / "base")
     assert tree_hash(base) == row["base_commit"]
     tarball = tmp_path / f"{row['instance_id']}.tar.gz"
     write_tarball(base, f"{project.name}-{project.version}", tarball)
@@ -57,18 +38,8 @@ def test_a_sampled_task_is_rebuilt_from_the_sdist_and_graded_as_mined(inflection
 def test_a_sampled_task_is_an_episode_of_the_swe_env_through_the_documented_source(inflection, tmp_path):
     """The config of docs/swe-mining.md (a tarball per instance, the env per repo_slug): the gold patch applied by the
     agent inside the sandbox scores 1, no edit scores 0."""
-    project, tree, python, root = inflection
     row = ROWS[0]
-    base = tmp_path / "base"
-    subprocess.run(["cp", "-a", f"{tree}/.", str(base)], check=True)
-    subprocess.run(["git", "apply", "-R", "-"], cwd=base, input=row["patch"].encode(), check=True)
-    write_tarball(base, f"{project.name}-{project.version}", tmp_path / "repos" / f"{row['instance_id']}.tar.gz")
-    (tmp_path / "envs").mkdir()
-    (tmp_path / "envs" / project.slug).symlink_to(Path(python).parents[1])
-    instances = tmp_path / "instances.jsonl"
-    instances.write_text(json.dumps(row) + "\n")
-    config = {"instances": str(instances), "split": "heldout_projects",
-              "source": {"kind": "local", "repo_path": f"{tmp_path}/repos/{{instance_id}}.tar.gz", "python": f"{tmp_path}/envs/{{repo_slug}}/bin/python"}}
+    config = episode_config(inflection, row, tmp_path)
     for replies, reward in (([apply_patch(row["patch"]), "<submit/>"], 1.0), (["<submit/>"], 0.0)):
         env = SweEnv()
         try:
