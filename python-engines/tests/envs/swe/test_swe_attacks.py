@@ -56,11 +56,12 @@ def test_without_canaries_the_stripped_report_would_score_1(target, monkeypatch)
     assert play_config(config, [append(task.gold_module, FORGE_AT_EXIT), "<submit/>"])[-1].reward == 1.0
 
 
+# Not on tally: its test file is the test_patch's, written whatever protected_files says (tally's control is the conftest's).
+@pytest.mark.parametrize("target", ["inflection"], indirect=True)
 def test_without_the_test_file_reset_edited_tests_would_score_1(target, monkeypatch):
     from rollflow_engines.envs.swe import grading
     task, config = target
-    if task.row["test_patch"]:
-        pytest.skip("its test file is the test_patch's, written whatever protected_files says (the conftest control is tally's)")
+    assert not task.row["test_patch"]
     monkeypatch.setattr(grading, "protected_files", lambda instance, base, tests: set())
     monkeypatch.setattr(grading, "CANARIES_PER_FILE", 0)
     assert play_config(config, [*ATTACKS["edits_the_tests_to_pass"][0](task), "<submit/>"])[-1].reward == 1.0
