@@ -79,6 +79,6 @@ describe('rollflow bench w8', () => {
     expect(steps.submit!.n).toBeGreaterThan(0);
     expect(cell.left_behind).toEqual({ lockstep: { workspaces: 0, sandbox_processes: 0 }, env_async: { workspaces: 0, sandbox_processes: 0 } });
     expect((cell.sandbox_cost as unknown as { sandboxed_true: { n: number } }).sandboxed_true.n).toBe(3);
-    expect(r.stderr).toMatch(/rollflow bench: w8 4 SWE-lite episodes: .*left behind: lockstep 0 workspaces, 0 processes; env_async 0 workspaces, 0 processes/);
+    expect(r.stderr).toMatch(/rollflow bench: w8 4 swe_lite episodes: .*left behind: lockstep 0 workspaces, 0 processes; env_async 0 workspaces, 0 processes/);
   });
 });

@@ -11,7 +11,7 @@ from ...edge import MiB, max_request_bytes_field
 from ...liveness import stall_after_field
 from ...models.policy_options import PolicyModelOptions, option_error
 from .swe_escape import SweEscapeOptions
-from .swe_oracle import SweOracleOptions
+from .swe_oracle_options import SweOracleOptions
 
 
 class SimLength(BaseModel):

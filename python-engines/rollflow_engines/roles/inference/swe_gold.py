@@ -25,15 +25,13 @@ import base64
 import random
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from ...envs.swe.instances import Instance, load_dataset
 from ...envs.swe_lite.actions import Bash, Replace, Submit, View
 from ...errors import RequestError
 from .gold_patch import FilePatch, split_patch
-
-if TYPE_CHECKING:
-    from .swe_oracle import SweOracleOptions
+from .swe_oracle_options import SweOracleOptions
 
 TASK = re.compile(r"\ATask (\S+) \(([^)\n]*)\)\. Issue:")  # the swe env's first observation
 _LISTING = "The repository is your working directory:\n"
