@@ -26,10 +26,9 @@ from ...liveness import deadlock
 from ...models.chat import TOOLS_ROLE, split_tools
 from .engine import SamplingParams, Seq, derive_seed
 from .stepped import SteppedEngine
-from . import swe_escape, swe_gold, swe_oracle
+from . import swe_escape, swe_gold, swe_oracle, swe_oracle_bash
 from .metrics import InferenceMetrics
 from .options import Options, SimLength
-from . import swe_oracle_bash
 
 # Synthetic chat tokenization: a role marker, then one token per UTF-8 byte. A leading tools message (models/chat.py)
 # is rendered like any other role, its JSON as bytes: the prompt carries the tools, as a real template's does.
