@@ -142,8 +142,7 @@ class SweEnv(SweLiteEnv):
         if snapshot.get("instance") != self.instance.instance_id:
             raise ValueError(f"the snapshot is of instance {snapshot.get('instance')!r}, not of this episode's {self.instance.instance_id!r}")
         self.manifest.restore(snapshot.get("changes"))
-        counters = snapshot["counters"]
-        self.turn, self.invalid, self.chars, self.sandbox_errors = counters["turn"], counters["invalid"], counters["chars"], counters["sandbox_errors"]
+        self._restore_counters(snapshot["counters"])
 
     def info(self) -> dict[str, Any]:
         g = self.grade_result

@@ -256,6 +256,10 @@ class SweLiteEnv(BaseEnv):
     def _counters(self) -> dict[str, int]:
         return {"turn": self.turn, "invalid": self.invalid, "chars": self.chars, "sandbox_errors": self.sandbox_errors}
 
+    def _restore_counters(self, counters: dict[str, int]) -> None:
+        """The counts a snapshot saved (_counters), back in place."""
+        self.turn, self.invalid, self.chars, self.sandbox_errors = counters["turn"], counters["invalid"], counters["chars"], counters["sandbox_errors"]
+
     def _save_snapshot(self) -> None:
         files = text_files(self.ws.path, **SNAPSHOT_CAPS)
         try:
@@ -277,8 +281,7 @@ class SweLiteEnv(BaseEnv):
             self.ws = current().open(files=snapshot["files"])
         except (SandboxError, SandboxUnavailable) as e:
             raise _sandbox_failed(e) from e
-        counters = snapshot["counters"]
-        self.turn, self.invalid, self.chars, self.sandbox_errors = counters["turn"], counters["invalid"], counters["chars"], counters["sandbox_errors"]
+        self._restore_counters(snapshot["counters"])
 
     def close(self) -> None:
         if getattr(self, "over", False):  # over: nobody resumes it (an unfinished episode's snapshot outlives its session)
