@@ -67,6 +67,10 @@ TINY_PRESETS: dict[str, TinyPreset] = {
     # Qwen2 architecture, ~0.3M parameters: the GPU check's CPU run (bench/gpu/check.py).
     "qwen2-small": TinyPreset(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
                               num_key_value_heads=2, architecture="qwen2"),
+    # qwen2-small with a 16384-position context: whole agentic episodes (an SWE issue, the tools, 30 turns) on CPU,
+    # for end-to-end runs of full-length configs such as examples/swe-real.yaml. Positions are rotary: no more weights.
+    "qwen2-long": TinyPreset(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                             num_key_value_heads=2, max_position_embeddings=16384, architecture="qwen2"),
     # Qwen2.5-0.5B's shapes (hidden 896, 24 layers, 14 heads, 2 KV heads, intermediate 4864, vocabulary 151936,
     # tied embeddings): ~494M parameters with random weights, for the GPU check. Its fp32 build is ~2 GB.
     "qwen2-0.5b": TinyPreset(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
