@@ -13,7 +13,7 @@ Three layers, built with podman, none with a RUN step (nothing runs inside a con
 - ``localhost/rollflow-swe/<repo_slug>:<instance_id>`` (lower-cased): the repository at its base state at /testbed.
 
 podman's own layer cache makes a second run of an unchanged instance a no-op. Its storage must be overlay: with vfs
-every image is a full copy (``check_storage``).
+every image is a full copy (``podman_refusal``).
 """
 from __future__ import annotations
 
@@ -49,19 +49,17 @@ def podman(*args: str, quiet: bool = True) -> str:
 
 
 def podman_refusal() -> str | None:
-    """None when podman can run here, else its own words (or why it could not be started)."""
+    """None when podman can build here, else its own words: it cannot start, or its storage is not overlay (with vfs
+    every image would be a full copy: 263 of them fill a disk)."""
     try:
         done = subprocess.run(["podman", "info", "--format", "{{.Store.GraphDriverName}}"], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"podman cannot run here: {e}"
-    return None if done.returncode == 0 else f"podman info failed (exit {done.returncode}): {done.stderr.strip()[-1000:]}"
-
-
-def check_storage() -> None:
-    driver = podman("info", "--format", "{{.Store.GraphDriverName}}")
-    if driver != "overlay":
-        raise RuntimeError(f"podman's storage driver is {driver!r}: each image would be a full copy; configure overlay "
-                           "(/etc/containers/storage.conf, driver = \"overlay\")")
+    if done.returncode != 0:
+        return f"podman info failed (exit {done.returncode}): {done.stderr.strip()[-1000:]}"
+    if (driver := done.stdout.strip()) != "overlay":
+        return f"podman's storage driver is {driver!r}, not overlay (/etc/containers/storage.conf, driver = \"overlay\")"
+    return None
 
 
 def ensure_base(state: Path) -> str:
@@ -136,7 +134,8 @@ def build_instance(state: Path, row: dict, env_tag: str, repo: Path, namespace: 
 def build(rows: list[dict], repo_path: str, env_path: str, state: Path = DEFAULT_STATE, namespace: str = NAMESPACE) -> dict[str, str]:
     """An image per row: ``repo_path`` and ``env_path`` are templates over {instance_id} and {repo_slug} (the repository
     as source kind local names it; the venv's root directory). Returns instance_id -> image."""
-    check_storage()
+    if (refusal := podman_refusal()) is not None:
+        raise RuntimeError(refusal)
     ensure_base(state)
     envs: dict[str, str] = {}
     images = {}
