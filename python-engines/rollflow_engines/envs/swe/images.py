@@ -155,7 +155,10 @@ def resolve_image(source: ImageSource, instance: Instance) -> tuple[Checkout, Pr
     if current().mode != "bwrap":
         raise SandboxUnavailable(f"source.kind image needs sandbox mode bwrap (the image's system is bound into it), not {current().mode!r}")
     image = fill(source.image, instance).lower()
-    rootfs = unpack(source.engine, image, Path(source.cache_dir).absolute())
+    try:
+        rootfs = unpack(source.engine, image, Path(source.cache_dir).absolute())
+    except OSError as e:  # the cache directory: not writable, a full disk
+        raise SandboxUnavailable(f"instance {instance.instance_id}: could not unpack image {image} under {source.cache_dir}: {e}") from e
     repo = rootfs / source.repo_dir.lstrip("/")
     if not repo.is_dir() or not repo.resolve().is_relative_to(rootfs.resolve()):  # a link would mean the host's path
         raise SandboxUnavailable(f"instance {instance.instance_id}: image {image} has no directory {source.repo_dir} (source.repo_dir)")

@@ -48,7 +48,7 @@ def test_an_episode_lost_with_its_server_resumes_over_the_image_s_repository(inf
         assert end["reward"] == 1.0 and end["info"]["success"], end
 
 
-def test_a_missing_image_or_engine_is_a_503_and_a_bad_key_a_400(inflection_images, tmp_path):
+def test_a_missing_image_engine_or_cache_is_a_503_and_a_bad_key_a_400(inflection_images, tmp_path):
     good = inflection_images[FIRST]
     options = {"snapshot_dir": str(tmp_path / "snapshots"), "sandbox_root": str(tmp_path / "sandboxes")}
 
@@ -60,6 +60,8 @@ def test_a_missing_image_or_engine_is_a_503_and_a_bad_key_a_400(inflection_image
         assert "image not known" in missing.text, missing.text  # podman's own words
         no_engine = reset(engine="docker")  # the docker CLI without a daemon, or no docker at all: either way the engine's words
         assert no_engine.status_code == 503 and "docker" in no_engine.text, no_engine.text
+        no_cache = reset(cache_dir="/proc/rollflow-cannot-write")
+        assert no_cache.status_code == 503 and "could not unpack image" in no_cache.text, no_cache.text
         no_repo = reset(repo_dir="/nowhere")
         assert no_repo.status_code == 503 and "has no directory /nowhere" in no_repo.text, no_repo.text
         for source, field in (({"repo_path": "x"}, "config.source.repo_path"), ({"python": "opt/env/bin/python"}, "config.source.python"),
