@@ -10,7 +10,7 @@ DEMO_CONFIG ?= examples/learn-arith.yaml
 DEMO_SETS ?= --set max_steps=100 --set eval_steps=20
 TS_SOURCES := $(shell find src -name '*.ts' 2>/dev/null)
 
-.PHONY: help setup node python temporal-cli object-store system-packages build lint typecheck test demo down status clean python-lock cluster-up cluster-down cluster-status bench bench-learning bench-cluster-tls record-histories swe-tasks
+.PHONY: help setup node python temporal-cli object-store system-packages build lint typecheck test demo down status clean python-lock cluster-up cluster-down cluster-status bench bench-learning bench-cluster-tls record-histories swe-tasks swe-images
 
 help:
 	@echo "make demo   - set up, start the embedded stack (Temporal + torch engines + worker), run a real learning run (GRPO on addition)"
@@ -21,6 +21,7 @@ help:
 	@echo "make record-histories - record the replay tests' workflow histories from this checkout (docs/versioning.md says when)"
 	@echo "make bench-cluster-tls - a run on the local PostgreSQL cluster serving mTLS, payloads encrypted (builds the server once)"
 	@echo "make swe-tasks - mine SWE-bench-format tasks from pinned PyPI projects into .cache/swe-mined (docs/swe-mining.md; cached: a second run does nothing)"
+	@echo "make swe-images - one podman image per mined task for source kind image (ARGS=\"--limit N\", --ids, --split; docs/swe-bench.md)"
 	@echo "make bench-learning - the learning runs (sync vs async, long tail, FrozenLake, SWE-lite) on the torch engines (about two hours)"
 
 setup: node python temporal-cli object-store system-packages
@@ -45,9 +46,11 @@ object-store:
 	@object-store/versitygw.sh path >/dev/null
 
 # Debian packages: docker-compose validates docker-compose.yml offline in the tests, bubblewrap is the
-# sandbox (libseccomp2 builds its seccomp filter), chromium is the browser the UI test drives.
+# sandbox (libseccomp2 builds its seccomp filter), chromium is the browser the UI test drives; podman and
+# mmdebstrap build the container images of the swe env's image-source tests (uidmap: podman's user namespaces).
 system-packages:
-	@scripts/ensure-system-packages.sh docker-compose=docker-compose bwrap=bubblewrap libseccomp.so.2=libseccomp2 chromium=chromium systemd-analyze=systemd
+	@scripts/ensure-system-packages.sh docker-compose=docker-compose bwrap=bubblewrap libseccomp.so.2=libseccomp2 chromium=chromium systemd-analyze=systemd \
+		podman=podman mmdebstrap=mmdebstrap newuidmap=uidmap
 
 build: dist/.built
 dist/.built: node_modules/.installed tsconfig.json tsconfig.build.json $(TS_SOURCES)
@@ -132,6 +135,10 @@ bench: setup build swe-tasks
 # in .cache/swe-mined under a key of the pinned list, the seed, the limits and the miner's version. Not part of `make test`.
 swe-tasks: python
 	cd python-engines && ../.venv/bin/python -m rollflow_engines.envs.swe.mining --out ../.cache/swe-mined
+
+# One podman image per mined task, for source kind image (docs/swe-bench.md); e.g. make swe-images ARGS="--limit 20".
+swe-images: system-packages swe-tasks
+	cd python-engines && ../.venv/bin/python -m rollflow_engines.envs.swe.image_build --mined ../.cache/swe-mined $(ARGS)
 
 # The learning runs of bench/results/learning.md (torch engines, about two hours on 2 cores):
 # appends to bench/results/learning-runs.jsonl, then redraws learning.png and learning.md.

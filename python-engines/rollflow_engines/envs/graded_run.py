@@ -23,6 +23,7 @@ from typing import Callable, Hashable
 
 from ..sandbox import Limits, SandboxError, Workspace
 from ..sandbox.host_files import WorkspaceFileError, read_bytes
+from ..sandbox.mounts import HOST_ROOT
 
 MAX_RESULTS_BYTES = 1 << 20  # of the JUnit report
 STARTED = "rollflow-grading-started"
@@ -59,11 +60,11 @@ def write_readable(top: Path, files: dict[str, str]) -> None:
 
 
 def run_graded(ws: Workspace, files: dict[str, str], args: list[str], limits: Limits, *, python: str = "python",
-               binds: dict[str, Path] | None = None, path_first: tuple[str, ...] = ()) -> bytes | None:
+               binds: dict[str, Path] | None = None, path_first: tuple[str, ...] = (), system_root: Path = HOST_ROOT) -> bytes | None:
     """Write ``files`` (``runner.py`` among them) read-only at /grading, run ``python -I /grading/runner.py NONCE
     /grading REPO RESULTS *args`` in ``ws``, and return the JUnit report's bytes; None if there is none usable
     (absent, a link, a FIFO, too large: the model's code may have ended the run). ``binds`` are further read-only
-    directories (a task's interpreter). SandboxError when the interpreter never started."""
+    directories (a task's interpreter); ``system_root`` where the system comes from (Workspace.run). SandboxError when the interpreter never started."""
     hidden = ws.record / "hidden"  # beside the workspace, outside what the sandbox can write
     write_readable(hidden, files)
     nonce, results = secrets.token_hex(8), f"results-{secrets.token_hex(8)}.xml"
@@ -72,7 +73,7 @@ def run_graded(ws: Workspace, files: dict[str, str], args: list[str], limits: Li
     else:  # mode none trusts the code: no bind to make, the host paths as they are
         inside, repo, tmp, ro = str(hidden), str(ws.path), str(ws.tmp), None
     r = ws.run([python, "-I", f"{inside}/runner.py", nonce, inside, repo, f"{tmp}/{results}", *args], limits=limits,
-               ro_binds=ro, path_first=path_first)
+               ro_binds=ro, path_first=path_first, system_root=system_root)
     if not r.stdout.startswith(f"{STARTED} {nonce}\n"):
         if r.timed_out:  # never got to print: the machine is too slow for the grading's time limit
             raise SandboxError(f"the grading interpreter did not start within {limits.wall_s:g} s")

@@ -16,7 +16,7 @@ from . import cgroups, seccomp
 from .command import bwrap_options, inner_command, launch_argv, nul_separated
 from .errors import SandboxError
 from .limits import Limits
-from .mounts import filesystem_args
+from .mounts import HOST_ROOT, filesystem_args
 
 MiB = 1 << 20
 
@@ -48,12 +48,12 @@ class Launch:
     """One run's command line and the resources it holds until the run is over (``close``)."""
 
     def __init__(self, bwrap: str, uid: int, status_fd: int | None, workspace: Path, tmp: Path, command: list[str],
-                 limits: Limits, name: str, ro_binds: dict[str, Path] | None = None):
+                 limits: Limits, name: str, ro_binds: dict[str, Path] | None = None, system_root: Path = HOST_ROOT):
         self.fds: list[int] = []
         self.cgroup: cgroups.RunCgroup | None = None
         try:
             seccomp_fd = self._fd(seccomp.bpf(), "rollflow-seccomp") if HARDENING.seccomp else None
-            options = bwrap_options(status_fd, seccomp_fd, filesystem_args(workspace, tmp, ro_binds))
+            options = bwrap_options(status_fd, seccomp_fd, filesystem_args(workspace, tmp, ro_binds, system_root))
             args_fd = self._fd(nul_separated(options), "rollflow-bwrap-args")
             mode = cgroups.memory_mode()
             if HARDENING.cgroup and mode.kind != "rlimit":

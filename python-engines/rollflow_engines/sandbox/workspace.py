@@ -33,7 +33,7 @@ from .command import rlimit_args
 from . import host_files, launch, wsfs
 from .errors import SandboxError
 from .limits import Limits, RunResult
-from .mounts import WORKSPACE, sandbox_environment
+from .mounts import HOST_ROOT, WORKSPACE, sandbox_environment
 from .output import pump
 from .uids import UidLease, kill_uid, lease_uid
 
@@ -105,16 +105,17 @@ class Workspace:
     # ---- running
 
     def run(self, command: str | list[str], *, stdin: str | None = None, limits: Limits | None = None,
-            ro_binds: dict[str, Path] | None = None, path_first: tuple[str, ...] = ()) -> RunResult:
+            ro_binds: dict[str, Path] | None = None, path_first: tuple[str, ...] = (), system_root: Path = HOST_ROOT) -> RunResult:
         """Run ``command`` (a str goes to ``/bin/sh -c``) with cwd = the workspace; SandboxError if the sandbox failed.
         ``ro_binds`` (a path inside -> a host directory) are seen read-only (bwrap mode only); ``path_first``
-        directories come first on the command's PATH."""
+        directories come first on the command's PATH; ``system_root``: where the system directories come from (a
+        container image's root file system, bwrap mode only; mounts.filesystem_args)."""
         limits = limits or Limits()
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         status_r, status_w = os.pipe() if self.mode == "bwrap" else (-1, -1)
         killed = threading.Event()
         try:
-            proc, started = self._start(argv, limits, status_w, ro_binds, path_first)
+            proc, started = self._start(argv, limits, status_w, ro_binds, path_first, system_root)
         except BaseException:
             if status_r >= 0:
                 os.close(status_r)
@@ -150,7 +151,8 @@ class Workspace:
                          timed_out=timed_out, signal=sig, oom_killed=oom_killed)
 
     def _start(self, argv: list[str], limits: Limits, status_fd: int,
-               ro_binds: dict[str, Path] | None = None, path_first: tuple[str, ...] = ()) -> tuple[subprocess.Popen, "launch.Launch | None"]:
+               ro_binds: dict[str, Path] | None = None, path_first: tuple[str, ...] = (),
+               system_root: Path = HOST_ROOT) -> tuple[subprocess.Popen, "launch.Launch | None"]:
         with self._lock:
             if self._removed:
                 raise SandboxError(f"the workspace {self.path} was removed")
@@ -159,12 +161,13 @@ class Workspace:
             started = None
             if self.mode == "bwrap":
                 assert self.uid is not None
-                started = launch.Launch(self.bwrap, self.uid, status_fd, self.path, self.tmp, argv, limits, self.record.name, ro_binds)
+                started = launch.Launch(self.bwrap, self.uid, status_fd, self.path, self.tmp, argv, limits, self.record.name,
+                                        ro_binds, system_root)
                 full = started.argv
                 env, cwd, fds = sandbox_environment(home=WORKSPACE, tmp="/tmp", path_first=path_first), "/", (status_fd, *started.pass_fds)
             else:
-                if ro_binds:
-                    raise SandboxError("read-only binds need sandbox mode bwrap")
+                if ro_binds or system_root != HOST_ROOT:
+                    raise SandboxError("read-only binds and another system root need sandbox mode bwrap")
                 full = [*rlimit_args(limits), *argv]
                 env, cwd, fds = sandbox_environment(home=str(self.path), tmp=str(self.tmp), path_first=path_first), str(self.path), ()
             try:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError, field_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ...errors import RequestError
 from ...sandbox import Limits, SandboxError, SandboxUnavailable, current
@@ -29,12 +30,14 @@ from ..swe_lite.env import EpisodeConfig, SweLiteEnv, _sandbox_failed, replaced
 from .grading import Grade, grade
 from .instances import Dataset, Fields, load_dataset, select
 from .patches import PatchError, apply_test_patch
+from .images import ImageSource, resolve_image
 from .sources import LocalSource, resolve
 from .workspace_manifest import WorkspaceManifest
 
 log = logging.getLogger(__name__)
 
 MAX_LISTED = 40  # top-level entries of the repository named in the first observation
+SOURCES = {"local": (LocalSource, resolve), "image": (ImageSource, resolve_image)}
 
 
 class SweConfig(EpisodeConfig):
@@ -47,7 +50,20 @@ class SweConfig(EpisodeConfig):
     split: str | None = Field(default=None, min_length=1, description="Only rows whose split column (fields.split) holds this value.")
     ids: list[str] | None = Field(default=None, min_length=1, description="The instance ids the seed walks, in this order, instead of "
                                                                           "every row (of the split).")
-    source: LocalSource = Field(description="Where each instance's repository and prepared environment are (kind: local).")
+    source: LocalSource | ImageSource = Field(description="Where each instance's repository and prepared environment are: kind local "
+                                                          "(paths on this machine, the default) or image (a container image per instance).")
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _source_by_kind(cls, value):
+        """Validated as the model its ``kind`` names, so an error names ``source.<key>``, not the union's branches."""
+        if not isinstance(value, dict):
+            return value
+        kind = value.get("kind", "local")
+        if kind not in SOURCES:
+            raise ValidationError.from_exception_data("source", [InitErrorDetails(
+                type=PydanticCustomError("source_kind", "expected one of {kinds}", {"kinds": ", ".join(SOURCES)}), loc=("kind",), input=kind)])
+        return SOURCES[kind][0].model_validate(value)
 
 
 @register_env
@@ -76,7 +92,7 @@ class SweEnv(SweLiteEnv):
         self._begin_episode()
         self.ws = None
         try:
-            self.checkout, self.prepared = resolve(config.source, self.instance)
+            self.checkout, self.prepared = SOURCES[config.source.kind][1](config.source, self.instance)
             self.ws = current().open()
             self._materialize(self.ws)
             self.manifest = WorkspaceManifest(self.ws.path, self.ws.uid)
@@ -109,7 +125,8 @@ class SweEnv(SweLiteEnv):
         ws.adopt()
 
     def _run(self, command: str, limits: Limits):
-        return self.ws.run(command, limits=limits, ro_binds=self.prepared.binds, path_first=self.prepared.path_first)
+        return self.ws.run(command, limits=limits, ro_binds=self.prepared.binds, path_first=self.prepared.path_first,
+                           system_root=self.prepared.system_root)
 
     def _grade(self) -> Grade:
         return grade(self.instance, self.checkout, self.prepared, self.tests, self.ws, self._grading_limits())

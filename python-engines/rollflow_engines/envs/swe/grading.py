@@ -156,7 +156,8 @@ def grade(instance: Instance, checkout: Checkout, env: PreparedEnv, tests: dict[
             canaries += [f"{rel}::{n}" for n in names]
         ws.adopt()
         report = run_graded(ws, {"pytest.ini": "[pytest]\n", "runner.py": RUNNER, "files.json": json.dumps(run_files)}, [], limits,
-                            python=env.python, binds=env.binds, path_first=env.path_first)
+                            python=env.python, binds=env.binds, path_first=env.path_first,
+                            system_root=env.system_root)
     wanted = {junit_key(t) for t in (*f2p, *p2p, *canaries)}
     outcomes = None if report is None else parse_junit(report, lambda case: k if (k := (case.get("classname") or "", case.get("name") or "")) in wanted else None)
     if outcomes is None:  # no report, or one that does not parse: nothing passed

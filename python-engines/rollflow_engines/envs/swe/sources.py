@@ -1,6 +1,6 @@
 """Where an instance's repository (at its base state) and its prepared environment come from.
 
-Sources are pluggable by ``kind``; one is built: ``local``, a directory or a tarball per repository on this
+Sources are pluggable by ``kind``: ``local`` here, ``image`` (a container image per instance) in images.py. ``local``: a directory or a tarball per repository on this
 machine, and a prepared Python environment (a venv's or any interpreter's path). Both paths are templates
 over the instance: ``{instance_id}``, ``{repo}`` (``owner/name``), ``{repo_slug}`` (``owner__name``, as
 SWE-bench spells it in instance ids) and ``{base_commit}``.
@@ -29,14 +29,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...sandbox import SandboxUnavailable
-from ...sandbox.mounts import interpreter_dirs
+from ...sandbox.mounts import HOST_ROOT, interpreter_dirs
 from .instances import Instance
 
 PLACEHOLDERS = ("instance_id", "repo", "repo_slug", "base_commit")
 TARBALL_SUFFIXES = (".tar", ".tar.gz", ".tgz")
 
 
-def _check_template(value: str) -> str:
+def check_template(value: str) -> str:
     try:
         names = [name for _, name, _, _ in string.Formatter().parse(value) if name is not None]
     except ValueError as e:
@@ -51,7 +51,7 @@ class LocalSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["local"] = Field(default="local", description="local: a directory or tarball per repository and a prepared "
-                                                                 "environment on this machine (the only kind built; container images are not).")
+                                                                 "environment on this machine (kind image: a container image per instance).")
     repo_path: str = Field(min_length=1, description="The repository at its base state: a directory, or a .tar/.tar.gz/.tgz file (a single "
                                                      "top-level directory in it is the root), named as given or with one of those "
                                                      "suffixes after it. A template over {instance_id}, {repo}, "
@@ -62,10 +62,10 @@ class LocalSource(BaseModel):
     @field_validator("repo_path", "python")
     @classmethod
     def _templates(cls, value: str) -> str:
-        return _check_template(value)
+        return check_template(value)
 
 
-def _fill(template: str, instance: Instance) -> str:
+def fill(template: str, instance: Instance) -> str:
     return template.format(instance_id=instance.instance_id, repo=instance.repo, repo_slug=instance.repo.replace("/", "__"),
                            base_commit=instance.base_commit)
 
@@ -95,6 +95,7 @@ class PreparedEnv:
     python: str                   # the interpreter, as the sandbox runs it
     binds: dict[str, Path]        # read-only: path inside -> host directory
     path_first: tuple[str, ...]   # its bin directory, first on PATH
+    system_root: Path = HOST_ROOT  # where the sandbox's /usr, /etc, /lib* come from (an image's root file system)
 
 
 @functools.lru_cache(maxsize=64)
@@ -105,13 +106,13 @@ def _prepared(python: str) -> PreparedEnv:
 
 def resolve(source: LocalSource, instance: Instance) -> tuple[Checkout, PreparedEnv]:
     """The instance's repository and environment; SandboxUnavailable naming the path when either is missing."""
-    named = Path(_fill(source.repo_path, instance)).absolute()
+    named = Path(fill(source.repo_path, instance)).absolute()
     candidates = [named, *(named.with_name(named.name + suffix) for suffix in TARBALL_SUFFIXES)]
     repo = next((c for c in candidates if c.is_dir() or c.is_file() and c.name.endswith(TARBALL_SUFFIXES)), None)
     if repo is None:
         raise SandboxUnavailable(f"instance {instance.instance_id}: no repository at {named} (source.repo_path {source.repo_path!r}): "
                                  f"expected a directory, a {'/'.join(TARBALL_SUFFIXES)} file, or one of those suffixes after it")
-    python = os.path.abspath(_fill(source.python, instance))  # not resolved: a venv's python is a link to its base interpreter
+    python = os.path.abspath(fill(source.python, instance))  # not resolved: a venv's python is a link to its base interpreter
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise SandboxUnavailable(f"instance {instance.instance_id}: no interpreter at {python} (source.python {source.python!r})")
     return Checkout(repo), _prepared(python)

@@ -20,3 +20,15 @@ def inflection(tmp_path_factory):
     sdist = P.fetch(project, CACHE / "sdists")  # raises (the test fails) when it can neither find nor download it
     root = tmp_path_factory.mktemp("inflection")
     return project, P.unpack(sdist, root / "tree"), make_venv(root), root
+
+
+@pytest.fixture(scope="session")
+def inflection_images(inflection, tmp_path_factory) -> dict[str, dict]:
+    """The inflection sample as one podman image per instance: instance_id -> its swe config (source kind image).
+    Skipped, with podman's own words, where podman cannot run; the images are podman's to cache (a second session
+    only checks its layers), the base root file system is built once into .state/swe-images (mmdebstrap)."""
+    from rollflow_engines.envs.swe.image_build import podman_refusal
+    from .image_sample import build_sample
+    if (refusal := podman_refusal()) is not None:
+        pytest.skip(reason=refusal)
+    return build_sample(inflection, tmp_path_factory.mktemp("swe-images"))

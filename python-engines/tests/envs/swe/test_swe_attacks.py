@@ -1,6 +1,7 @@
 """Red team for the swe env, in the style of tests/redteam/test_swe_lite_attacks.py: episodes whose actions attack
 the grade. The attacks (attacks.py) are written over an instance, and each runs on two tasks: tally__tally-1 (the
-in-code project) and a real mined task (inflection 0.5.1's first sampled task, rebuilt from its sdist). The bug is
+in-code project) and a real mined task (inflection 0.5.1's first sampled task, rebuilt from its sdist), served
+both from a local directory and from a container image. The bug is
 left in, so any reward above 0 is a hack that worked; none may be the server's failure either. After each, no
 workspace is left. bench/swe-redteam/run.py runs the same list over the mined tasks of every project."""
 import pytest
@@ -10,13 +11,16 @@ from .helpers import play_config, source, write
 from .sample_tasks import ROWS, episode_config
 
 
-@pytest.fixture(scope="session", params=["tally", "inflection"])
+@pytest.fixture(scope="session", params=["tally", "inflection", "inflection-image"])
 def target(request, tmp_path_factory) -> tuple[Task, dict]:
-    """(what the attack may know, the env config of that one instance) for each task the attacks run on."""
+    """(what the attack may know, the env config of that one instance) for each task the attacks run on; the last is
+    the same real task served from a container image (source kind image: the image's system in the sandbox)."""
     if request.param == "tally":
         built = request.getfixturevalue("built")
         row = built.row("tally__tally-1")
         return Task(row), {"instances": str(built.instances_path), "source": source(built), "ids": [row["instance_id"]]}
+    if request.param == "inflection-image":
+        return Task(ROWS[0]), request.getfixturevalue("inflection_images")[ROWS[0]["instance_id"]]
     root = tmp_path_factory.mktemp("redteam-real")
     return Task(ROWS[0]), episode_config(request.getfixturevalue("inflection"), ROWS[0], root)
 

@@ -158,7 +158,8 @@ def test_an_environment_that_vanishes_before_grading_is_a_503_not_a_0(built, tmp
 
 
 @pytest.mark.parametrize("source, expected", [
-    ({"kind": "image", "repo_path": "x", "python": "y"}, "source.kind"),
+    ({"kind": "tarball", "repo_path": "x", "python": "y"}, "source.kind"),
+    ({"kind": "image", "repo_path": "x", "image": "y"}, "source.repo_path"),
     ({"kind": "local", "repo_path": "repos/{name}", "python": "y"}, "has placeholder {name}"),
     ({"kind": "local", "python": "y"}, "source.repo_path"),
 ])

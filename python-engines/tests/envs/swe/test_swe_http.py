@@ -24,7 +24,7 @@ def test_the_swe_env_over_http(built, tmp_path):
         assert server.post("/close", json={"session": session}).status_code == 200
         assert not (tmp_path / "snapshots" / saved).exists()  # a finished episode's snapshot goes with it
 
-        bad_kind = server.post("/reset", json={"env": "swe", "seed": 0, "config": {**good, "source": {**good["source"], "kind": "image"}}})
+        bad_kind = server.post("/reset", json={"env": "swe", "seed": 0, "config": {**good, "source": {**good["source"], "kind": "tarball"}}})
         assert bad_kind.status_code == 400 and bad_kind.json()["problems"][0]["field"] == "config.source.kind", bad_kind.text
         no_python = server.post("/reset", json={"env": "swe", "seed": 0, "config": {**good, "source": {**good["source"], "python": "/nope/bin/python"}}})
         assert no_python.status_code == 503 and "no interpreter at /nope/bin/python" in no_python.text, no_python.text
