@@ -14,7 +14,7 @@ from rollflow_engines.envs.swe.mining.testrun import Outcome, run_tests
 
 from .project import FILES, make_venv, write_tree
 
-TALLY = Project("tally", "0.1", "", (), "train")
+TALLY = Project("tally", "0.1", "", (), "train", (("tests/test_stats.py", 0.1), ("tests/test_text.py", 0.1)))
 
 
 @pytest.fixture(scope="module")
