@@ -21,7 +21,7 @@ from . import projects as P
 from .baseline import Baseline, measure
 from .quick_files import unpriced
 
-MINER_VERSION = "2"  # 2: mutants limited by a fixed CPU time, not 10x the baseline's wall time; no shared hypothesis database
+MINER_VERSION = "2"  # 2: a fixed CPU limit per mutant, not 10x a measured time; no shared hypothesis database; statements without host paths
 HELDOUT_TASKS_SHARE = 5  # one task in five of a training project (by a hash of its id) is held out
 
 

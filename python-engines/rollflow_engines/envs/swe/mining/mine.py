@@ -215,8 +215,10 @@ def mine_project(project: Project, tree: Path, python: str, base: Baseline, out_
         rng = random.Random(m.key)
         f2p = sorted(rng.sample(failed, MAX_F2P)) if len(failed) > MAX_F2P else failed
         p2p = sorted(rng.sample(still, MAX_P2P)) if len(still) > MAX_P2P else still
+        # A message that shows a module's repr names its file under this machine's scratch folder: repository-relative
+        # instead, so the statement is the same wherever it is mined (and names no host path).
         row = _instance_row(project, rel, m, original, mutated, scratch, out_repos, f2p, p2p, len(failed),
-                            [run.outcomes[junit_key(t)].message for t in failed])
+                            [run.outcomes[junit_key(t)].message.replace(f"{scratch}/", "") for t in failed])
         stats.kept += 1
         ok, why = validate(_as_instance(row), out_repos / f"{row['instance_id']}.tar.gz", python)
         if not ok:
