@@ -1,5 +1,6 @@
 """The miner on tally, the tiny project made in code (project.py): the baseline, the keep rule, FAIL_TO_PASS and
 PASS_TO_PASS from real runs, the gold patch validated by the swe grader, the same tasks from the same seed."""
+import dataclasses
 import subprocess
 
 import pytest
@@ -14,7 +15,7 @@ from rollflow_engines.envs.swe.mining.testrun import Outcome, run_tests
 
 from .project import FILES, make_venv, write_tree
 
-TALLY = Project("tally", "0.1", "", (), "train")
+TALLY = Project("tally", "0.1", "", (), "train", (("tests/test_stats.py", 0.1), ("tests/test_text.py", 0.1)))
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +80,13 @@ def test_the_same_seed_mines_the_same_tasks(mined):
     rows1, rows2 = mined[4][0][0], mined[4][1][0]
     assert [r["instance_id"] for r in rows1] == [r["instance_id"] for r in rows2]
     assert rows1 == rows2
+
+
+def test_a_baseline_timed_on_another_machine_mines_the_same_tasks(mined):
+    # Which files a mutant runs comes from TALLY's pinned test_seconds: a baseline that measured every file as
+    # 1000 s (an old rule would have run nothing) or as 0 s mines the same tasks.
+    root, tree, python, base, runs = mined
+    for seconds in (1000.0, 0.0):
+        timed = dataclasses.replace(base, file_seconds={f: seconds for f in base.file_seconds})
+        rows, _ = mine_project(TALLY, tree, python, timed, root / f"repos-{seconds}", 0, 3, 20, lambda _: None)
+        assert [r["instance_id"] for r in rows] == [r["instance_id"] for r in runs[0][0]]

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from . import projects as P
 from .baseline import Baseline, measure
+from .quick_files import unpriced
 
-MINER_VERSION = "1"
+MINER_VERSION = "2"  # 2: a fixed CPU limit per mutant, not 10x a measured time; no shared hypothesis database; statements without host paths
 HELDOUT_TASKS_SHARE = 5  # one task in five of a training project (by a hash of its id) is held out
 
 
@@ -59,6 +60,11 @@ def mine_one(project: P.Project, common: list[str], out: Path, key: str, seed: i
         base = measure(tree, python)
         base.save(base_file)
     log(f"{project.name}: baseline {len(base.passing)} passing tests in {len(base.files)} files")
+    if not project.test_seconds:  # a new project: its costs are pinned once, by hand, from a measured baseline
+        raise ValueError(f"{project.name}: projects.json pins no test_seconds; this machine's baseline measured "
+                         f"{json.dumps({f: round(t, 2) for f, t in sorted(base.file_seconds.items())})}")
+    if missing := unpriced(base.files, dict(project.test_seconds)):
+        log(f"{project.name}: test files not in projects.json's test_seconds, never run: {missing}")
     rows, stats = mine_project(project, tree, python, base, out / "repos", seed, max_kept, max_tried, log)
     for row in rows:
         row["split"] = split_of(row)

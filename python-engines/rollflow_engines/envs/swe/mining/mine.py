@@ -4,9 +4,10 @@ env's own grader (docs/swe-mining.md).
 For each mutation (picked by mutations.sites, in a seeded order that takes the kinds in turn):
 
 1. the test files of the tests that call the mutated function (baseline.calls) run as the grading runs them;
-   skipped when no test calls it or those files take over MAX_FILE_SECONDS at baseline;
+   skipped when no test calls it or projects.json prices those files over the limit (quick_files.py: pinned
+   numbers, never this machine's clock);
 2. kept iff some baseline-passing tests fail (FAIL_TO_PASS) and some others in those failing tests' files still
-   pass (PASS_TO_PASS), and the run finished in time with every expected test reported;
+   pass (PASS_TO_PASS), and the run stayed within MUTANT_CPU_S and MUTANT_WALL_S with every expected test reported;
 3. the instance is then graded by envs/swe/grading.grade in the sandbox, twice: the gold patch applied with
    ``git apply`` to the base must resolve it; the base left as it is must not (and pass no FAIL_TO_PASS test).
 """
@@ -28,8 +29,13 @@ from . import statement, testrun
 from .baseline import Baseline, source_files
 from .mutations import KINDS, Mutation, changes_the_program, sites
 from .projects import Project
+from .quick_files import files_to_run
 
-MAX_FILE_SECONDS = 15.0   # the baseline time of the files a mutant runs (the grading runs them too: keep it quick)
+# A mutant's run is limited in CPU seconds, which a busy machine does not inflate, so a hang (a loop the mutation
+# made endless) is told from a slow run the same way under any load. 60 s is 4x the most the pinned costs allow a
+# run (15 s); the wall limit only catches hangs that burn no CPU (a wait, a sleep) and equals the grading's.
+MUTANT_CPU_S = 60
+MUTANT_WALL_S = 300
 MAX_F2P = 50
 MAX_P2P = 100
 MAX_PER_FUNCTION = 2      # kept mutations of one function: spread the tasks over the code
@@ -166,6 +172,7 @@ def mine_project(project: Project, tree: Path, python: str, base: Baseline, out_
         shutil.rmtree(scratch)
     shutil.copytree(tree, scratch)
     passing = set(base.passing)
+    test_seconds = dict(project.test_seconds)
     candidates = []
     for rel in source_files(tree):
         try:
@@ -180,11 +187,10 @@ def mine_project(project: Project, tree: Path, python: str, base: Baseline, out_
         if per_function.get((rel, m.function), 0) >= MAX_PER_FUNCTION:
             continue
         callers = [t for t in base.calls[f"{rel}:{m.def_line}"] if t in passing]
-        # A file slower than the limit alone is left out (pyparsing's test_unit.py takes 40 s): the task is then
-        # graded on the quick files only, as its FAIL_TO_PASS and PASS_TO_PASS come from them alone.
-        files = sorted({f for t in callers if base.file_seconds.get(f := t.split("::", 1)[0], 0.0) <= MAX_FILE_SECONDS})
-        seconds = sum(base.file_seconds.get(f, 0.0) for f in files)
-        if not files or seconds > MAX_FILE_SECONDS:
+        # A file priced over the limit is left out (pyparsing's test_unit.py): the task is then graded on the quick
+        # files only, as its FAIL_TO_PASS and PASS_TO_PASS come from them alone.
+        files = files_to_run(callers, test_seconds)
+        if not files:
             stats.drop("no quick test calls it")
             continue
         original = (tree / rel).read_bytes()
@@ -195,7 +201,7 @@ def mine_project(project: Project, tree: Path, python: str, base: Baseline, out_
         (scratch / rel).write_bytes(mutated)
         _clear_bytecode(scratch, rel)
         try:
-            run = testrun.run_tests(scratch, python, files, timeout_s=max(30.0, 10 * seconds))
+            run = testrun.run_tests(scratch, python, files, timeout_s=MUTANT_WALL_S, cpu_s=MUTANT_CPU_S)
         finally:
             (scratch / rel).write_bytes(original)
             _clear_bytecode(scratch, rel)
@@ -209,8 +215,10 @@ def mine_project(project: Project, tree: Path, python: str, base: Baseline, out_
         rng = random.Random(m.key)
         f2p = sorted(rng.sample(failed, MAX_F2P)) if len(failed) > MAX_F2P else failed
         p2p = sorted(rng.sample(still, MAX_P2P)) if len(still) > MAX_P2P else still
+        # A message that shows a module's repr names its file under this machine's scratch folder: repository-relative
+        # instead, so the statement is the same wherever it is mined (and names no host path).
         row = _instance_row(project, rel, m, original, mutated, scratch, out_repos, f2p, p2p, len(failed),
-                            [run.outcomes[junit_key(t)].message for t in failed])
+                            [run.outcomes[junit_key(t)].message.replace(f"{scratch}/", "") for t in failed])
         stats.kept += 1
         ok, why = validate(_as_instance(row), out_repos / f"{row['instance_id']}.tar.gz", python)
         if not ok:

@@ -32,6 +32,8 @@ class Project:
     sha256: str
     requires: tuple[str, ...]
     split: str
+    # (test file, pinned seconds) of projects.json's test_seconds: the only timing the keep rule reads (quick_files.py)
+    test_seconds: tuple[tuple[str, float], ...] = ()
 
     @property
     def repo(self) -> str:
@@ -45,7 +47,8 @@ class Project:
 def load(path: Path = PROJECTS_FILE) -> tuple[list[Project], list[str]]:
     """The projects and the test requirements every environment gets."""
     data = json.loads(path.read_text())
-    projects = [Project(p["name"], p["version"], p["sha256"], tuple(p["requires"]), p["split"]) for p in data["projects"]]
+    projects = [Project(p["name"], p["version"], p["sha256"], tuple(p["requires"]), p["split"],
+                        tuple(sorted(p.get("test_seconds", {}).items()))) for p in data["projects"]]
     return projects, list(data["test_requirements"])
 
 

@@ -8,6 +8,9 @@ line, or the fix.
 """
 from __future__ import annotations
 
+import re
+
+ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")  # a repr's memory address (<Foo object at 0x7f…>) differs on every run
 MAX_OBSERVATIONS = 3
 MAX_LINE = 240
 MAX_LINES = 4
@@ -15,7 +18,7 @@ MAX_LINES = 4
 
 def _clean(message: str) -> str:
     """The message's first line and pytest's ``where`` lines; its string diff lines (``- a``, ``? ^``, ``+ b``) are noise."""
-    lines = [line.rstrip() for line in message.strip().splitlines() if line.strip()]
+    lines = [ADDRESS.sub("0x…", line.rstrip()) for line in message.strip().splitlines() if line.strip()]
     lines = lines[:1] + [line for line in lines[1:] if "where" in line]
     lines = [line if len(line) <= MAX_LINE else line[:MAX_LINE] + " …" for line in lines[:MAX_LINES]]
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import tempfile
@@ -40,21 +41,36 @@ class Run:
 
 
 def environment(python: str, home: str) -> dict[str, str]:
-    """The sandbox's environment (sandbox/mounts.py sandbox_environment), with host paths."""
-    return {"PATH": f"{os.path.dirname(python)}:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    """The sandbox's environment (sandbox/mounts.py sandbox_environment), with host paths. Hypothesis keeps its
+    example database in this run's own home, not in the repository's ``.hypothesis``: a database shared by runs
+    replays examples an earlier mutant found (an outcome that depends on what ran before) and would be packed
+    into the task's tarball and its content hash."""
+    return {"PATH": f"{os.path.dirname(python)}:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "HYPOTHESIS_STORAGE_DIRECTORY": f"{home}/.hypothesis"}
 
 
-def _run(cmd: list[str], cwd: str, python: str, home: str, timeout_s: float) -> bool:
-    """Run in a process group of its own; False when it ran past ``timeout_s`` (the group is killed)."""
+def _limit_cpu(cpu_s: int | None):
+    """A preexec_fn: at most ``cpu_s`` CPU seconds (SIGXCPU, then SIGKILL 5 s later), and no core file (it would land in
+    the repository)."""
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if cpu_s is not None:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+    return apply
+
+
+def _run(cmd: list[str], cwd: str, python: str, home: str, timeout_s: float, cpu_s: int | None = None) -> bool:
+    """Run in a process group of its own; False when it ran past ``timeout_s`` wall seconds (the group is killed) or
+    past ``cpu_s`` CPU seconds (the kernel kills it)."""
     proc = subprocess.Popen(cmd, cwd=cwd, env=environment(python, home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_limit_cpu(cpu_s))
     try:
-        proc.wait(timeout=timeout_s)
-        return True
+        code = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         return False
+    return code not in (-signal.SIGXCPU, -signal.SIGKILL)
 
 
 def parse_report(path: Path) -> dict[tuple[str, str], Outcome]:
@@ -74,15 +90,16 @@ def parse_report(path: Path) -> dict[tuple[str, str], Outcome]:
     return outcomes
 
 
-def run_tests(repo: Path, python: str, files: list[str], timeout_s: float) -> Run:
-    """The JUnit outcomes of ``files`` (relative to ``repo``) run as the grading runs them."""
+def run_tests(repo: Path, python: str, files: list[str], timeout_s: float, cpu_s: int | None = None) -> Run:
+    """The JUnit outcomes of ``files`` (relative to ``repo``) run as the grading runs them; ``timed_out`` when the run
+    passed ``timeout_s`` wall seconds or ``cpu_s`` CPU seconds."""
     with tempfile.TemporaryDirectory(prefix="rollflow-mine-") as top:
         grading = Path(top)
         (grading / "pytest.ini").write_text("[pytest]\n")
         (grading / "files.json").write_text(json.dumps(sorted(files)))
         results = grading / "results.xml"
         started = time.monotonic()
-        finished = _run([python, "-I", str(RUNNER), "mine", str(grading), str(repo), str(results)], str(repo), python, top, timeout_s)
+        finished = _run([python, "-I", str(RUNNER), "mine", str(grading), str(repo), str(results)], str(repo), python, top, timeout_s, cpu_s)
         return Run(parse_report(results), not finished, time.monotonic() - started)
 
 
