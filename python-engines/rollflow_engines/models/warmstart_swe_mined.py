@@ -85,7 +85,7 @@ def mined_transcript(env_config: dict[str, Any], instance_id: str, correct: bool
 
 
 def data_digest(env_config: dict[str, Any]) -> str:
-    """A hash of what the examples are made of (the chosen rows), for the warm-start's cache key: a re-mined dataset
-    with other rows under the same ids builds a new model rather than reusing the old one."""
-    rows = [(i.instance_id, i.base_commit, i.patch, i.problem_statement) for i in training_instances(mined_config(env_config))]
-    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+    """A hash of what the examples are made of (each task's first observation and edit), for the warm-start's cache
+    key: a re-mined dataset, or another brief observation, builds a new model rather than reusing the old one."""
+    config_json = json.dumps(env_config, sort_keys=True)
+    return hashlib.sha256(json.dumps([_task(config_json, i) for i in env_config["ids"]]).encode()).hexdigest()

@@ -1,8 +1,9 @@
 """The swe env's first observation under ``brief``: short enough that two turns of a tiny model fit its context.
 
 tiny:small has 512 positions (one character each); two replies of up to 96 (a replace on a real project's path is
-longer than SWE-lite's) and the env's answer to the first leave about 240 for the first observation. So instead of
-the issue and the repository's listing, it says:
+longer than SWE-lite's) and the env's answer to the first (up to ~95 characters: "the old text occurs 0 times in
+PATH", or an invalid action) leave about 210 for the first observation. So instead of the issue and the
+repository's listing, it says:
 
 - the task id;
 - the file to fix, the one the gold patch edits (the only thing taken from the patch: a model that cannot
@@ -20,7 +21,7 @@ from ..swe_lite.env import BRIEF_FORMATS
 from .instances import Instance
 from .mining.statement import module_of
 
-BRIEF_MAX_CHARS = 240
+BRIEF_MAX_CHARS = 210  # 240 overflowed the second turn of learn-swe-mined-1 after a long error (417 + 96 > 512)
 _PATCHED = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.MULTILINE)
 _NAMED = re.compile(r"\A`([\w.]+)`")
 _OBSERVED_AFTER = "What I see"
