@@ -41,6 +41,7 @@ TASKS = {
     "longtail-async2-nopartial": ("arithmetic, long-tailed replies", "async α=2, no partial rollout"),
     "lake": ("FrozenLake 3x3 (multi-turn)", "async α=1"),
     "swe": ("SWE-lite tier 1", "async α=1"),
+    "swe-mined": ("SWE on mined tasks (real projects)", "async α=1"),
 }
 
 

@@ -33,7 +33,7 @@ PY
   tail -1 "$out" >&2
 }
 
-for r in ${RUNS:-arith-sync arith-async2 longtail-sync longtail-async2 lake swe}; do
+for r in ${RUNS:-arith-sync arith-async2 longtail-sync longtail-async2 lake swe swe-mined}; do
   case $r in
     arith-sync)      run "$r" examples/learn-arith.yaml --set async_generation_ratio=0 ;;
     arith-async2)    run "$r" examples/learn-arith.yaml --set async_generation_ratio=2 ;;
@@ -47,6 +47,7 @@ for r in ${RUNS:-arith-sync arith-async2 longtail-sync longtail-async2 lake swe}
     longtail-async2-nopartial) run "$r" examples/learn-arith.yaml "${longtail[@]}" --set async_generation_ratio=2 --set partial_rollout=false ;;
     lake)            run "$r" examples/learn-lake.yaml ;;
     swe)             run "$r" examples/learn-swe.yaml ;;
+    swe-mined)       run "$r" examples/learn-swe-mined.yaml ;;  # needs `make swe-tasks` (.cache/swe-mined)
     *) echo "unknown run $r" >&2; exit 64 ;;
   esac
 done

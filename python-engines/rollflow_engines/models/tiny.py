@@ -124,8 +124,11 @@ def build_tiny_model(preset: str, seed: int, out_dir: str | os.PathLike) -> Path
     return out
 
 
+REPO_ROOT = Path(__file__).resolve().parents[3]  # where .cache lives (a checkout's root)
+
+
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("ROLLFLOW_MODEL_CACHE", Path(__file__).resolve().parents[3] / ".cache" / "models"))
+    return Path(os.environ.get("ROLLFLOW_MODEL_CACHE", REPO_ROOT / ".cache" / "models"))
 
 
 def tiny_model_dir(preset: str, seed: int = 0, cache_dir: str | os.PathLike | None = None) -> Path:

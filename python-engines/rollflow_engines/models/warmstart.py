@@ -42,9 +42,9 @@ SPEC_FILE = "warmstart.json"
 class WarmStart:
     """One warm-start recipe; every field enters the cache hash."""
 
-    env: Literal["arithmetic", "frozen_lake", "swe_lite"]
+    env: Literal["arithmetic", "frozen_lake", "swe_lite", "swe"]
     env_config: dict[str, Any] = field(default_factory=dict)  # the env's Config, as the run config gives it
-    correct_prob: float = 0.0  # arithmetic: share of examples labelled with the right answer; swe_lite: with the fix
+    correct_prob: float = 0.0  # arithmetic: share of examples labelled with the right answer; swe_lite, swe: with the fix
     # arithmetic, the other examples: "other" labels them with the answer to another random question,
     # "offset" with the right answer + d, d uniform in [-offset_max, offset_max] without 0 (a near miss).
     wrong: Literal["other", "offset"] = "other"
@@ -65,10 +65,23 @@ class WarmStart:
 
     def key(self, preset: str, seed: int) -> str:
         payload = {"format_version": FORMAT_VERSION, "preset": preset, "seed": seed, "spec": asdict(self)}
+        if self.env == "swe":  # its examples come from a dataset file, which `make swe-tasks` may rewrite
+            from .warmstart_swe_mined import data_digest
+            payload["data"] = data_digest(self.env_config)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 ADD_COMPACT = {"max_operand": 9, "ops": ["+"], "prompt": "compact"}
+# The easiest mined tasks of three training projects: one-line mutations inside one function the issue names, whose
+# smallest replace fits a 96-token reply (the first eligible of each project, in the dataset's order).
+MINED_TRAINING = {
+    "instances": ".cache/swe-mined/instances.jsonl", "split": "train",
+    "source": {"kind": "local", "repo_path": ".cache/swe-mined/repos/{instance_id}.tar.gz",
+               "python": ".cache/swe-mined/envs/{repo_slug}/bin/python"},
+    "ids": [f"pypi__cachetools-{h}" for h in ("db23237f09", "33a6162d6f", "062004c07b", "4fd14e8e50", "8336105000", "158c3fb6b1")]
+    + [f"pypi__humanize-{h}" for h in ("9befa89581", "479565c276", "a4eb9edc46", "8195e9b710", "5c6c4415ad")]
+    + [f"pypi__idna-{h}" for h in ("f393e03fe7", "c425e7a93d", "37592f0425", "1c520d6d93", "1545b1b740")],
+}
 
 WARM_STARTS: dict[str, WarmStart] = {
     # Single-digit addition, "7+5=" -> "12". Labels are right 20% of the time and otherwise off by 1
@@ -88,6 +101,10 @@ WARM_STARTS: dict[str, WarmStart] = {
     # examples and a no-op otherwise (warmstart_swe.py).
     "swe": WarmStart(env="swe_lite", env_config={"tasks": [f"t1-{i:03d}" for i in range(15)], "brief": True},
                      correct_prob=0.3, steps=400, learning_rate=2e-3),
+    # The same on 16 mined training tasks of `make swe-tasks` (examples/learn-swe-mined.yaml's swe_train; the held-out
+    # tasks and projects are never shown: warmstart_swe_mined.py). A fifth of warm:swe's examples (160 per task), at a
+    # higher rate: 400 steps of 32 took ~17 s each on the 2 shared cores, too long for the run's time.
+    "swe-mined": WarmStart(env="swe", env_config=MINED_TRAINING, correct_prob=0.3, steps=160, batch_size=16, learning_rate=3e-3),
 }
 
 
@@ -177,13 +194,16 @@ def _chat_prompt(tok, messages: list[dict[str, str]]) -> list[int]:
 
 
 def _swe_example(spec: WarmStart, i: int, tok) -> tuple[list[int], list[int], list[int]]:
+    """swe_lite (warmstart_swe.py) and swe (warmstart_swe_mined.py): the same two turns on generated or mined tasks."""
     from ..envs.rng import SplitMix64
     from .chat import hf_chat_continuation
     from .warmstart_swe import swe_transcript
+    from .warmstart_swe_mined import mined_transcript
 
     rng = SplitMix64(_seed(spec.data_seed, "example", i))
-    tasks = spec.env_config["tasks"]
-    first, turns = swe_transcript(tasks[rng.below(len(tasks))], correct=rng.uniform() < spec.correct_prob)
+    tasks = spec.env_config["tasks" if spec.env == "swe_lite" else "ids"]
+    task_id, correct = tasks[rng.below(len(tasks))], rng.uniform() < spec.correct_prob
+    first, turns = swe_transcript(task_id, correct) if spec.env == "swe_lite" else mined_transcript(spec.env_config, task_id, correct)
     messages = [{"role": "user", "content": first}]
     prompt = _chat_prompt(tok, messages)
     response: list[int] = []
@@ -206,7 +226,7 @@ def make_example(spec: WarmStart, i: int, tok, max_context: int = 512) -> tuple[
     """Example ``i`` of ``spec``: a pure function of (spec, i)."""
     if spec.env == "arithmetic":
         return _arithmetic_example(spec, i, tok)
-    if spec.env == "swe_lite":
+    if spec.env in ("swe_lite", "swe"):
         return _swe_example(spec, i, tok)
     return _frozen_lake_example(spec, i, tok, max_context)
 

@@ -14,23 +14,34 @@ from ..envs.swe_lite.env import brief_observation, replaced
 from ..envs.swe_lite.tasks import Task, generate_task
 
 
-def minimal_fix(task: Task) -> tuple[str, str, str]:
-    """(path, old, new): the task's one-line fix cut to the smallest window around the change whose old
-    text occurs exactly once in the file."""
-    (path, old_line, new_line), = task.fix  # tier 1: one edit
+def smallest_unique_edit(text: str, old_line: str, new_line: str) -> tuple[str, str]:
+    """(old, new): the change from ``old_line`` to ``new_line`` cut to the smallest window around it whose old text
+    occurs exactly once in ``text`` (the file that holds ``old_line``); ValueError when even the whole line occurs
+    more than once (a mined mutation can hit a line the file repeats)."""
     head, tail = common_ends(old_line, new_line)
     start, old_end, new_end = head, len(old_line) - tail, len(new_line) - tail
-    text = task.files[path]
     while True:
         old = old_line[start:old_end]
         if old.strip() and text.count(old) == 1:
-            return path, old, new_line[start:new_end]
+            return old, new_line[start:new_end]
+        if start == 0 and old_end == len(old_line):
+            raise ValueError(f"the line {old_line.strip()!r} occurs {text.count(old_line)} times in its file: no one-line replace says it")
         start, old_end, new_end = max(0, start - 1), min(len(old_line), old_end + 1), min(len(new_line), new_end + 1)
+
+
+def minimal_fix(task: Task) -> tuple[str, str, str]:
+    """(path, old, new): the task's one-line fix as smallest_unique_edit cuts it."""
+    (path, old_line, new_line), = task.fix  # tier 1: one edit
+    return (path, *smallest_unique_edit(task.files[path], old_line, new_line))
+
+
+def two_turns(path: str, old: str, new: str, correct: bool) -> list[tuple[str, str]]:
+    """(reply, the observation after it) per turn: the replace (the fix, or ``old`` put back), then ``<submit/>``."""
+    edit = f'<replace path="{path}"><old>{old}</old><new>{new if correct else old}</new></replace>'
+    return [(edit, replaced(path)), ("<submit/>", "")]
 
 
 def swe_transcript(task_id: str, correct: bool) -> tuple[str, list[tuple[str, str]]]:
     """The first observation, then (reply, the observation after it) per turn; the last observation is ''."""
     task = generate_task(task_id)
-    path, old, new = minimal_fix(task)
-    edit = f'<replace path="{path}"><old>{old}</old><new>{new if correct else old}</new></replace>'
-    return brief_observation(task), [(edit, replaced(path)), ("<submit/>", "")]
+    return brief_observation(task), two_turns(*minimal_fix(task), correct)

@@ -27,6 +27,7 @@ from .. import snapshots
 from ..registry import register_env
 from ..swe_lite.actions import Replace
 from ..swe_lite.env import EpisodeConfig, SweLiteEnv, _sandbox_failed, replaced
+from .brief import brief_observation
 from .grading import Grade, grade
 from .instances import Dataset, Fields, load_dataset, select
 from .patches import PatchError, apply_test_patch
@@ -111,6 +112,8 @@ class SweEnv(SweLiteEnv):
             if isinstance(e, (SandboxError, SandboxUnavailable)):
                 raise _sandbox_failed(e) from e
             raise
+        if config.brief:
+            return brief_observation(self.instance, config.actions)
         top = sorted(p.name + ("/" if p.is_dir() else "") for p in self.ws.path.iterdir())
         listing = "  " + "  ".join(top[:MAX_LISTED]) + (f"  … ({len(top) - MAX_LISTED} more)" if len(top) > MAX_LISTED else "")
         return (f"Task {self.instance.instance_id} ({self.instance.repo}). Issue:\n{self.instance.problem_statement}\n\n"

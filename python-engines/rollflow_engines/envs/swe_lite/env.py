@@ -77,6 +77,9 @@ class EpisodeConfig(EnvConfig):
     observation_chars: int = Field(default=4000, ge=200, description="Longest observation; longer ones are cut with a marker.")
     command_timeout_s: float = Field(default=20.0, gt=0, le=600, description="Wall-clock limit of one <bash> command.")
     grading_timeout_s: float = Field(default=120.0, gt=0, le=1800, description="Wall-clock limit of the hidden tests' run.")
+    brief: bool = Field(default=False, description="A short first observation: the task id and where the issue is (swe_lite: the issue, "
+                                                   "which names the file; swe: brief.py), with a one-line reminder of replace and submit, "
+                                                   "and no format text after an invalid action: for models with a short context.")
 
 
 class SweLiteConfig(EpisodeConfig):
@@ -84,9 +87,6 @@ class SweLiteConfig(EpisodeConfig):
     task: str | None = Field(default=None, description="One task id (t1-000 … t3-019) for every seed, instead of drawing by seed.")
     tasks: list[str] | None = Field(default=None, min_length=1, description="Task ids the seed walks, instead of the tiers' (e.g. a training "
                                                                               "split and a held-out validation split).")
-    brief: bool = Field(default=False, description="A first observation of the task id and the issue only (which names the file), with a "
-                                                   "one-line reminder of replace and submit, and no format text after an invalid "
-                                                   "action: for models with a short context.")
 
     @field_validator("tiers")
     @classmethod
@@ -213,7 +213,7 @@ class SweLiteEnv(BaseEnv):
     def _apply(self, action) -> tuple[str, bool]:
         """The observation of ``action`` and whether it ends the episode; SandboxError when the sandbox fails."""
         if isinstance(action, Invalid):  # brief: the format was in the first observation, and the context is short
-            return f"Invalid action: {action.why}" + ("" if getattr(self.config, "brief", False) else f"\n{self._format}"), False
+            return f"Invalid action: {action.why}" + ("" if self.config.brief else f"\n{self._format}"), False
         if isinstance(action, Submit):
             return "", True
         if isinstance(action, Bash) and self.config.actions == "bash":

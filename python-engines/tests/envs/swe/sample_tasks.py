@@ -22,15 +22,23 @@ def base_tree(inflection, row: dict, into: Path) -> Path:
     return into
 
 
-def episode_config(inflection, row: dict, root: Path) -> dict:
-    """The swe env's config for ``row`` through the documented local source, its files written under ``root``."""
+def mined_layout(inflection, rows: list[dict], root: Path) -> dict:
+    """``rows`` written under ``root`` in the miner's layout (instances.jsonl, a tarball per instance, the env per
+    repo_slug); the swe env's config of that dataset through the documented local source (no split chosen)."""
     project, _, python, _ = inflection
-    base = base_tree(inflection, row, root / "base")
-    write_tarball(base, f"{project.name}-{project.version}", root / "repos" / f"{row['instance_id']}.tar.gz")
+    (root / "base").mkdir(parents=True, exist_ok=True)
+    for row in rows:
+        base = base_tree(inflection, row, root / "base" / row["instance_id"])
+        write_tarball(base, f"{project.name}-{project.version}", root / "repos" / f"{row['instance_id']}.tar.gz")
     (root / "envs").mkdir(exist_ok=True)
     if not (root / "envs" / project.slug).exists():
         (root / "envs" / project.slug).symlink_to(Path(python).parents[1])
     instances = root / "instances.jsonl"
-    instances.write_text(json.dumps(row) + "\n")
-    return {"instances": str(instances), "split": row["split"],
+    instances.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return {"instances": str(instances),
             "source": {"kind": "local", "repo_path": f"{root}/repos/{{instance_id}}.tar.gz", "python": f"{root}/envs/{{repo_slug}}/bin/python"}}
+
+
+def episode_config(inflection, row: dict, root: Path) -> dict:
+    """The swe env's config for ``row`` through the documented local source, its files written under ``root``."""
+    return {**mined_layout(inflection, [row], root), "split": row["split"]}
