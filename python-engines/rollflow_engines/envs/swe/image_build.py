@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from .sources import Checkout
+from .sources import Checkout, find_repository, repo_slug
 
 PACKAGES = "python3,git"  # beside Debian's essential set (which has dash and util-linux's setpriv, what the sandbox runs)
 SUITE, MIRROR, PYTHON = "bookworm", "http://deb.debian.org/debian", "python3.11"
@@ -38,7 +38,7 @@ DEFAULT_STATE = Path(__file__).resolve().parents[4] / ".state" / "swe-images"
 
 def image_name(repo: str, instance_id: str, namespace: str = NAMESPACE) -> str:
     """The per-instance tag, as ``source.image: localhost/rollflow-swe/{repo_slug}:{instance_id}`` names it."""
-    return f"{namespace}/{repo.replace('/', '__')}:{instance_id}".lower()
+    return f"{namespace}/{repo_slug(repo)}:{instance_id}".lower()
 
 
 def podman(*args: str, quiet: bool = True) -> str:
@@ -140,12 +140,13 @@ def build(rows: list[dict], repo_path: str, env_path: str, state: Path = DEFAULT
     envs: dict[str, str] = {}
     images = {}
     for row in rows:
-        slug = row["repo"].replace("/", "__")
+        slug = repo_slug(row["repo"])
         if slug not in envs:
             envs[slug] = ensure_env(state, slug, Path(env_path.format(repo_slug=slug)), namespace)
-        repo = Path(repo_path.format(instance_id=row["instance_id"], repo_slug=slug))
-        if not repo.exists() and repo.with_name(repo.name + ".tar.gz").is_file():
-            repo = repo.with_name(repo.name + ".tar.gz")
+        named = Path(repo_path.format(instance_id=row["instance_id"], repo_slug=slug))
+        repo = find_repository(named)
+        if repo is None:
+            raise RuntimeError(f"{row['instance_id']}: no repository at {named} (nor with a .tar/.tar.gz/.tgz suffix)")
         images[row["instance_id"]] = build_instance(state, row, envs[slug], repo, namespace)
     return images
 

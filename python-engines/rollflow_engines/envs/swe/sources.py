@@ -65,8 +65,13 @@ class LocalSource(BaseModel):
         return check_template(value)
 
 
+def repo_slug(repo: str) -> str:
+    """``owner/name`` as SWE-bench spells it in instance ids: ``owner__name``."""
+    return repo.replace("/", "__")
+
+
 def fill(template: str, instance: Instance) -> str:
-    return template.format(instance_id=instance.instance_id, repo=instance.repo, repo_slug=instance.repo.replace("/", "__"),
+    return template.format(instance_id=instance.instance_id, repo=instance.repo, repo_slug=repo_slug(instance.repo),
                            base_commit=instance.base_commit)
 
 
@@ -104,11 +109,16 @@ def _prepared(python: str) -> PreparedEnv:
     return PreparedEnv(python, {str(d): d.resolve() for d in dirs}, (os.path.dirname(python),))
 
 
+def find_repository(named: Path) -> Path | None:
+    """The repository ``named`` gives: that directory or tarball, or ``named`` with a tarball suffix after it."""
+    candidates = [named, *(named.with_name(named.name + suffix) for suffix in TARBALL_SUFFIXES)]
+    return next((c for c in candidates if c.is_dir() or c.is_file() and c.name.endswith(TARBALL_SUFFIXES)), None)
+
+
 def resolve(source: LocalSource, instance: Instance) -> tuple[Checkout, PreparedEnv]:
     """The instance's repository and environment; SandboxUnavailable naming the path when either is missing."""
     named = Path(fill(source.repo_path, instance)).absolute()
-    candidates = [named, *(named.with_name(named.name + suffix) for suffix in TARBALL_SUFFIXES)]
-    repo = next((c for c in candidates if c.is_dir() or c.is_file() and c.name.endswith(TARBALL_SUFFIXES)), None)
+    repo = find_repository(named)
     if repo is None:
         raise SandboxUnavailable(f"instance {instance.instance_id}: no repository at {named} (source.repo_path {source.repo_path!r}): "
                                  f"expected a directory, a {'/'.join(TARBALL_SUFFIXES)} file, or one of those suffixes after it")
