@@ -41,7 +41,7 @@ def image_name(repo: str, instance_id: str, namespace: str = NAMESPACE) -> str:
     return f"{namespace}/{repo_slug(repo)}:{instance_id}".lower()
 
 
-def podman(*args: str, quiet: bool = True) -> str:
+def podman(*args: str) -> str:
     done = subprocess.run(["podman", *args], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"podman {' '.join(args[:3])} failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
