@@ -3,6 +3,7 @@ Qwen2 preset, tiny batches. It must hold every figure and pass its logprob check
 fail the run (exit 1) under its own name."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,10 +49,11 @@ def test_the_check_runs_on_cpu_with_every_figure_and_matching_logprobs(tmp_path)
 
 
 def test_a_server_that_cannot_start_fails_the_run_naming_the_part_and_the_server(tmp_path):
-    # The trainer refuses fp16 at start (exit 2); the inference servers would serve it.
+    # Both trainers (full and LoRA) refuse fp16 at start (exit 2); the inference servers would serve it. Which
+    # trainer is seen to exit first depends on the machine's scheduling, and either is the right report.
     done, r = run(tmp_path, "--dtype", "fp16")
     assert done.returncode == 1
-    assert "part start-servers FAILED: trainer server exited with status 2" in done.stderr
+    assert re.search(r"part start-servers FAILED: (lora-)?trainer server exited with status 2", done.stderr), done.stderr
     assert "FAILED part(s): start-servers, generation, train-step, weight-sync, logprob-match, lora, memory" in done.stderr
     assert r["parts"]["generation"]["error"].startswith("not run: needs part(s) start-servers")
     assert not r["passed"]
