@@ -10,6 +10,7 @@ import { Command } from 'commander';
 import { applyOverride, ConfigError, type ConfigProblem } from '../configs';
 import { DesOptionsError, desSweep, runDes, type DesWorkload } from '../bench/des';
 import { isLiveWorkload, liveDes, parseLiveOptions, runLiveBench } from '../bench/live';
+import type { OrchestrationDelay } from '../bench/live/orchestration-delay';
 import { ROOT } from '../paths';
 
 const DES_WORKLOADS: DesWorkload[] = ['w1', 'w2', 'w3', 'w4', 'w5'];
@@ -36,6 +37,15 @@ export function commandLine(argv: readonly string[]): string {
   return ['rollflow', ...argv].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
 }
 
+/** W7's orchestration delay (orchestration-delay.ts) in words: what keeps the makespan above the DES. */
+function w7Delay(d: unknown): string {
+  if (!d || typeof d !== 'object') return '';
+  if ('error' in d) return `; orchestration delay not read: ${String(d.error)}`;
+  const o = d as OrchestrationDelay;
+  const s = (x: number) => `${x.toFixed(2)} s`;
+  return `; orchestration delay a trajectory ${s(o.delay.mean_s)} mean (started ${s(o.start_offset.mean_s)} after dispatch, the last at ${s(o.start_offset.max_s)}; workflow tasks queued ${s(o.task_wait.mean_s)}); the last to end: started at ${s(o.last.start_offset_s)}, delay ${s(o.last.delay_s)}`;
+}
+
 function describeCell(c: Record<string, unknown>): string {
   const pct = (x: unknown) => (typeof x === 'number' ? `${(x * 100).toFixed(1)}%` : 'n/a');
   const s = (x: unknown) => (typeof x === 'number' ? `${x.toFixed(1)} s` : 'failed');
@@ -51,7 +61,7 @@ function describeCell(c: Record<string, unknown>): string {
     return `w1 B=${c.batch} (μ,σ)=(${c.mean_s},${c.std_s}) scale ${c.time_scale}: lockstep ${m('lockstep', c.baseline_makespan_s)}, env_async ${m('env_async', c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup}×), overhead ${pct(c.overhead)}${durability}`;
   }
   if (c.workload === 'w7') {
-    return `w7 in_flight ${c.in_flight}: makespan ${s(c.makespan_s)} (DES ${s(c.des_makespan_s)}), overhead ${pct(c.overhead)}, ${c.trajectories_per_s ?? 'n/a'} trajectories/s, ${c.activities_per_s ?? 'n/a'} activities/s${c.sustained ? '' : ' (not sustained)'}`;
+    return `w7 in_flight ${c.in_flight}: makespan ${s(c.makespan_s)} (DES ${s(c.des_makespan_s)}), overhead ${pct(c.overhead)}, ${c.trajectories_per_s ?? 'n/a'} trajectories/s, ${c.activities_per_s ?? 'n/a'} activities/s${c.sustained ? '' : ' (not sustained)'}${w7Delay(c.orchestration)}`;
   }
   if (c.workload === 'w2') {
     return `w2 ${c.baseline} vs ${c.redundant} (batch ${c.batch}) scale ${c.time_scale}: exact ${s(c.baseline_makespan_s)}, redundant ${s(c.rollflow_makespan_s)}, speedup ${c.measured_speedup ?? 'n/a'}× (DES ${c.des_speedup}×), overhead ${pct(c.overhead)}`;

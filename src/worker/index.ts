@@ -8,7 +8,7 @@
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogEntry, type LogLevel } from '@temporalio/worker';
 import { createActivities, createDeps, type ActivityDeps } from '../activities';
-import type { LoadedConfig } from '../configs';
+import type { LoadedConfig, RunConfig } from '../configs';
 import { createLogger, type Logger } from '../logging';
 import { HEARTBEAT_EVERY_MS, queueOfRole, WORKER_ROLES, type WorkerRole } from '../core';
 import { connectClient } from '../client/connect';
@@ -108,14 +108,7 @@ export async function createWorker(
     for (const role of roles) {
       const taskQueue = queueOfRole(config.temporal.task_queue, role);
       // Only the run's queue has workflow tasks (and so local activities); an engine role's queue has activities only.
-      const workflows = role === 'main'
-        ? {
-            workflowsPath: opts.workflowsPath ?? require.resolve('../workflows'),
-            maxConcurrentLocalActivityExecutions: config.temporal.worker.max_concurrent_local_activities,
-            ...(config.temporal.worker.max_concurrent_workflow_tasks ? { maxConcurrentWorkflowTaskExecutions: config.temporal.worker.max_concurrent_workflow_tasks } : {}),
-            ...(config.temporal.worker.max_cached_workflows !== undefined ? { maxCachedWorkflows: config.temporal.worker.max_cached_workflows } : {}),
-          }
-        : {};
+      const workflows = role === 'main' ? { workflowsPath: opts.workflowsPath ?? require.resolve('../workflows'), ...workflowTaskOptions(config.temporal.worker) } : {};
       workers.push(await Worker.create({ ...common, taskQueue, ...workflows }));
     }
   } catch (e) {
@@ -124,6 +117,16 @@ export async function createWorker(
   }
   log.info({ address: config.temporal.address, taskQueues: roles.map((r) => queueOfRole(config.temporal.task_queue, r)) }, 'worker ready');
   return { workers, connection, deps, sdkMetricsAddress };
+}
+
+/** The workflow side of a worker, from temporal.worker; a key left unset keeps the SDK's default. */
+export function workflowTaskOptions(w: RunConfig['temporal']['worker']) {
+  return {
+    maxConcurrentLocalActivityExecutions: w.max_concurrent_local_activities,
+    ...(w.max_concurrent_workflow_tasks ? { maxConcurrentWorkflowTaskExecutions: w.max_concurrent_workflow_tasks } : {}),
+    ...(w.max_cached_workflows !== undefined ? { maxCachedWorkflows: w.max_cached_workflows } : {}),
+    ...(w.non_sticky_poll_ratio !== undefined ? { nonStickyToStickyPollRatio: w.non_sticky_poll_ratio } : {}),
+  };
 }
 
 /** What a dead worker of this host left behind is retried now (reclaim.ts); a failure here costs only speed, never the worker. */

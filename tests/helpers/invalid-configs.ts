@@ -35,7 +35,7 @@ export const BASE_CONFIG = {
   },
   rewards: { exact: { type: 'exact_match', tag_included: ['exact'] } },
   temporal: {
-    worker: { max_concurrent_workflow_tasks: 4, max_cached_workflows: 10, metrics_address: '127.0.0.1:9464' },
+    worker: { max_concurrent_workflow_tasks: 4, max_cached_workflows: 10, non_sticky_poll_ratio: 1, metrics_address: '127.0.0.1:9464' },
     codec_url: 'http://127.0.0.1:8234',
     // Parsed only: no connection is made, so the files need not exist. TLS is for a server of one's own, not the embedded one.
     embedded: false,

@@ -10,6 +10,7 @@ import { w1Cells, w1DesOptions, w1RunConfig, w7DesOptions, w7RunConfig, type W1C
 import { workersFor, type W1LiveOptions, type W7LiveOptions } from './options';
 import { activitiesPerTrajectory, overhead, rolloutMakespan, versus } from './report';
 import type { BenchStack, RunOutcome } from './runner';
+import { orchestrationDelay, type OrchestrationDelay } from './orchestration-delay';
 import { allFailedGroups } from '../../workflows/run-totals';
 
 export interface BenchContext {
@@ -137,12 +138,21 @@ export async function benchW7(o: W7LiveOptions, ctx: BenchContext): Promise<obje
     const runId = `w7-n${n}-${ctx.stamp}`;
     const workers = workersFor(o, n);
     const run = await ctx.stack.run('w7', w7RunConfig(o, n, runDir(ctx, runId)), runId, o.run_timeout_s, workers);
-    const report = { ...w7Report(o, n, des, run), worker_processes: workers };
+    const report = { ...w7Report(o, n, des, run), worker_processes: workers, orchestration: run.ok ? await w7OrchestrationDelay(ctx, runId) : null };
     if (!run.ok) broken = `in_flight ${n} failed (${run.error})`;
     ctx.emit(report);
     cells.push(report);
   }
   return cells;
+}
+
+/** Where the run's time beyond the DES went (orchestration-delay.ts); what could not be read is said, not fatal to the bench. */
+async function w7OrchestrationDelay(ctx: BenchContext, runId: string): Promise<OrchestrationDelay | { error: string } | null> {
+  try {
+    return orchestrationDelay(await ctx.stack.histories(runId, ['run']), await ctx.stack.histories(runId, ['trajectory']));
+  } catch (e) {
+    return { error: `reading the run's histories: ${(e as Error).message}` };
+  }
 }
 
 export function w7Report(o: Pick<W7LiveOptions, 'turns' | 'time_scale' | 'mean_s' | 'std_s' | 'llm_s' | 'group_size' | 'max_overhead'>, n: number, desS: number, run: RunOutcome) {

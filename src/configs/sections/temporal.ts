@@ -45,6 +45,12 @@ export const TemporalSchema = z
         max_concurrent_local_activities: count(1).default(WORKER_SLOTS).describe('Local activities one worker runs at once (env calls with env_calls local or auto); the SDK\'s default of 100 would queue the env steps of a large batch.'),
         max_concurrent_workflow_tasks: count(2).optional().describe('Workflow tasks one worker runs at once (SDK default when unset).'),
         max_cached_workflows: count(0).optional().describe('Workflows kept in a worker\'s cache between tasks (SDK default when unset).'),
+        non_sticky_poll_ratio: z
+          .number()
+          .gt(0)
+          .lte(1)
+          .optional()
+          .describe('Share of a worker\'s workflow-task polls spent on its task queue rather than its sticky queue (SDK default 0.2 when unset: 2 of 10 polls). A new workflow\'s first task comes from the task queue, so a burst of starts queues there; 1 (10 polls there, 1 on the sticky queue) cut W7\'s mean orchestration delay at 256 in flight from 4.9 to 4.0 s (bench/results/w7.md, "Where the overhead goes").'),
         max_result_bytes: count(1024)
           .default(1024 * 1024)
           .describe('Largest env reset/step or generation result (its JSON: observation, generated text) a worker hands to Temporal; a larger one fails its group with PayloadTooLargeError instead of a payload the server rejects (above 2 MB) and a retry without end.'),
