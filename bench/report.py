@@ -124,6 +124,30 @@ def w7_table(rep: dict) -> list[str]:
             f"| {c['in_flight']} | {num(c['makespan_s'])} | {c['des_makespan_s']:.1f} | {pct(c['overhead'])} | {num(c['trajectories_per_s'])} | {num(c['activities_per_s'])} | "
             f"{'yes' if c['sustained'] else 'no'} | {e['failed_groups']} | {logged(e['server_logged'])} | {logged(e['worker_logged'])} | {r['cpu_s']['server']} | {r['cpu_s']['worker']} | {e['run'] or ''} |"
         )
+    return rows + w7_delay_table(rep)
+
+
+def w7_delay_table(rep: dict) -> list[str]:
+    """Where each run's time over the DES went (the bench's `orchestration`, read from the run's histories), when it has it."""
+    cells = [c for c in rep["cells"] if isinstance(c.get("orchestration"), dict)]
+    if not cells:
+        return []
+    rows = [
+        "",
+        "Where the time over the DES went, from each run's histories (seconds after the run dispatched its first group; a "
+        "trajectory's delay is its end less the time its activities executed):",
+        "",
+        "| in flight | trajectory started: mean / max | its workflow tasks queued: mean | delay a trajectory: mean / p90 | the last to end: started at, tasks queued, delay |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for c in cells:
+        o = c["orchestration"]
+        if "error" in o:
+            rows.append(f"| {c['in_flight']} | {o['error']} | | | |")
+            continue
+        st, q, d, last = o["start_offset"], o["task_wait"], o["delay"], o["last"]
+        rows.append(f"| {c['in_flight']} | {st['mean_s']:.2f} / {st['max_s']:.2f} | {q['mean_s']:.2f} | {d['mean_s']:.2f} / {d['p90_s']:.2f} | "
+                    f"{last['start_offset_s']:.2f}, {last['task_wait_s']:.2f}, {last['delay_s']:.2f} |")
     return rows
 
 
