@@ -8,6 +8,7 @@
 # too, unless KEEP=1.
 #   TARGETS (default "cluster dev")  KINDS (default activity,turn,local,group,lockstep)  TURNS (default 1,5)
 #   STEPS (default 4)  ENV_GROUPS (groups of 4 a step, default 16): N = STEPS·4·ENV_GROUPS trajectories a run
+#   SETS: more config overrides, key=value separated by spaces (e.g. SETS=temporal.worker.max_cached_workflows=6000)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 base="$PWD/.state/bench-turn-cost"
@@ -61,6 +62,8 @@ measure() (
     sets+=("temporal.address=127.0.0.1:$p_dev" "temporal.ui_url=http://127.0.0.1:$p_ui" "temporal.embedded=true")
     server_pid="$ROLLFLOW_STATE/temporal/server.pid" metrics=$p_metrics
   fi
+  # shellcheck disable=SC2206  # SETS is split on spaces on purpose: one override a word
+  sets+=(${SETS:-})
   printf '%s\n' "${sets[@]}" >"$ROLLFLOW_STATE/sets"
   bin/rollflow dev up "$config" $(sed 's/^/--set /' "$ROLLFLOW_STATE/sets") >&2
   .venv/bin/python bench/turn-cost/turn_cost.py measure --target "$1" --sets "$ROLLFLOW_STATE/sets" \
