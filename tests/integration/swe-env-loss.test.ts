@@ -57,17 +57,18 @@ dataset_size: 3
 custom_envs:
   swe:
     env_type: swe
-    max_steps: 10
+    max_steps: 8
     max_tokens_per_step: 4096
     env_calls: activity
-    env_config: { max_turns: 10, actions: tool_calls, instances: "${tally.instances}", source: ${JSON.stringify(tally.source)} }
+    env_config: { max_turns: 8, actions: tool_calls, instances: "${tally.instances}", source: ${JSON.stringify(tally.source)} }
 train_env_manager: { num_env_groups: 2, group_size: 4, tags: [swe] }
 actor_infer: { generating_args: { max_new_tokens: 4096 } }
 temporal: { address: "${server.address}", ui_url: "http://127.0.0.1:${server.uiPort}", task_queue: swe-env-loss-test }
 engines:
-  # Solvers waste a command (a snapshot each), then apply the gold patch and submit; flailers act for 6 turns.
-  # A real per-call cost, so episodes spend their time between env steps.
-  inference: [{ url: "http://127.0.0.1:${inference}", backend: sim, options: { sim: { c0: 0.2, policy: { kind: swe_oracle, instances: "${tally.instances}", solve_prob: 0.5, flail_turns: 6, invalid_prob: 0, wasted_command_prob: 1 } } } }]
+  # Solvers waste a command (a snapshot each), then apply the gold patch and submit; flailers act for 4 turns.
+  # 10 ms a decode step (the sim writes a token a byte: a reply of a patch is hundreds of them), so episodes
+  # spend their time between env steps.
+  inference: [{ url: "http://127.0.0.1:${inference}", backend: sim, options: { sim: { c0: 0.01, policy: { kind: swe_oracle, instances: "${tally.instances}", solve_prob: 0.5, flail_turns: 4, invalid_prob: 0, wasted_command_prob: 1 } } } }]
   trainer: { url: "http://127.0.0.1:${trainer}", backend: sim, options: { sim_seconds_per_sample: 0.02 } }
   env: { url: "${envUrl}", options: { snapshot_dir: "${snapshotDir}" } }
 `,

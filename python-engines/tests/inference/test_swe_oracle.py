@@ -16,7 +16,8 @@ from rollflow_engines.errors import RequestError
 from rollflow_engines.roles.inference import swe_oracle
 from rollflow_engines.roles.inference.metrics import InferenceMetrics
 from rollflow_engines.roles.inference.options import Options
-from rollflow_engines.roles.inference.sim import SimEngine, conversation, prompt_tools
+from rollflow_engines.roles.inference.engine import SamplingParams, Seq
+from rollflow_engines.roles.inference.sim import SimEngine, conversation, open_reply, prompt_tools
 from rollflow_engines.sandbox import SandboxSettings, configure, current
 
 from .served_swe import served_solvers_and_flailers
@@ -195,3 +196,32 @@ def test_served_tool_call_episodes_score_solvers_1_and_flailers_0_and_count_malf
         assert flailer["info"]["invalid_actions"] == invalid, flailer  # the env counts each malformed call, and nothing else
         malformed += invalid
     assert malformed > 0  # at invalid_prob 0.5 over 3 x 5 turns, some were drawn
+
+
+@pytest.mark.parametrize("cut", [1, 17])
+@pytest.mark.parametrize("actions", ["xml", "tool_calls"])
+@pytest.mark.anyio
+async def test_a_continued_reply_goes_on_where_the_cut_left_it(cut, actions):
+    # A generation cut short (an abort, a lost server, a retried activity) goes on as the turn's prompt plus its
+    # tokens so far. The open reply is not a turn of the conversation: the policy answers the same turns and the
+    # engine sends what is left of the same reply (the swe env's gold oracle failed on an open reply: IndexError).
+    engine = SimEngine(Options(backend="sim", sim={"policy": {"kind": "swe_oracle", "solve_prob": 1.0}}), InferenceMetrics())
+    env = SweLiteEnv()
+    try:
+        observation = env.reset(0, SweLiteConfig(task="t1-000", max_turns=20, actions=actions))
+        messages = env.first_messages(observation) or [{"role": "user", "content": observation}]
+        first = swe_oracle.reply(engine.sim.policy, conversation(engine.chat_prompt(messages)), 3, tools=prompt_tools(engine.chat_prompt(messages)))
+        role = "tool" if messages[0]["role"] == "tools" else "user"
+        messages += [{"role": "assistant", "content": first}, {"role": role, "content": env.step(first).observation}]
+    finally:
+        env.close()
+    prompt = engine.chat_prompt(messages)
+    params = SamplingParams(max_tokens=4096, temperature=1.0, seed=3)
+    whole = Seq(prompt, params, 0, frozenset())
+    engine._admit(whole)
+    script = whole.state[2]
+    assert open_reply(prompt) == [] and len(script) > cut
+    continued = Seq(prompt + script[:cut], params, 0, frozenset())
+    engine._admit(continued)
+    assert open_reply(continued.prompt) == script[:cut]
+    assert script[:cut] + continued.state[2] == script

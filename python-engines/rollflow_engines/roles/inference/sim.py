@@ -60,6 +60,16 @@ def conversation(prompt: list[int]) -> list[str]:
     return texts[:-1] if texts and prompt and prompt[-1] == ROLE_MARKERS["assistant"] else texts
 
 
+def open_reply(prompt: list[int]) -> list[int]:
+    """The tokens of the assistant turn a prompt leaves open: a generation continued from its partial tokens (the
+    prompt then is the turn's prompt plus what was generated before the cut). Empty for a fresh turn."""
+    marker = ROLE_MARKERS["assistant"]
+    if marker not in prompt:
+        return []
+    tail = prompt[len(prompt) - prompt[::-1].index(marker):]
+    return [] if END_OF_TURN in tail else tail
+
+
 def prompt_tools(prompt: list[int]) -> list[dict] | None:
     """The tools of a prompt that opens with a tools message (as chat_prompt renders one), or None. Read from the
     prompt's head because every later turn's prompt extends the first (continuations append ids), so the tools
@@ -141,7 +151,9 @@ class SimEngine(SteppedEngine):
         source = ("seed", p.seed) if p.seed is not None else ("prompt", tuple(seq.prompt))
         rng = random.Random(derive_seed(self.seed, source, seq.index))
         if self.sim.policy:  # the reply's bytes, then eos, at the latency model's pace
-            seed, turns = derive_seed(self.seed, source, seq.index), conversation(seq.prompt)
+            seed, turns, cut = derive_seed(self.seed, source, seq.index), conversation(seq.prompt), open_reply(seq.prompt)
+            if cut:  # a continued generation: the open reply is this turn's own beginning, not a turn of its own
+                turns = turns[:-1]
             if self.sim.policy.kind == "swe_escape":
                 text = swe_escape.reply(self.sim.policy, turns, seed)
             else:  # the tools in the prompt say the episode wants tool calls (actions: tool_calls)
@@ -149,6 +161,8 @@ class SimEngine(SteppedEngine):
                 if turns and swe_oracle_bash.asks_for_bash(turns[0]):  # actions: bash
                     text = swe_oracle_bash.translate(text)
             script = [(BYTE_OFFSET + b) % self.vocab_size for b in text.encode()]
+            if cut and script[:len(cut)] == cut:  # the same reply, so what is left of it
+                script = script[len(cut):]
             seq.state = (rng, len(script) + 1, script)
             return
         length = p.sim_response_length or draw_length(rng, self.sim.length, self._prompt_factor(seq.prompt))
