@@ -8,7 +8,8 @@
  * and the rest, the orchestration delay, and names two parts of that rest: how
  * late the trajectory workflow started, and how long its workflow tasks waited
  * in the queue for a worker. The trajectory that ended last sets the makespan,
- * so its own split is reported beside the spreads.
+ * so its own split is reported beside the spreads. A trajectory that continued as
+ * new would count from its last execution's start; W7's never do.
  */
 import { tsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
