@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import Long from 'long';
 import { temporal } from '@temporalio/proto';
-import { dispatchedAt, orchestrationDelay, spread, trajectoryDelay } from '../../src/bench/live/orchestration-delay';
+import { byWorkflowType, dispatchedAt, orchestrationDelay, spread, trajectoryDelay } from '../../src/bench/live/orchestration-delay';
 
 const T = temporal.api.enums.v1.EventType;
 const at = (ms: number) => ({ seconds: Long.fromNumber(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1e6 });
@@ -19,8 +19,8 @@ function trajectory(start: number, queued: number, ran: number, complete = true)
   const done = start + queued + 10; // the reset, a local activity, runs inside the task
   add(done, T.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
   add(done, T.EVENT_TYPE_MARKER_RECORDED);
-  add(done, T.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
-  add(done + 5, T.EVENT_TYPE_ACTIVITY_TASK_STARTED);
+  add(done, T.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, { activityTaskScheduledEventAttributes: { activityType: { name: 'playTurn' } } });
+  add(done + 5, T.EVENT_TYPE_ACTIVITY_TASK_STARTED, { activityTaskStartedEventAttributes: { scheduledEventId: Long.fromNumber(6) } });
   add(done + 5 + ran, T.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, { activityTaskCompletedEventAttributes: { scheduledEventId: Long.fromNumber(6), startedEventId: Long.fromNumber(7) } });
   add(done + 5 + ran, T.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED);
   add(done + 5 + ran + 20, T.EVENT_TYPE_WORKFLOW_TASK_STARTED, { workflowTaskStartedEventAttributes: { scheduledEventId: Long.fromNumber(9) } });
@@ -62,5 +62,12 @@ describe('orchestration delay', () => {
 
   it('spreads: mean and upper percentiles', () => {
     expect(spread([4, 1, 3, 2])).toEqual({ mean_s: 2.5, p50_s: 3, p90_s: 4, max_s: 4 });
+  });
+
+  it('splits a run\'s histories by workflow type, as one listing returns them', () => {
+    const started = (name: string): E[] => [{ eventId: Long.fromNumber(1), eventTime: at(0), eventType: T.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, workflowExecutionStartedEventAttributes: { workflowType: { name } } }];
+    const split = byWorkflowType([started('trajectory'), started('run'), started('group'), started('trajectory')]);
+    expect(split.run).toHaveLength(1);
+    expect(split.trajectory).toHaveLength(2);
   });
 });

@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/configs';
 import { envAsyncMakespan, lockstepMakespan, type TrajectoryTimes } from '../../src/bench/des/w8-measured';
 import { parseLiveOptions } from '../../src/bench/live';
-import { actionKind, distribution, executions, trajectoryTimes, w8RunConfig } from '../../src/bench/live/w8-bench';
+import { distribution, executions } from '../../src/bench/live/history-times';
+import { actionKind, trajectoryTimes, w8RunConfig } from '../../src/bench/live/w8-bench';
 
 const table: TrajectoryTimes[] = [
   { reset_s: 0.1, turns: [{ gen_s: 1, env_s: 2 }, { gen_s: 1, env_s: 0.5 }], finish_s: 0.1 },

@@ -13,6 +13,7 @@
  */
 import { tsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
+import { distribution, executions } from './history-times';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const EventType = temporal.api.enums.v1.EventType;
@@ -55,18 +56,22 @@ export function dispatchedAt(runHistories: readonly (readonly HistoryEvent[])[])
 
 /** One trajectory workflow's split, its times relative to `dispatchMs`. */
 export function trajectoryDelay(events: readonly HistoryEvent[], dispatchMs: number): TrajectoryDelay {
-  const at = new Map<number, number>(); // event id → time, for the events a later one names as its scheduling event
+  const scheduled = new Map<number, number>(); // workflow task scheduled event id → its time
   let taskWait = 0;
-  let activity = 0;
   for (const e of events) {
-    const t = timeOf(e);
-    at.set(Number(e.eventId), t);
-    if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED) taskWait += t - at.get(Number(e.workflowTaskStartedEventAttributes?.scheduledEventId))!;
-    if (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) activity += t - at.get(Number(e.activityTaskCompletedEventAttributes?.startedEventId))!;
+    if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) scheduled.set(Number(e.eventId), timeOf(e));
+    if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED) taskWait += timeOf(e) - scheduled.get(Number(e.workflowTaskStartedEventAttributes?.scheduledEventId))!;
   }
+  const activity = executions(events).reduce((sum, x) => sum + x.seconds * 1000, 0); // started → completed, as W8 times them
   const start = timeOf(events[0]!) - dispatchMs;
   const end = timeOf(events[events.length - 1]!) - dispatchMs;
   return { start_offset_s: s(start), task_wait_s: s(taskWait), activity_s: s(activity), delay_s: s(end - activity), end_s: s(end) };
+}
+
+/** A run's histories (its executions and its trajectories', in any order) split by workflow type, as orchestrationDelay takes them. */
+export function byWorkflowType(histories: readonly (readonly HistoryEvent[])[]): { run: HistoryEvent[][]; trajectory: HistoryEvent[][] } {
+  const typeOf = (h: readonly HistoryEvent[]) => h[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
+  return { run: histories.filter((h) => typeOf(h) === 'run').map((h) => [...h]), trajectory: histories.filter((h) => typeOf(h) === 'trajectory').map((h) => [...h]) };
 }
 
 export function orchestrationDelay(runHistories: readonly (readonly HistoryEvent[])[], trajectoryHistories: readonly (readonly HistoryEvent[])[]): OrchestrationDelay | null {
@@ -83,10 +88,10 @@ export function orchestrationDelay(runHistories: readonly (readonly HistoryEvent
   };
 }
 
+/** The mean, and W8's nearest-rank median, p90 and max (distribution), under this report's names. */
 export function spread(values: readonly number[]): Spread {
-  const v = [...values].sort((a, b) => a - b);
-  const at = (q: number) => v[Math.min(v.length - 1, Math.floor(q * v.length))]!;
-  return { mean_s: r(v.reduce((a, b) => a + b, 0) / v.length), p50_s: at(0.5), p90_s: at(0.9), max_s: v[v.length - 1]! };
+  const d = distribution(values);
+  return { mean_s: r(values.reduce((a, b) => a + b, 0) / values.length), p50_s: d.median_s!, p90_s: d.p90_s!, max_s: d.max_s! };
 }
 
 const r = (x: number) => Math.round(x * 1000) / 1000;

@@ -10,7 +10,7 @@ import { w1Cells, w1DesOptions, w1RunConfig, w7DesOptions, w7RunConfig, type W1C
 import { workersFor, type W1LiveOptions, type W7LiveOptions } from './options';
 import { activitiesPerTrajectory, overhead, rolloutMakespan, versus } from './report';
 import type { BenchStack, RunOutcome } from './runner';
-import { orchestrationDelay, type OrchestrationDelay } from './orchestration-delay';
+import { byWorkflowType, orchestrationDelay, type OrchestrationDelay } from './orchestration-delay';
 import { allFailedGroups } from '../../workflows/run-totals';
 
 export interface BenchContext {
@@ -149,7 +149,8 @@ export async function benchW7(o: W7LiveOptions, ctx: BenchContext): Promise<obje
 /** Where the run's time beyond the DES went (orchestration-delay.ts); what could not be read is said, not fatal to the bench. */
 async function w7OrchestrationDelay(ctx: BenchContext, runId: string): Promise<OrchestrationDelay | { error: string } | null> {
   try {
-    return orchestrationDelay(await ctx.stack.histories(runId, ['run']), await ctx.stack.histories(runId, ['trajectory']));
+    const { run, trajectory } = byWorkflowType(await ctx.stack.histories(runId, ['run', 'trajectory'])); // one listing of the run's workflows
+    return orchestrationDelay(run, trajectory);
   } catch (e) {
     return { error: `reading the run's histories: ${(e as Error).message}` };
   }

@@ -9,15 +9,13 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { defaultPayloadConverter } from '@temporalio/common';
-import { tsToMs } from '@temporalio/common/lib/time';
-import type { temporal } from '@temporalio/proto';
 import type { RunConfigInput } from '../../configs';
 import { ROOT } from '../../paths';
 import { envServerPid, sandboxProcessesUnder } from '../../stack/sandbox-processes';
 import { envAsyncMakespan, lockstepMakespan, type TrajectoryTimes } from '../des/w8-measured';
 import { stackSection } from './configs';
 import type { W8LiveOptions } from './options';
+import { distribution, executions, type Execution } from './history-times';
 import { rolloutMakespan, versus } from './report';
 import { runRecord, type BenchContext } from './rollout-bench';
 import type { RunOutcome } from './runner';
@@ -49,34 +47,6 @@ export function w8RunConfig(o: W8LiveOptions, mode: 'lockstep' | 'env_async', ru
   };
 }
 
-interface Execution {
-  type: string;
-  seconds: number;
-  input: unknown;
-}
-
-/** A workflow's activities in scheduling order, each with its execution time (started to completed) and input. */
-export function executions(events: readonly temporal.api.history.v1.IHistoryEvent[]): Execution[] {
-  const scheduled = new Map<string, { type: string; input: unknown }>();
-  const started = new Map<string, number>();
-  const done: (Execution & { order: number })[] = [];
-  for (const e of events) {
-    const id = String(e.eventId);
-    const s = e.activityTaskScheduledEventAttributes;
-    if (s) scheduled.set(id, { type: s.activityType?.name ?? '', input: s.input?.payloads?.[0] ? defaultPayloadConverter.fromPayload(s.input.payloads[0]) : undefined });
-    const st = e.activityTaskStartedEventAttributes;
-    if (st && e.eventTime) started.set(String(st.scheduledEventId), tsToMs(e.eventTime));
-    const c = e.activityTaskCompletedEventAttributes;
-    if (c && e.eventTime) {
-      const key = String(c.scheduledEventId);
-      const at = started.get(key);
-      const what = scheduled.get(key);
-      if (at !== undefined && what) done.push({ ...what, seconds: (tsToMs(e.eventTime) - at) / 1000, order: Number(c.scheduledEventId) });
-    }
-  }
-  return done.sort((a, b) => a.order - b.order).map(({ order: _order, ...x }) => x);
-}
-
 /** A trajectory workflow's activities as the DES's row: reset, (generate, env step) per turn, sample write. */
 export function trajectoryTimes(execs: readonly Execution[]): TrajectoryTimes {
   const of = (type: string) => execs.filter((x) => x.type === type).map((x) => x.seconds);
@@ -106,14 +76,6 @@ export function actionKind(action: string): string {
   }
   const tags = ['bash', 'view', 'replace', 'submit'].filter((t) => action.includes(`<${t}`));
   return tags.length === 1 ? tags[0]! : 'invalid';
-}
-
-/** Median, p90, p99 and max of some values, with their count; `unit` suffixes the keys (median_s for seconds). */
-export function distribution(values: readonly number[], unit = '_s') {
-  const s = [...values].sort((a, b) => a - b);
-  const at = (q: number) => (s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))]! : null);
-  const r = (x: number | null) => (x === null ? null : Math.round(x * 1000) / 1000);
-  return { n: s.length, [`median${unit}`]: r(at(0.5)), [`p90${unit}`]: r(at(0.9)), [`p99${unit}`]: r(at(0.99)), [`max${unit}`]: r(s.length ? s[s.length - 1]! : null) };
 }
 
 /** Workspaces under the env server's sandbox root and the live sandbox processes of the server at `envUrl`: both must be 0 after a run. */

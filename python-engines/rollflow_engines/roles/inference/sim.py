@@ -57,17 +57,20 @@ def conversation(prompt: list[int]) -> list[str]:
             role = t
         else:
             current.append(t)
-    return texts[:-1] if texts and prompt and prompt[-1] == ROLE_MARKERS["assistant"] else texts
+    # The assistant turn the prompt leaves open (empty for a fresh turn, a continued generation's tokens so far) is
+    # the reply being written, not a turn of the conversation.
+    return texts[:-1] if texts and open_reply(prompt) is not None else texts
 
 
-def open_reply(prompt: list[int]) -> list[int]:
-    """The tokens of the assistant turn a prompt leaves open: a generation continued from its partial tokens (the
-    prompt then is the turn's prompt plus what was generated before the cut). Empty for a fresh turn."""
+def open_reply(prompt: list[int]) -> list[int] | None:
+    """The tokens of the assistant turn a prompt leaves open: [] for a fresh turn (the prompt ends with the assistant
+    header), what was generated before a cut for a continued generation (the turn's prompt plus those tokens); None
+    when the prompt leaves no assistant turn open."""
     marker = ROLE_MARKERS["assistant"]
     if marker not in prompt:
-        return []
+        return None
     tail = prompt[len(prompt) - prompt[::-1].index(marker):]
-    return [] if END_OF_TURN in tail else tail
+    return None if END_OF_TURN in tail else tail
 
 
 def prompt_tools(prompt: list[int]) -> list[dict] | None:
@@ -151,9 +154,7 @@ class SimEngine(SteppedEngine):
         source = ("seed", p.seed) if p.seed is not None else ("prompt", tuple(seq.prompt))
         rng = random.Random(derive_seed(self.seed, source, seq.index))
         if self.sim.policy:  # the reply's bytes, then eos, at the latency model's pace
-            seed, turns, cut = derive_seed(self.seed, source, seq.index), conversation(seq.prompt), open_reply(seq.prompt)
-            if cut:  # a continued generation: the open reply is this turn's own beginning, not a turn of its own
-                turns = turns[:-1]
+            seed, turns, cut = derive_seed(self.seed, source, seq.index), conversation(seq.prompt), open_reply(seq.prompt) or []
             if self.sim.policy.kind == "swe_escape":
                 text = swe_escape.reply(self.sim.policy, turns, seed)
             else:  # the tools in the prompt say the episode wants tool calls (actions: tool_calls)
