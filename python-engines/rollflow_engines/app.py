@@ -29,10 +29,10 @@ def create_app(config: ServeConfig) -> FastAPI:
     # async, on the event loop itself: a blocked loop answers nothing, which a probe's timeout sees (see liveness.py).
     @app.get("/health")
     async def health() -> JSONResponse:
-        stalled = liveness.stalled()
+        problem = liveness.problem()
         body = {
-            "status": "stalled" if stalled else "ok",
-            **({"error": f"stalled: work in flight has not moved for {liveness.stall_after_s:g} s (stall_after_s)"} if stalled else {}),
+            "status": "ok" if problem is None else problem.split(":", 1)[0],  # "stalled" or "failed"
+            **({"error": problem} if problem is not None else {}),
             "role": config.role,
             "backend": config.backend,
             "version": __version__,
@@ -40,7 +40,7 @@ def create_app(config: ServeConfig) -> FastAPI:
             "uptime_s": round(time.time() - started, 3),
             "liveness": liveness.report(),
         }
-        return JSONResponse(body, status_code=503 if stalled else 200)
+        return JSONResponse(body, status_code=503 if problem is not None else 200)
 
     app.add_middleware(LivenessMiddleware, liveness=liveness)
     app.add_middleware(RequestEdge, max_request_bytes=options.max_request_bytes)

@@ -19,6 +19,11 @@ answers nothing at all, which a probe with a timeout sees the same way.
 
 A timer alone would not do: a deadlocked backend thread leaves the event loop
 free to answer health checks and send keep-alives forever.
+
+The server has *failed* when something it cannot serve without has died (the
+inference scheduler loop): /health answers 503 at once, with the cause, rather
+than only once a request has waited ``stall_after_s`` for tokens that will
+never come.
 """
 from __future__ import annotations
 
@@ -70,6 +75,7 @@ class Liveness:
         self.loop_ticks = 0
         self._moved_at = clock()
         self._excuses: list[Callable[[], bool]] = []
+        self._failures: list[Callable[[], str | None]] = []
         self._counters: list[Callable[[], float]] = []
         self._counted = 0.0
         self._deadlines: dict[int, float] = {}
@@ -96,6 +102,21 @@ class Liveness:
     def excuse_while(self, waiting_by_design: Callable[[], bool]) -> None:
         """While ``waiting_by_design()`` is true, work in flight without progress is not a stall."""
         self._excuses.append(waiting_by_design)
+
+    def fail_when(self, failure: Callable[[], str | None]) -> None:
+        """``failure()`` says why the server can no longer work (None while it can); read when asked."""
+        self._failures.append(failure)
+
+    def failed(self) -> str | None:
+        return next((why for why in (read() for read in self._failures) if why is not None), None)
+
+    def problem(self) -> str | None:
+        """What /health reports as wrong, or None when the server is live."""
+        if (why := self.failed()) is not None:
+            return f"failed: {why}"
+        if self.stalled():
+            return f"stalled: work in flight has not moved for {self.stall_after_s:g} s (stall_after_s)"
+        return None
 
     def started(self) -> None:
         if self.inflight == 0:
@@ -153,7 +174,7 @@ class Liveness:
             self.loop_ticks += 1
             if last_feed == 0.0:
                 notify.send("READY=1")  # a tick after the app's start-up, so the port is serving
-            if time.monotonic() - last_feed >= WATCHDOG_EVERY_S and not self.stalled():
+            if time.monotonic() - last_feed >= WATCHDOG_EVERY_S and self.problem() is None:
                 notify.send("WATCHDOG=1")
                 last_feed = time.monotonic()
 

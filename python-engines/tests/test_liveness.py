@@ -245,3 +245,68 @@ def test_sim_deadlock_options_belong_to_the_sim_backends():
     with pytest.raises(ValueError, match="sim_seconds_per_sample"):
         Options(backend="torch", sim_seconds_per_sample=0.1)
     assert Options(backend="sim", sim_deadlock_after_steps=3).sim_deadlock_after_steps == 3
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["keep", "wait"])
+async def test_a_pause_does_not_excuse_a_decode_step_that_never_returns(mode):
+    # A pause arriving at a deadlocked backend waits on the step forever ("keep": for the step lock; "wait": for the
+    # batch to drain). Excusing the stall because the server is paused would leave it alive and useless for good.
+    app = create_app(ServeConfig(role="inference", backend="sim", options={"stall_after_s": 30, "sim": {"deadlock_after_steps": 3}}))
+    live = app.state.liveness
+    clock = live._clock = FakeClock()
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://inference", timeout=60) as client:
+            request = asyncio.create_task(client.post("/v1/completions", json={"prompt": [1, 2, 3], "max_tokens": 20, **LONG["sim"]}))
+            await wait_until(lambda: live.report()["progress"] >= 3, "three decode steps")
+            pause = asyncio.create_task(client.post("/pause", json={"mode": mode}))
+            await wait_until(lambda: app.state.inference_engine.state()["paused"], "the pause to arrive")
+            assert not pause.done(), "the pause waits on the step that never returns"
+            clock.now += 31
+            health = await client.get("/health")
+            assert health.status_code == 503 and health.json()["status"] == "stalled"
+            request.cancel()
+            pause.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_request_the_backend_cannot_admit_fails_alone_and_the_server_serves_on(monkeypatch):
+    app = create_app(ServeConfig(role="inference", backend="sim", options={}))
+    async with app.router.lifespan_context(app):
+        engine = app.state.inference_engine
+        admit = engine._admit
+
+        def admit_all_but_prompt_9(seq):
+            if seq.prompt == [9]:
+                raise IndexError("a backend bug on this prompt")
+            admit(seq)
+
+        monkeypatch.setattr(engine, "_admit", admit_all_but_prompt_9)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app, raise_app_exceptions=False), base_url="http://inference", timeout=60) as client:
+            bad = await client.post("/v1/completions", json={"prompt": [9], "max_tokens": 3})
+            good = await client.post("/v1/completions", json={"prompt": [1, 2], "max_tokens": 3})
+            health = await client.get("/health")
+    assert bad.status_code == 500
+    assert good.status_code == 200 and len(good.json()["choices"][0]["token_ids"]) == 3
+    assert health.status_code == 200
+
+
+@pytest.mark.anyio
+async def test_a_scheduler_loop_that_dies_is_logged_at_once_and_fails_health_with_its_cause(monkeypatch, caplog):
+    app = create_app(ServeConfig(role="inference", backend="sim", options={}))
+    async with app.router.lifespan_context(app):
+        engine = app.state.inference_engine
+
+        def broken():
+            raise RuntimeError("scheduler bug")
+
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://inference", timeout=60) as client:
+            assert (await client.get("/health")).status_code == 200
+            monkeypatch.setattr(engine, "_drop_cancelled", broken)  # what the loop runs first on its next turn
+            request = asyncio.create_task(client.post("/v1/completions", json={"prompt": [1], "max_tokens": 3}))
+            await wait_until(lambda: engine.failure is not None, "the loop to die")
+            health = await client.get("/health")
+            request.cancel()
+    assert health.status_code == 503 and health.json()["status"] == "failed"
+    assert "the scheduler loop died: RuntimeError: scheduler bug" in health.json()["error"]
+    assert any("the scheduler loop died" in r.getMessage() and r.exc_info for r in caplog.records)

@@ -39,6 +39,7 @@ class FakeAsyncLLM:
     paused: str | None = None
     resumed: asyncio.Event = field(default_factory=asyncio.Event)
     in_flight: list = field(default_factory=list)  # (request_id, emitted tokens)
+    pause_gate: asyncio.Event | None = None  # when set by a test, pause_generation returns only once it is set
 
     @classmethod
     def from_engine_args(cls, args):
@@ -75,6 +76,8 @@ class FakeAsyncLLM:
         self.calls.append(("pause_generation", mode))
         self.resumed.clear()
         self.paused = mode
+        if self.pause_gate is not None:
+            await self.pause_gate.wait()
 
     async def resume_generation(self):
         self.calls.append(("resume_generation",))
@@ -162,3 +165,20 @@ async def test_update_weights_while_running_is_a_conflict(fake_vllm, tmp_path):
     async with serve("vllm") as (client, _):
         r = await client.post("/update_weights", json={"path": str(tmp_path), "version": 1})
     assert r.status_code == 409 and r.json()["problems"][0]["field"] == "state"
+
+
+async def test_a_pause_holds_requests_by_design_only_once_vllm_has_paused(fake_vllm):
+    # /health excuses a paused server's waiting requests (holds_by_design); a pause vLLM has not finished (a drain, a
+    # step that never returns) is no such hold, or a hung engine would be excused for as long as its pause waits.
+    async with serve("vllm", model="/models/policy") as (client, engine):
+        await wait_until(lambda: fake_vllm.get("llm") is not None, "the engine")
+        llm = fake_vllm["llm"]
+        llm.pause_gate = asyncio.Event()
+        pause = asyncio.create_task(client.post("/pause", json={"mode": "wait"}))
+        await wait_until(lambda: ("pause_generation", "wait") in llm.calls, "the pause to reach vLLM")
+        assert engine.state()["paused"] and not engine.holds_by_design()
+        llm.pause_gate.set()
+        assert (await pause).status_code == 200
+        assert engine.holds_by_design()
+        await client.post("/resume")
+        assert not engine.holds_by_design()

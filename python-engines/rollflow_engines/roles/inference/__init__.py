@@ -43,9 +43,10 @@ def register(app: FastAPI, backend: str, options: Options) -> None:
 
     engine = build_engine(backend, options)
     app.state.inference_engine = engine  # for tests and tooling in the same process
-    # Tokens are the progress; a paused server holds its requests by design.
+    # Tokens are the progress; a paused server holds its requests by design (unless a step it waits on never returns).
     app.state.liveness.watch_counter(lambda: engine.metrics.registry.get_sample_value("rollflow_inference_tokens_generated_total") or 0.0)
-    app.state.liveness.excuse_while(lambda: bool(engine.state()["paused"]))
+    app.state.liveness.excuse_while(engine.holds_by_design)
+    app.state.liveness.fail_when(lambda: engine.failure)
     register_routes(app, engine, options)
 
     # Run the engine's scheduler for the app's lifetime, inside whatever lifespan the app already has.

@@ -110,6 +110,10 @@ class InferenceEngine(ABC):
     metrics: InferenceMetrics
     served: ServedModel  # what exported weights must match to be loaded
     weights_cache: WeightsCache | None = None  # where s3:// exports are pulled (build_engine gives every engine one)
+    # Set by pause() once the pause has taken effect (aborted, frozen or drained), cleared by resume(): see holds_by_design.
+    pause_settled: bool = False
+    # Why the engine can no longer serve (its scheduler died), or None: /health reports it (liveness.fail_when).
+    failure: str | None = None
 
     async def start(self) -> None:
         """Starts background work; called from the app's lifespan."""
@@ -154,6 +158,13 @@ class InferenceEngine(ABC):
     @abstractmethod
     def state(self) -> dict[str, Any]:
         """The fields of contracts.EngineState."""
+
+    def holds_by_design(self) -> bool:
+        """True while requests wait without tokens because the server holds them by design, so /health does not call it
+        stalled: paused, and the pause has taken effect. A pause still waiting (for the step in flight to end, for the
+        batch to drain) is not a hold: if that step never returns, the server is hung, and excusing it would keep a
+        useless server alive for good."""
+        return self.pause_settled and bool(self.state()["paused"])
 
     def check_weights(self, path: str) -> Path:
         """The export directory at ``path``, if its manifest fits the served model; else an error naming ``path``.

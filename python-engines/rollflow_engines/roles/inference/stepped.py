@@ -73,13 +73,23 @@ class SteppedEngine(InferenceEngine):
     async def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._loop(), name=f"inference-{self.backend_name}-scheduler")
+            self._task.add_done_callback(self._loop_ended)
+
+    def _loop_ended(self, task: asyncio.Task[None]) -> None:
+        """The loop only ends by stop()'s cancel; any other end leaves a server that answers but serves nothing, so
+        it is logged now, with its cause, and /health reports it (liveness.fail_when) for a supervisor to replace."""
+        if task.cancelled() or task.exception() is None:
+            return
+        error = task.exception()
+        self.failure = f"the scheduler loop died: {type(error).__name__}: {error}"
+        log.error("%s; no request will be served until the server is restarted", self.failure, exc_info=error)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        task, self._task = self._task, None
+        if task is not None and not task.done():  # a loop that died was reported by _loop_ended
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+                await task
         for seq in [*self.running, *self.waiting]:
             self._finish(seq, "abort")
         self.running, self.waiting = [], deque()
@@ -145,6 +155,7 @@ class SteppedEngine(InferenceEngine):
 
     async def pause(self, mode: str) -> tuple[int, int]:
         self.pause_mode = mode
+        self.pause_settled = False
         self._wake.set()
         await self._notify()
         aborted = 0
@@ -161,10 +172,12 @@ class SteppedEngine(InferenceEngine):
         else:
             async with self._changed:
                 await self._changed.wait_for(lambda: not self.running or self.pause_mode != "wait")
+        self.pause_settled = True
         return aborted, len(self.running) if self.pause_mode == "keep" else 0
 
     async def resume(self) -> None:
         self.pause_mode = None
+        self.pause_settled = False
         self._wake.set()
         await self._notify()
 
@@ -192,9 +205,15 @@ class SteppedEngine(InferenceEngine):
             if self.pause_mode is None:
                 while self.waiting and len(self.running) < self.max_batch:
                     seq = self.waiting.popleft()
-                    if not seq.cancelled:
+                    if seq.cancelled:
+                        continue
+                    try:
                         self._admit(seq)
-                        self.running.append(seq)
+                    except Exception as e:  # a backend bug on this request: fail it, keep serving the others
+                        log.exception("could not admit a sequence")
+                        self._fail([seq], e)
+                        continue
+                    self.running.append(seq)
             if not self.running or self.pause_mode in ("abort", "keep"):
                 self._wake.clear()
                 await self._wake.wait()
@@ -210,11 +229,7 @@ class SteppedEngine(InferenceEngine):
                     outputs = await self._step(batch)
                 except Exception as e:  # a backend bug: fail these requests, keep serving
                     log.exception("decode step failed")
-                    for seq in batch:
-                        if not seq.future.done():
-                            seq.future.set_exception(e)
-                            if seq.progress is not None:
-                                seq.progress.set()
+                    self._fail(batch, e)
                     self.running = [s for s in self.running if s not in batch]
                     continue
                 self._record(batch, outputs)
@@ -236,6 +251,14 @@ class SteppedEngine(InferenceEngine):
         self.metrics.tokens_generated.inc(len(batch))
         if finished:
             self.running = [s for s in self.running if s.finish_reason is None]
+
+    @staticmethod
+    def _fail(seqs: list[Seq], error: Exception) -> None:
+        for seq in seqs:
+            if not seq.future.done():
+                seq.future.set_exception(error)
+                if seq.progress is not None:
+                    seq.progress.set()
 
     def _finish(self, seq: Seq, reason: str) -> None:
         seq.finish_reason = reason

@@ -176,14 +176,17 @@ class VllmEngine(InferenceEngine):
 
     async def pause(self, mode: str) -> tuple[int, int]:
         self.pause_mode = mode
+        self.pause_settled = False
         self._resumed.clear()
         in_flight = len(self._running)
         await self.llm.pause_generation(mode=mode)
+        self.pause_settled = True
         return (in_flight if mode == "abort" else 0), (len(self._running) if mode == "keep" else 0)
 
     async def resume(self) -> None:
         await self.llm.resume_generation()
         self.pause_mode = None
+        self.pause_settled = False
         self._resumed.set()
 
     async def update_weights(self, path: str, version: int) -> None:
