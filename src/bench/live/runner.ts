@@ -62,6 +62,8 @@ export function machine(): Machine {
 }
 
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+/** Histories read back at once after a bench run (BenchStack.histories). */
+const HISTORY_FETCHES_AT_ONCE = 8;
 
 /** CPU seconds (user + system, with reaped children) of a live process; 0 when it is gone. */
 function cpuSeconds(pid: number | undefined): number {
@@ -268,11 +270,15 @@ export class BenchStack {
     if (!this.lastLoaded) return [];
     const client = await connectClient(this.lastLoaded.config);
     try {
-      const out: temporal.api.history.v1.IHistoryEvent[][] = [];
-      for await (const wf of client.workflow.list({ query: `RollflowRunId = '${runId}'` })) {
-        if (!types.includes(wf.type)) continue;
-        out.push((await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory()).events ?? []);
-      }
+      const wanted: { workflowId: string; runId: string }[] = [];
+      for await (const wf of client.workflow.list({ query: `RollflowRunId = '${runId}'` })) if (types.includes(wf.type)) wanted.push(wf);
+      // A few fetches at once: a run of a thousand trajectories was read back one history at a time.
+      const out: temporal.api.history.v1.IHistoryEvent[][] = new Array(wanted.length);
+      let next = 0;
+      const fetcher = async () => {
+        for (let i = next++; i < wanted.length; i = next++) out[i] = (await client.workflow.getHandle(wanted[i]!.workflowId, wanted[i]!.runId).fetchHistory()).events ?? [];
+      };
+      await Promise.all(Array.from({ length: Math.min(HISTORY_FETCHES_AT_ONCE, wanted.length) }, fetcher));
       return out;
     } finally {
       await client.connection.close();
