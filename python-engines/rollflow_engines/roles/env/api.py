@@ -71,6 +71,7 @@ class EnvRole:
 
     def _closed(self, session: Session, why: str) -> None:
         self.metrics.sessions_open.labels(session.env_name).dec()
+        self._set_resumable(session, False)
         if why == "expired":
             self.metrics.sessions_expired.labels(session.env_name).inc()
 
@@ -114,6 +115,7 @@ class EnvRole:
         self.metrics.resets.labels(req.env).inc()
         if req.restore is not None:
             self.metrics.restores.labels(req.env).inc()
+            self._set_resumable(session, True)
         return ResetResponse(session=session.id, observation=observation, info=info, on_env_loss=cls.on_env_loss,
                              step_timeout_s=env.step_timeout_s(), messages=env.first_messages(observation))
 
@@ -142,6 +144,7 @@ class EnvRole:
             session.done, session.applied = done, session.applied + 1
             session.last = StepRecord(session.env_name, req.index, sha, response)
             self._log(session.id, session.last)
+            self._set_resumable(session, (session.resumable or bool(info.get("snapshot"))) and not done)
         self.sessions.touch(session)
         self.metrics.steps.labels(session.env_name).inc()
         if info["invalid_action"]:
@@ -149,6 +152,11 @@ class EnvRole:
         if done:
             self._episode_ended(session.env_name, info)
         return response
+
+    def _set_resumable(self, session: Session, resumable: bool) -> None:
+        if resumable != session.resumable:
+            session.resumable = resumable
+            self.metrics.sessions_resumable.labels(session.env_name).inc(1 if resumable else -1)
 
     def _bounded(self, seconds: float):
         """A step past its env's own bound makes the server stalled (liveness.py): a supervisor then replaces it."""

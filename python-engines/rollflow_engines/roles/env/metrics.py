@@ -10,6 +10,8 @@ class EnvMetrics:
     def __init__(self) -> None:
         self.registry = r = CollectorRegistry()
         self.sessions_open = Gauge(PREFIX + "sessions_open", "Env sessions open now.", ["env"], registry=r)
+        self.sessions_resumable = Gauge(PREFIX + "sessions_resumable", "Open sessions whose episode goes on and has a saved snapshot: "
+                                        "the ones a server that lost them could resume (snapshot_dir).", ["env"], registry=r)
         self.sessions_expired = Counter(PREFIX + "sessions_expired", "Sessions closed for being idle longer than session_ttl_s.", ["env"], registry=r)
         self.sessions_rejected = Counter(PREFIX + "sessions_rejected", "Resets refused because max_sessions were open.", registry=r)
         self.resets = Counter(PREFIX + "resets", "Episodes started (/reset).", ["env"], registry=r)

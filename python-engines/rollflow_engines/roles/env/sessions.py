@@ -42,6 +42,7 @@ class Session:
     closed: bool = False
     applied: int = 0  # actions applied: the index the next /step must carry
     last: StepRecord | None = None  # the last applied step, answered again to a retry of it
+    resumable: bool = False  # its episode is open and has a saved snapshot: a server that lost it could resume it
     lock: threading.Lock = field(default_factory=threading.Lock)  # held while the env steps
 
 

@@ -46,9 +46,19 @@ def test_a_second_server_sharing_snapshot_dir_resumes_a_swe_episode_the_first_lo
     with server("a") as a:
         session = a.post("/reset", json={"env": "swe", "seed": 0, "config": good}).json()["session"]
         fix = apply_patch(built.row("tally__tally-2")["patch"])
+        assert resumable(a) == 0, "no snapshot before the first command"
         saved = a.post("/step", json={"session": session, "index": 0, "action": fix}).json()["info"]["snapshot"]
+        assert resumable(a) == 1
     with server("b") as b:  # the first server is gone with its session and workspace
         resumed = b.post("/reset", json={"env": "swe", "seed": 0, "config": good, "restore": saved, "index": 1})
         assert resumed.status_code == 200 and resumed.json()["info"]["turn"] == 1, resumed.text
+        assert resumable(b) == 1
         end = b.post("/step", json={"session": resumed.json()["session"], "index": 1, "action": "<submit/>"}).json()
         assert end["reward"] == 1.0 and end["info"]["success"], end
+        assert resumable(b) == 0, "an ended episode is nothing to resume"
+
+
+def resumable(server: TestClient) -> float:
+    """The server's gauge of open episodes with a saved snapshot (what a run test waits for before losing the server)."""
+    lines = [l for l in server.get("/metrics").text.splitlines() if l.startswith('rollflow_env_sessions_resumable{env="swe"}')]
+    return float(lines[0].split()[-1]) if lines else 0.0  # a labelled gauge has no sample before its label is first set
