@@ -38,7 +38,7 @@ def header(rep: dict) -> list[str]:
         "",
         f"Machine: {m['nproc']} cores ({m['cpu_model']}), {m['mem_gib']} GiB; node {m['node']}; commit {m['git_commit']}.",
         f"Date: {rep['date']}. Load average (1 min) before each run: {load}; at start {rep['load1_start']:.1f}, at end {rep['load1_end']:.1f}"
-        " (the machine is shared with other engineers' jobs).",
+        " (the bench's own work included; the notes say what else ran beside it).",
         "",
     ]
 
