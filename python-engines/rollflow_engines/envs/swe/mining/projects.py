@@ -21,6 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..sources import repo_slug
+
 PROJECTS_FILE = Path(__file__).with_name("projects.json")
 PIP_TIMEOUT_S = 600
 
@@ -41,7 +43,7 @@ class Project:
 
     @property
     def slug(self) -> str:
-        return self.repo.replace("/", "__")
+        return repo_slug(self.repo)
 
 
 def load(path: Path = PROJECTS_FILE) -> tuple[list[Project], list[str]]:
