@@ -88,6 +88,12 @@ class Options(PolicyModelOptions):
     batch_invariant: bool = Field(default=False, description="torch: a forward pass per sequence, so its logits, tokens and logprobs are the same "
                                                               "bits whatever else is in the batch (exactly-once runs, docs/exactly-once.md); "
                                                               "slower: no batching.")
+    kv_cache: bool = Field(default=False, description="torch: keep each running sequence's key/value cache between decode steps, so a step "
+                                                      "feeds it one new token instead of its whole prompt and reply (O(1) work a token, "
+                                                      "not O(length): long multi-turn prompts). A forward pass per sequence. Incremental "
+                                                      "passes round differently from a whole one, so a continuation after a cut draws the "
+                                                      "uncut tokens only up to that rounding (docs/exactly-once.md). Dropped at each "
+                                                      "weight update.")
     sim: SimOptions = Field(default_factory=SimOptions)
     vllm: dict[str, Any] = Field(default_factory=dict, description="vllm: extra AsyncEngineArgs (gpu_memory_utilization, ...).")
 
@@ -109,6 +115,9 @@ class Options(PolicyModelOptions):
             if "dtype" in self.model_fields_set:
                 where = "set vllm.dtype" if self.backend == "vllm" else "the sim backend loads no model"
                 raise option_error(Options, "dtype", self.dtype, f"only the torch backend takes dtype ({where})")
+            if self.kv_cache:
+                where = "vllm keeps its own paged cache" if self.backend == "vllm" else "the sim backend runs no model"
+                raise option_error(Options, "kv_cache", self.kv_cache, f"only the torch backend takes kv_cache ({where})")
             if "device" in self.model_fields_set:
                 where = "vllm places the model itself" if self.backend == "vllm" else "the sim backend loads no model"
                 raise option_error(Options, "device", self.device, f"only the torch backend takes device ({where})")

@@ -25,6 +25,11 @@ order that depends on the batch's shape (its rows and padding), so a sequence's 
 the last bits with what it shares a step with; alone, they are a function of its own tokens and
 the weights (docs/exactly-once.md).
 
+Option kv_cache keeps each running sequence's key/value cache between steps (a forward pass per
+sequence, fed only the tokens its cache lacks: the prompt at its first step, then one token).
+Caches are dropped at a weight update (the next step recomputes the whole sequence under the new
+weights) and go with the sequence when it ends.
+
 With lora_rank > 0 the model carries a LoRA adapter (models/lora.py) that starts
 as a no-op; a weight update replaces the adapter's tensors and never touches
 the base weights.
@@ -33,7 +38,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -71,6 +78,17 @@ def sample_token(logits: torch.Tensor, params: SamplingParams, generator: torch.
     return token, float(logprobs[token])
 
 
+@dataclass
+class Decoding:
+    """A running sequence's torch state: the key its draws derive from (module docstring) and, with kv_cache, its cache,
+    which holds the first ``cached`` ids of prompt + tokens as computed under weights ``epoch``."""
+
+    key: int
+    cache: Any = None
+    cached: int = 0
+    epoch: int = 0
+
+
 class TorchEngine(SteppedEngine):
     backend_name = "torch"
 
@@ -99,6 +117,8 @@ class TorchEngine(SteppedEngine):
         self.eos_token_ids = frozenset(eos)
         self._seeds = random.Random(options.seed)  # for requests without a seed
         self.batch_invariant = options.batch_invariant
+        self.kv_cache = options.kv_cache
+        self._weights_epoch = 0  # counts weight loads: a cache from an older epoch is dropped
 
     # --- requests ------------------------------------------------------
 
@@ -128,7 +148,7 @@ class TorchEngine(SteppedEngine):
 
     def _admit(self, seq: Seq) -> None:
         seed = seq.params.seed if seq.params.seed is not None else self._seeds.getrandbits(62)
-        seq.state = derive_seed(seed, seq.index)  # the sequence's key; each draw adds its position (module docstring)
+        seq.state = Decoding(derive_seed(seed, seq.index))  # each draw adds its position to the key (module docstring)
 
     async def _step(self, batch: list[Seq]) -> list[tuple[int, float]]:
         inputs = [seq.prompt + seq.tokens for seq in batch]  # snapshot on the loop thread
@@ -139,14 +159,26 @@ class TorchEngine(SteppedEngine):
         """One token for each sequence: a forward pass per width group (widths.py), or per sequence
         with batch_invariant; each draw keyed on the sequence and its position, so the grouping changes no draw."""
         outputs: list[tuple[int, float]] = [(0, 0.0)] * len(batch)
-        groups = [[r] for r in range(len(inputs))] if self.batch_invariant else width_groups([len(ids) for ids in inputs])
+        alone = self.batch_invariant or self.kv_cache  # a pass per sequence
+        groups = [[r] for r in range(len(inputs))] if alone else width_groups([len(ids) for ids in inputs])
         for rows in groups:
-            logits = self._last_logits([inputs[r] for r in rows])
+            logits = self._cached_last_logits(batch[rows[0]].state, inputs[rows[0]]) if self.kv_cache else self._last_logits([inputs[r] for r in rows])
             for i, r in enumerate(rows):
                 generator = torch.Generator()
-                generator.manual_seed(derive_seed(batch[r].state, len(inputs[r])))
+                generator.manual_seed(derive_seed(batch[r].state.key, len(inputs[r])))
                 outputs[r] = sample_token(logits[i], batch[r].params, generator)
         return outputs
+
+    def _cached_last_logits(self, decoding: Decoding, ids: list[int]) -> torch.Tensor:
+        """[1, vocab] float32 logits on the CPU at the last position of ``ids``, feeding the model only what the sequence's
+        cache lacks (all of ``ids`` when it has none, or none valid under the current weights)."""
+        if decoding.epoch != self._weights_epoch or decoding.cached >= len(ids):
+            decoding.cache, decoding.cached, decoding.epoch = None, 0, self._weights_epoch
+        new = torch.tensor([ids[decoding.cached:]], dtype=torch.long, device=self.device)
+        positions = torch.arange(decoding.cached, len(ids), dtype=torch.long, device=self.device).unsqueeze(0)
+        out = self.model(input_ids=new, position_ids=positions, past_key_values=decoding.cache, use_cache=True, logits_to_keep=1)
+        decoding.cache, decoding.cached = out.past_key_values, len(ids)
+        return out.logits[:, -1, :].float().cpu()
 
     def _last_logits(self, inputs: list[list[int]]) -> torch.Tensor:
         """[rows, vocab] float32 logits on the CPU at each sequence's last position, the rows left-padded to the longest."""
@@ -168,7 +200,9 @@ class TorchEngine(SteppedEngine):
     def _load_weights_sync(self, path: Path) -> None:
         """Loads *.safetensors from ``path`` into the model in place (with LoRA: the adapter's), all checks before any copy."""
         if self.lora:
-            return load_adapter(self.model, path)
+            load_adapter(self.model, path)
+            self._weights_epoch += 1
+            return
         from safetensors import SafetensorError
         from safetensors.torch import load_file
 
@@ -195,3 +229,4 @@ class TorchEngine(SteppedEngine):
         if missing:
             raise RequestError("path", f"weights do not fit this model: missing tensors {missing[:5]}", str(path))
         self.model.load_state_dict(incoming, strict=False)
+        self._weights_epoch += 1
