@@ -2,7 +2,9 @@
 
 (a) torch: decode throughput (completion tokens/s) of the tiny model at batch
     sizes 1, 8, 32: B concurrent requests of --torch-tokens tokens each
-    (ignore_eos), in-process through the ASGI app with its scheduler running.
+    (ignore_eos) after a --torch-prompt-token prompt, in-process through the
+    ASGI app with its scheduler running. With --kv-cache-compare each size runs
+    without and with the kv_cache option, and the ratio is printed.
 (b) sim: requests/s one real server sustains with zero latency: a uvicorn
     server in a child process on loopback, hit by an async httpx client with
     bounded concurrency for a bounded number of requests.
@@ -32,15 +34,16 @@ ENGINES = Path(__file__).resolve().parents[2] / "python-engines"
 sys.path.insert(0, str(ENGINES))
 
 
-async def bench_torch(batch: int, tokens: int, model: str) -> dict:
+async def bench_torch(batch: int, tokens: int, model: str, prompt_tokens: int = 16, kv_cache: bool = False) -> dict:
     from rollflow_engines.app import create_app
     from rollflow_engines.config import ServeConfig
 
-    app = create_app(ServeConfig(role="inference", backend="torch", options={"model": model, "max_batch": max(batch, 1)}))
+    options = {"model": model, "max_batch": max(batch, 1), "kv_cache": kv_cache}
+    app = create_app(ServeConfig(role="inference", backend="torch", options=options))
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench", timeout=600) as client:
             async def one(i: int) -> int:
-                body = {"prompt": [10 + (i % 50)] * 16, "max_tokens": tokens, "temperature": 1.0, "seed": i, "ignore_eos": True}
+                body = {"prompt": [10 + (i % 50)] * prompt_tokens, "max_tokens": tokens, "temperature": 1.0, "seed": i, "ignore_eos": True}
                 r = await client.post("/v1/completions", json=body)
                 r.raise_for_status()
                 return r.json()["usage"]["completion_tokens"]
@@ -49,7 +52,7 @@ async def bench_torch(batch: int, tokens: int, model: str) -> dict:
             started = time.perf_counter()
             generated = sum(await asyncio.gather(*(one(i) for i in range(batch))))
             elapsed = time.perf_counter() - started
-    return {"batch": batch, "tokens": generated, "seconds": round(elapsed, 3), "tokens_per_s": round(generated / elapsed, 1),
+    return {"batch": batch, "prompt_tokens": prompt_tokens, "kv_cache": kv_cache, "tokens": generated, "seconds": round(elapsed, 3), "tokens_per_s": round(generated / elapsed, 1),
             "ms_per_step": round(1000 * elapsed / tokens, 2)}
 
 
@@ -161,7 +164,9 @@ def main() -> None:
     parser.add_argument("--skip-sim", action="store_true")
     parser.add_argument("--torch-model", default="tiny:default")
     parser.add_argument("--torch-batches", default="1,8,32")
-    parser.add_argument("--torch-tokens", type=int, default=64, help="tokens per request (prompt is 16 tokens)")
+    parser.add_argument("--torch-tokens", type=int, default=64, help="tokens per request")
+    parser.add_argument("--torch-prompt", type=int, default=16, help="prompt tokens per request")
+    parser.add_argument("--kv-cache-compare", action="store_true", help="each batch size without and with kv_cache")
     parser.add_argument("--sim-requests", type=int, default=10_000)
     parser.add_argument("--sim-concurrency", type=int, default=64)
     parser.add_argument("--sim-tokens", type=int, default=16, help="response length of every sim request")
@@ -170,11 +175,16 @@ def main() -> None:
 
     results: dict = {"cpus": os.cpu_count()}
     if not args.skip_torch:
-        results["torch"] = [asyncio.run(bench_torch(int(b), args.torch_tokens, args.torch_model))
-                            for b in args.torch_batches.split(",")]
-        for row in results["torch"]:
-            print(f"torch {args.torch_model} batch {row['batch']:>3}: {row['tokens_per_s']:>8} tokens/s "
-                  f"({row['ms_per_step']} ms/step, {row['tokens']} tokens in {row['seconds']} s)", flush=True)
+        results["torch"] = []
+        for b in args.torch_batches.split(","):
+            rows = [asyncio.run(bench_torch(int(b), args.torch_tokens, args.torch_model, args.torch_prompt, kv))
+                    for kv in ((False, True) if args.kv_cache_compare else (False,))]
+            for row in rows:
+                print(f"torch {args.torch_model} batch {row['batch']:>3}, prompt {row['prompt_tokens']}, kv_cache {row['kv_cache']}: "
+                      f"{row['tokens_per_s']:>8} tokens/s ({row['ms_per_step']} ms/step, {row['tokens']} tokens in {row['seconds']} s)", flush=True)
+            if len(rows) == 2:
+                print(f"  kv_cache / recomputing: {rows[1]['tokens_per_s'] / rows[0]['tokens_per_s']:.2f}x the tokens/s", flush=True)
+            results["torch"] += rows
     if not args.skip_sim:
         results["sim"] = []
         for client in args.sim_clients.split(","):
