@@ -108,7 +108,9 @@ describe('exactly-once at α = 0 on the torch engines', () => {
     const clean = readRunBits(loaded, 'clean', STEPS);
     const cleanActions = envActions();
 
-    const faults: [number, ProcessKind][] = [[2, 'inference'], [3, 'env'], [4, 'worker'], [5, 'temporal'], [6, 'trainer']];
+    // Temporal last: after its restart this test's client takes a while to reconnect, and a kill that waits on its
+    // query can land after the run's last step (a trainer killed then replays nothing, which failed this test once).
+    const faults: [number, ProcessKind][] = [[2, 'inference'], [3, 'env'], [4, 'worker'], [5, 'trainer'], [6, 'temporal']];
     expect(await run('faulted', faults), log.join('\n')).toMatchObject({ step: STEPS, version: STEPS });
     const faulted = readRunBits(loaded, 'faulted', STEPS);
     const faultedActions = envActions().slice(cleanActions.length);
@@ -122,7 +124,7 @@ describe('exactly-once at α = 0 on the torch engines', () => {
     const metrics = readJsonl<Record<string, number>>(path.join(runDataDir(loaded.derived.run_dir, 'faulted'), 'metrics.jsonl'));
     const replayed = metrics.map((m) => m[`${TRAINER_PREFIX}${REPLAYED_STEPS}`]).filter((n) => n !== undefined);
     expect(replayed).toHaveLength(1);
-    expect(replayed[0]).toBeGreaterThanOrEqual(6);
+    expect(replayed[0]).toBeGreaterThanOrEqual(5);
 
     expect(clean.batches).toHaveLength(STEPS);
     expect(compareBits(clean, faulted)).toEqual({ weightsEqual: true, batchesEqual: true });
