@@ -70,5 +70,5 @@ engines:
 
 afterAll(() => server?.downStack(config, client));
 
-it('a killed env server: the lost episodes resume from their snapshots on the new server; every episode graded, each step trained once', () =>
+it('a killed env server: the lost episodes resume from their snapshots on the new server; every episode graded, each step trained once', { timeout: 600_000 }, () =>
   loseSnapshotEnvMidEpisode({ server, config, client, env: 'swe', envUrl, envPort, runId: 'swe-real-env-loss', batch: B, steps: STEPS }));

@@ -9,7 +9,9 @@ import { freePort, ROOT, TestDevServer } from './helpers/dev-server';
 import { loseSnapshotEnvMidEpisode } from './helpers/snapshot-env-loss';
 
 const B = 8;
-const STEPS = 2;
+// Four steps: room for the helper's holds (a suspend and a resume each) to find an episode to lose before the last;
+// with two, a first hold that found none (every episode ended) could not try again before the run completed.
+const STEPS = 4;
 let server: TestDevServer;
 let config: string;
 let client: Client;
@@ -54,5 +56,5 @@ engines:
 
 afterAll(() => server?.downStack(config, client));
 
-it('a killed env server: the lost episodes resume from their snapshots on the new server; every episode graded, each step trained once', () =>
+it('a killed env server: the lost episodes resume from their snapshots on the new server; every episode graded, each step trained once', { timeout: 600_000 }, () =>
   loseSnapshotEnvMidEpisode({ server, config, client, env: 'swe_lite', envUrl, envPort, runId: 'swe-env-loss', batch: B, steps: STEPS }));

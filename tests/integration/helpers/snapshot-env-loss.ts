@@ -71,9 +71,10 @@ export async function loseSnapshotEnvMidEpisode(o: SnapshotEnvLoss): Promise<voi
  * server reports once the suspension holds, never on how fast this machine runs: a hold that finds none (every
  * episode ended, or none has run a command yet) resumes, waits for the env's next step, and tries again.
  */
-async function holdWithAResumableEpisode(o: SnapshotEnvLoss, handle: WorkflowHandle, rollflow: (...args: string[]) => { status: number | null }, metric: (m: Map<string, number>, name: string) => number): Promise<void> {
+async function holdWithAResumableEpisode(o: SnapshotEnvLoss, handle: WorkflowHandle, rollflow: (...args: string[]) => { status: number | null; stderr: string }, metric: (m: Map<string, number>, name: string) => number): Promise<void> {
   for (let hold = 1; ; hold++) {
-    expect(rollflow('suspend', o.runId, '--config', o.config).status).toBe(0);
+    const suspended = rollflow('suspend', o.runId, '--config', o.config);
+    expect(suspended.status, `hold ${hold}: ${suspended.stderr}`).toBe(0);
     await until(async () => {
       const st = await handle.query(statusQuery);
       return st.suspended && st.enginesPaused ? true : undefined;
@@ -83,7 +84,8 @@ async function holdWithAResumableEpisode(o: SnapshotEnvLoss, handle: WorkflowHan
     expect(hold, `${hold} holds found no open episode with a snapshot`).toBeLessThan(HOLDS_AT_MOST);
     expect((await handle.query(statusQuery)).step, 'the run reached its last step before a hold found an episode to lose').toBeLessThan(o.steps);
     const steps = metric(m, 'steps_total');
-    expect(rollflow('resume', o.runId, '--config', o.config).status).toBe(0);
+    const resumed = rollflow('resume', o.runId, '--config', o.config);
+    expect(resumed.status, resumed.stderr).toBe(0);
     await until(async () => (metric(await scrape(o.envUrl), 'steps_total') > steps ? true : undefined), 'the env to take a step after the resume');
   }
   expect((await handle.query(statusQuery)).step).toBeLessThan(o.steps);

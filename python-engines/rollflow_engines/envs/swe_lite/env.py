@@ -189,13 +189,18 @@ class SweLiteEnv(BaseEnv):
             self.grade_result = result
             ended = "Submitted." if self.submitted else "Out of budget (turns or reply characters): graded as it stands."
             observation = f"{ended} Hidden tests: {'all passed' if result.resolved else 'not all passed'}."
+        saved = None
         if result is None and isinstance(parsed, (Bash, Replace)):  # the workspace may have changed: save it
             try:
                 self._save_snapshot()
+                saved = self.snapshot
             except WorkspaceOverLimit as e:  # the model filled its workspace past what the server will read: its outcome
                 self.over_limit = True
                 observation = f"Episode ended: {e}. Nothing was graded."
-        info = {**self.info(), "invalid_action": isinstance(parsed, Invalid), **({"snapshot": self.snapshot} if self.snapshot else {})}
+        # Only the step that saved a snapshot names it: the client takes it to hold every action up to that step and,
+        # after a restore, sends the later ones again (views and unreadable replies run nothing, but they count turns,
+        # characters and invalid actions, which a snapshot named on their own steps would have lost).
+        info = {**self.info(), "invalid_action": isinstance(parsed, Invalid), **({"snapshot": saved} if saved else {})}
         reward = 1.0 if result is not None and result.resolved else 0.0
         return StepResult(truncate(observation, self.config.observation_chars), reward, self.over, info)
 

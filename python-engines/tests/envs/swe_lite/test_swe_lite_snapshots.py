@@ -30,14 +30,19 @@ def test_a_restored_episode_continues_where_it_was_without_running_anything_agai
     first.reset(0, CONFIG)
     assert "snapshot" not in first.step("<view>README</view>").info  # a view changes nothing: no snapshot
     saved = first.step(APPEND).info["snapshot"]
-    first.step("not an action")  # after the snapshot: an invalid action, nothing to save
+    # After the snapshot: an invalid action saves nothing and names no snapshot, so a client that loses the session
+    # sends it again after the restore (had it named the last one, the client would count it as held, and the
+    # restored episode would be a turn and an invalid action short).
+    assert "snapshot" not in first.step("not an action").info
 
     second = envs()  # another server's env: the same seed and config, then the snapshot
     second.reset(0, CONFIG)
     second.restore(snapshots.load(saved))
     assert (second.ws.path / "runs.log").read_text() == "ran\n"  # the command's effect, not a second run of it
     assert second.info()["turn"] == 2
-    assert second.step(APPEND).info["turn"] == 3
+    second.step("not an action")  # what the client sends again: the actions after the snapshot's step
+    assert second.info() == first.info()
+    assert second.step(APPEND).info["turn"] == 4
     assert (second.ws.path / "runs.log").read_text() == "ran\nran\n"
 
 
