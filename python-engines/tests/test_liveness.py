@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import asynccontextmanager
 import socket
 
 import httpx
@@ -199,8 +200,10 @@ def test_an_env_step_past_its_env_s_step_timeout_makes_the_env_server_stalled(mo
     assert client.get("/health").status_code == 200
 
 
-@pytest.mark.anyio
-async def test_a_sim_inference_server_modelling_a_deadlock_stops_its_tokens_but_answers_and_reports_the_stall():
+@asynccontextmanager
+async def deadlocked_sim_server():
+    """A sim inference server (stall_after_s 30, a fake clock) whose fourth decode step never returns, with a request
+    in flight that has had its three tokens: yields (liveness, clock, client, app, the request's task)."""
     app = create_app(ServeConfig(role="inference", backend="sim", options={"stall_after_s": 30, "sim": {"deadlock_after_steps": 3}}))
     live = app.state.liveness
     clock = live._clock = FakeClock()
@@ -208,14 +211,22 @@ async def test_a_sim_inference_server_modelling_a_deadlock_stops_its_tokens_but_
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://inference", timeout=60) as client:
             request = asyncio.create_task(client.post("/v1/completions", json={"prompt": [1, 2, 3], "max_tokens": 20, **LONG["sim"]}))
             await wait_until(lambda: live.report()["progress"] >= 3, "three decode steps")
-            for _ in range(20):  # the loop goes on turning; the fourth step never returns
-                await asyncio.sleep(0)
-            assert live.report()["progress"] == 3 and not request.done()
-            assert (await client.get("/health")).status_code == 200, "no stall before stall_after_s"
-            clock.now += 31
-            health = await client.get("/health")
-            assert health.status_code == 503 and health.json()["status"] == "stalled"
-            request.cancel()
+            try:
+                yield live, clock, client, app, request
+            finally:
+                request.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_sim_inference_server_modelling_a_deadlock_stops_its_tokens_but_answers_and_reports_the_stall():
+    async with deadlocked_sim_server() as (live, clock, client, _, request):
+        for _ in range(20):  # the loop goes on turning; the fourth step never returns
+            await asyncio.sleep(0)
+        assert live.report()["progress"] == 3 and not request.done()
+        assert (await client.get("/health")).status_code == 200, "no stall before stall_after_s"
+        clock.now += 31
+        health = await client.get("/health")
+        assert health.status_code == 503 and health.json()["status"] == "stalled"
 
 
 @pytest.mark.anyio
@@ -252,21 +263,14 @@ def test_sim_deadlock_options_belong_to_the_sim_backends():
 async def test_a_pause_does_not_excuse_a_decode_step_that_never_returns(mode):
     # A pause arriving at a deadlocked backend waits on the step forever ("keep": for the step lock; "wait": for the
     # batch to drain). Excusing the stall because the server is paused would leave it alive and useless for good.
-    app = create_app(ServeConfig(role="inference", backend="sim", options={"stall_after_s": 30, "sim": {"deadlock_after_steps": 3}}))
-    live = app.state.liveness
-    clock = live._clock = FakeClock()
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://inference", timeout=60) as client:
-            request = asyncio.create_task(client.post("/v1/completions", json={"prompt": [1, 2, 3], "max_tokens": 20, **LONG["sim"]}))
-            await wait_until(lambda: live.report()["progress"] >= 3, "three decode steps")
-            pause = asyncio.create_task(client.post("/pause", json={"mode": mode}))
-            await wait_until(lambda: app.state.inference_engine.state()["paused"], "the pause to arrive")
-            assert not pause.done(), "the pause waits on the step that never returns"
-            clock.now += 31
-            health = await client.get("/health")
-            assert health.status_code == 503 and health.json()["status"] == "stalled"
-            request.cancel()
-            pause.cancel()
+    async with deadlocked_sim_server() as (_, clock, client, app, _request):
+        pause = asyncio.create_task(client.post("/pause", json={"mode": mode}))
+        await wait_until(lambda: app.state.inference_engine.state()["paused"], "the pause to arrive")
+        assert not pause.done(), "the pause waits on the step that never returns"
+        clock.now += 31
+        health = await client.get("/health")
+        assert health.status_code == 503 and health.json()["status"] == "stalled"
+        pause.cancel()
 
 
 @pytest.mark.anyio
