@@ -1,11 +1,13 @@
 """The swe env's snapshot cost per step, on real tasks (a script for `make bench`, not a test).
 
 Plays a scripted episode on each task, in the real sandbox, once with the snapshots in a directory and once in an
-S3 store (a local versitygw, started here as the tests start it), and times, for every step that saves a snapshot:
-the whole step (the env's step(), snapshot included), the snapshot (the walk and hashing, then the blobs and the
-manifest written), the bytes written, the files hashed. The episode is an agent's usual one: look around, run the
-tests (pytest's caches and .pyc files appear), view, apply the fix with git, edit one line (the server's own write),
-run the tests again, submit. A last step restores the episode in a fresh env (what a client does after losing it).
+S3 store (a local versitygw, started here as the tests start it), and times, for every step: the whole step (the
+env's step(), snapshot included), the snapshot when the step saves one (the walk and hashing, then the blobs and the
+manifest written: only steps that run a command save one), the bytes written, the files hashed. The episode is an
+agent's usual one: look around, run the tests (pytest's caches and .pyc files appear), view, apply the fix with git,
+edit one line (the server's own write, no snapshot), run the tests again, submit. What a client does after losing
+the episode is timed twice in a fresh env: right after the edit (restore git_apply's snapshot, send the edit again)
+and at the end (restore the last snapshot).
 
 Tasks: the mined instances (``--instances`` with the source templates the miner documents), and/or the in-code
 tally project with ``--synthetic-mb`` MB of generated modules added to its repository (a tens-of-MB workspace).
@@ -95,29 +97,34 @@ def play(cfg: SweConfig, row: dict, store: str) -> dict:
     reset_s = time.perf_counter() - t0
     base_entries = len(env.manifest.base)
     base_bytes = sum(e[1][3] for e in env.manifest.base.values() if e[1] and e[1][0] == "f")
+    replayed: dict = {}
     try:
         SweEnv._save_snapshot = timed_save
         for label, action in episode(env, row):
-            action = action or edit_action(env, row)
+            if action is None:
+                action = edit_action(env, row)
+                label = "edit" if action.startswith("<replace") else "true"  # no def line to edit: a command instead
             timings.clear()
             before = dict(env.manifest.stats)
             t0 = time.perf_counter()
             result = env.step(action)
             step_s = time.perf_counter() - t0
             after = env.manifest.stats
-            record = {"label": label, "step_s": step_s, "snapshot_s": timings.get("snapshot_s"), "done": result.done}
-            if "snapshot_s" in timings:
-                manifest = {"instance": env.instance.instance_id, "counters": env._counters(), "changes": env.manifest.changes,
-                            "blobs": sorted({e[2] for e in env.manifest.changes.values() if e and e[0] == "f"})}
-                record.update(hashed_files=after["hashed_files"] - before["hashed_files"], hashed_bytes=after["hashed_bytes"] - before["hashed_bytes"],
-                              blobs_written=after["blobs_written"] - before["blobs_written"], blob_bytes=after["blob_bytes"] - before["blob_bytes"],
-                              manifest_bytes=len(zlib.compress(json.dumps(manifest).encode())), changed_paths=len(env.manifest.changes))
+            saved = "snapshot_s" in timings
+            manifest = {"instance": env.instance.instance_id, "counters": env._counters(), "changes": env.manifest.changes,
+                        "blobs": sorted({e[2] for e in env.manifest.changes.values() if e and e[0] == "f"})}
+            record = {"label": label, "step_s": step_s, "saved": saved, "snapshot_s": timings.get("snapshot_s", 0.0), "done": result.done,
+                      "hashed_files": after["hashed_files"] - before["hashed_files"], "hashed_bytes": after["hashed_bytes"] - before["hashed_bytes"],
+                      "blobs_written": after["blobs_written"] - before["blobs_written"], "blob_bytes": after["blob_bytes"] - before["blob_bytes"],
+                      "manifest_bytes": len(zlib.compress(json.dumps(manifest).encode())) if saved else 0, "changed_paths": len(env.manifest.changes)}
             if result.done:
                 record["reward"] = result.reward
             steps.append(record)
+            if label == "edit" and env.snapshot and not saved:
+                replayed = lost_after_edit(env, cfg, action)
             if result.done:
                 break
-        saved = next((s for s in reversed(steps) if s.get("snapshot_s") is not None), None)
+        saved = next((s for s in reversed(steps) if s["saved"]), None)
         restore_s = None
         if env.snapshot:
             fresh = SweEnv()
@@ -132,34 +139,56 @@ def play(cfg: SweConfig, row: dict, store: str) -> dict:
                 fresh.close()
         return {"instance_id": row["instance_id"], "store": store, "reset_s": reset_s, "base_entries": base_entries, "base_bytes": base_bytes,
                 "steps": steps, "restore_s": restore_s, "reset_before_restore_s": reset_again_s if env.snapshot else None,
-                "last_snapshot": saved is not None}
+                "last_snapshot": saved is not None, **replayed}
     finally:
         SweEnv._save_snapshot = original_save
         env.close()
+
+
+def lost_after_edit(env: SweEnv, cfg: SweConfig, edit: str) -> dict:
+    """What a client does when the episode is lost right after the edit: a fresh env restores the last snapshot (the
+    one before the edit) and is sent the edit again. Its time, and whether the workspace is the one the edit left."""
+    fresh = SweEnv()
+    try:
+        fresh.reset(0, cfg)
+        t0 = time.perf_counter()
+        fresh.restore(snapshots.load(env.snapshot))
+        restored_s = time.perf_counter() - t0
+        fresh.step(edit)
+        replayed_s = time.perf_counter() - t0
+        return {"restore_after_edit_s": restored_s, "restore_and_edit_again_s": replayed_s,
+                "same_workspace_after_edit_again": tree(fresh.ws.path) == tree(env.ws.path) and fresh.info() == env.info()}
+    finally:
+        fresh.close()
 
 
 def untimed(observation: str) -> str:
     return re.sub(r"\b\d+(\.\d+)?s\b", "<t>s", observation)
 
 
-def continuation(cfg: SweConfig, row: dict, lose_after: str = "git_apply") -> dict:
+def continuation(cfg: SweConfig, row: dict, lose_after: str = "edit") -> dict:
     """The episode played twice in lockstep: once whole, once lost after ``lose_after`` and continued by a fresh env
-    restored from the last snapshot (what the bridge does after an env loss). Same workspace, same grade?"""
+    restored from the last snapshot, then sent the actions after it again (what the bridge does after an env loss:
+    after the edit, that is the edit). Same workspace, same grade?"""
     whole, resumed = SweEnv(), None
     try:
         whole.reset(0, cfg)
         script = episode(whole, row)
-        results = {}
+        results, sent, held = {}, [], 0
         for label, action in script:
             action = action or edit_action(whole, row)
             out = whole.step(action)
+            sent.append(action)
+            held = len(sent) if "snapshot" in out.info else held
             if resumed is not None:
                 results[label] = (out, resumed.step(action))
             if label == lose_after:
                 resumed = SweEnv()
                 resumed.reset(0, cfg)
                 resumed.restore(snapshots.load(whole.snapshot))
-                same_workspace_at_restore = tree(whole.ws.path) == tree(resumed.ws.path)
+                for i, again in enumerate(sent[held:]):
+                    results[f"{script[held + i][0]} (sent again)"] = (None, resumed.step(again))
+                same_workspace_at_restore = tree(whole.ws.path) == tree(resumed.ws.path) and whole.info() == resumed.info()
             if out.done:
                 break
         a, b = results["submit"]
@@ -167,8 +196,9 @@ def continuation(cfg: SweConfig, row: dict, lose_after: str = "git_apply") -> di
         return {"instance_id": row["instance_id"], "same_workspace_at_restore": same_workspace_at_restore,
                 "same_workspace_at_end": tree(whole.ws.path) == tree(resumed.ws.path),
                 # pytest prints its own wall time ("passed in 0.31s"): that is all two runs of one command may differ by
-                "same_observations": all(untimed(x.observation) == untimed(y.observation) for x, y in results.values()),
-                "observations_differing_only_in_times": [k for k, (x, y) in results.items() if x.observation != y.observation],
+                "same_observations": all(untimed(x.observation) == untimed(y.observation) for x, y in results.values() if x is not None),
+                "observations_differing_only_in_times": [k for k, (x, y) in results.items() if x is not None and x.observation != y.observation],
+                "sent_again": [k for k, (x, _) in results.items() if x is None],
                 "same_grade": (a.reward, {k: a.info[k] for k in keys}) == (b.reward, {k: b.info[k] for k in keys}),
                 "reward": a.reward}
     finally:
@@ -252,10 +282,10 @@ def project_trees(work: Path, envs: Path, root: Path, limit: int) -> tuple[list[
 
 
 def summarize(episodes: list[dict]) -> dict:
-    saves = [s for e in episodes for s in e["steps"] if s.get("snapshot_s") is not None]
+    saves = [s for e in episodes for s in e["steps"] if s["saved"]]
     if not saves:
         return {}
-    first = [next(s for s in e["steps"] if s.get("snapshot_s") is not None) for e in episodes if any(s.get("snapshot_s") is not None for s in e["steps"])]
+    first = [next(s for s in e["steps"] if s["saved"]) for e in episodes if any(s["saved"] for s in e["steps"])]
     later = [s for s in saves if not any(s is f for f in first)]
     all_steps = [s for e in episodes for s in e["steps"]]
 
@@ -272,13 +302,17 @@ def summarize(episodes: list[dict]) -> dict:
                 "bytes_written_max": max(s["blob_bytes"] + s["manifest_bytes"] for s in group),
                 "hashed_files_median": statistics.median(s["hashed_files"] for s in group)}
     by_label = {}
-    for s in saves:
+    for s in all_steps:  # every step, those that save nothing (a view, an edit, the submission) at 0
         by_label.setdefault(s["label"], []).append(s)
+    after_edit = [e for e in episodes if "restore_after_edit_s" in e]
     return {"saving_steps": agg(saves), "first_snapshot": agg(first), "later_snapshots": agg(later),
             "by_action": {k: agg(v) for k, v in by_label.items()},
             # the target's reading: snapshot time over the time of every step of the episodes (a step without a snapshot costs 0)
             "episode_ratio": sum(s["snapshot_s"] for s in saves) / sum(s["step_s"] for s in all_steps),
             "restore_s_median": statistics.median(e["restore_s"] for e in episodes if e["restore_s"] is not None),
+            "restore_after_edit_s_median": statistics.median(e["restore_after_edit_s"] for e in after_edit) if after_edit else None,
+            "restore_and_edit_again_s_median": statistics.median(e["restore_and_edit_again_s"] for e in after_edit) if after_edit else None,
+            "same_workspace_after_edit_again": f"{sum(e['same_workspace_after_edit_again'] for e in after_edit)} of {len(after_edit)}",
             "reset_s_median": statistics.median(e["reset_s"] for e in episodes),
             "base_entries_median": statistics.median(e["base_entries"] for e in episodes),
             "base_mb_median": statistics.median(e["base_bytes"] for e in episodes) / 1e6}
@@ -293,8 +327,9 @@ def main() -> None:
     parser.add_argument("--synthetic-mb", type=int, default=0)
     parser.add_argument("--project-trees", help="the miner's work directory (.cache/swe-mined/work): one task per real project in it")
     parser.add_argument("--stores", default="dir,s3")
-    parser.add_argument("--continuation", action="store_true", help="instead of timing: each task lost after git_apply, "
-                        "continued from its snapshot by a fresh env; compares workspace, observations and grade")
+    parser.add_argument("--continuation", action="store_true", help="instead of timing: each task lost after the edit, "
+                        "continued from its last snapshot (git_apply's) and the edit sent again, by a fresh env; compares "
+                        "workspace, observations and grade")
     parser.add_argument("--out")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="swe-snapshots-bench-"))

@@ -1,4 +1,5 @@
-"""Markdown tables from bench_swe_snapshots.py's JSON: per suite and store, per action, first snapshot against later ones.
+"""Markdown tables from bench_swe_snapshots.py's JSON: per suite and store, per action (every step; those that save no
+snapshot at 0), first snapshot against later ones.
 
     .venv/bin/python bench/swe-snapshots/report.py bench/results/swe-snapshots.json
 """
@@ -39,7 +40,9 @@ def main() -> None:
                   f"{s.get('base_entries_median', 0):.0f} entries, {s.get('base_mb_median', 0):.1f} MB. Snapshot time over the time of "
                   f"every step of the episodes: **{pct(s.get('episode_ratio'))}**. Reset (repository put together, reset state "
                   f"recorded) median {ms(s.get('reset_s_median'))} ms; restore (blobs read, manifest applied) median "
-                  f"{ms(s.get('restore_s_median'))} ms.", ""]
+                  f"{ms(s.get('restore_s_median'))} ms. Lost right after the edit: restore median "
+                  f"{ms(s.get('restore_after_edit_s_median'))} ms, with the edit sent again {ms(s.get('restore_and_edit_again_s_median'))} ms; "
+                  f"the workspace and counters then those the edit left: {s.get('same_workspace_after_edit_again', '–')}.", ""]
         lines += table([("every saving step", s.get("saving_steps")), ("first snapshot", s.get("first_snapshot")),
                         ("later snapshots", s.get("later_snapshots")), *[(f"`{k}`", v) for k, v in s.get("by_action", {}).items()]])
         for e in errors:

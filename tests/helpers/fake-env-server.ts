@@ -7,7 +7,7 @@ import { EngineRejectedError, EngineUnavailableError, type EnvClient } from '../
 export class FakeEnvServer {
   calls: string[] = [];
   down = false;
-  /** Steps that save a snapshot (as swe_lite's bash and replace do): the actions so far, by id. */
+  /** Steps that save a snapshot (as swe_lite's commands do): the actions so far, by id. */
   saveOn = new Set<string>();
   readonly snapshots = new Map<string, string[]>();
   /** The next step's answer is lost after the server applied it (a client timeout, a dead worker). */

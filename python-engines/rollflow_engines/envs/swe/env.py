@@ -6,7 +6,7 @@ edits, the same budgets, a sandbox failure answered 503 and changing nothing); w
 comes from a dataset file (instances.py) and a source (sources.py), and the grading (grading.py). The agent's
 commands run with the instance's prepared environment first on PATH, bound read-only.
 
-Durable episodes: after each step that may change the workspace, the env saves a snapshot, as swe_lite does,
+Durable episodes: after each step that runs a command, the env saves a snapshot, as swe_lite does,
 but incremental and content-addressed (workspace_manifest.py): a manifest of what differs from the reset state,
 the contents as shared blobs, only what changed since the last step hashed and written. A client that lost the
 session resets with ``restore`` (on_env_loss replay: from the latest snapshot, then the actions after it), and the
@@ -22,11 +22,9 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ...errors import RequestError
 from ...sandbox import Limits, SandboxError, SandboxUnavailable, current
-from ...sandbox.host_files import normalized
 from .. import snapshots
 from ..registry import register_env
-from ..swe_lite.actions import Replace
-from ..swe_lite.env import EpisodeConfig, SweLiteEnv, _sandbox_failed, replaced
+from ..swe_lite.env import EpisodeConfig, SweLiteEnv, _sandbox_failed
 from .brief import brief_observation
 from .grading import Grade, grade
 from .instances import Dataset, Fields, load_dataset, select
@@ -134,20 +132,10 @@ class SweEnv(SweLiteEnv):
     def _grade(self) -> Grade:
         return grade(self.instance, self.checkout, self.prepared, self.tests, self.ws, self._grading_limits())
 
-    def _apply(self, action) -> tuple[str, bool]:
-        observation, done = super()._apply(action)
-        # What _save_snapshot looks at: an edit that applied changed its path alone (the server wrote it, through a
-        # path host_files accepted); a refused one changed nothing; a command may have changed anything.
-        self._edited = ([normalized(action.path)] if observation == replaced(action.path) else []) if isinstance(action, Replace) else None
-        return observation, done
-
     def _save_snapshot(self) -> None:
-        """swe_lite's, incremental: after an edit (the server's own write) only its path is looked at, after a command
-        the whole workspace (hashing only what changed). WorkspaceOverLimit past the walk's caps ends the episode."""
-        if self._edited is not None:
-            self.manifest.rescan_paths(self._edited)
-        else:
-            self.manifest.rescan()
+        """swe_lite's, incremental: the whole workspace looked at, hashing only what changed since the last walk (an
+        edit since then included). WorkspaceOverLimit past the walk's caps ends the episode."""
+        self.manifest.rescan()
         try:
             saved = self.manifest.save(self.instance.instance_id, self._counters())
         except snapshots.SnapshotNotSaved as e:  # as swe_lite: the step is answered without one, the last one kept

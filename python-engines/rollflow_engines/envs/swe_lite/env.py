@@ -190,7 +190,10 @@ class SweLiteEnv(BaseEnv):
             ended = "Submitted." if self.submitted else "Out of budget (turns or reply characters): graded as it stands."
             observation = f"{ended} Hidden tests: {'all passed' if result.resolved else 'not all passed'}."
         saved = None
-        if result is None and isinstance(parsed, (Bash, Replace)):  # the workspace may have changed: save it
+        # After a command the workspace may have changed anyhow: save it. An edit is the server's own write, exact from
+        # the workspace before it, so it saves nothing and the client sends it again after a restore, as a view: a
+        # snapshot would cost more than the edit (issue 25's snapshot cost per step).
+        if result is None and isinstance(parsed, Bash):
             try:
                 self._save_snapshot()
                 saved = self.snapshot
@@ -198,8 +201,8 @@ class SweLiteEnv(BaseEnv):
                 self.over_limit = True
                 observation = f"Episode ended: {e}. Nothing was graded."
         # Only the step that saved a snapshot names it: the client takes it to hold every action up to that step and,
-        # after a restore, sends the later ones again (views and unreadable replies run nothing, but they count turns,
-        # characters and invalid actions, which a snapshot named on their own steps would have lost).
+        # after a restore, sends the later ones again (edits, views and unreadable replies run no command, but they count
+        # turns, characters and invalid actions, which a snapshot named on their own steps would have lost).
         info = {**self.info(), "invalid_action": isinstance(parsed, Invalid), **({"snapshot": saved} if saved else {})}
         reward = 1.0 if result is not None and result.resolved else 0.0
         return StepResult(truncate(observation, self.config.observation_chars), reward, self.over, info)
@@ -256,7 +259,7 @@ class SweLiteEnv(BaseEnv):
             return "", True
         return bash_only.observation(r, self.config.observation_chars, self.config.command_timeout_s), False
 
-    # ---- snapshots: the workspace and the counters after each step that may change the workspace
+    # ---- snapshots: the workspace and the counters after each step that runs a command
 
     def _counters(self) -> dict[str, int]:
         return {"turn": self.turn, "invalid": self.invalid, "chars": self.chars, "sandbox_errors": self.sandbox_errors}

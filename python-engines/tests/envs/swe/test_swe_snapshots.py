@@ -1,6 +1,7 @@
-"""Durable swe episodes: after each step that may change the workspace the env saves an incremental snapshot (a
+"""Durable swe episodes: after each step that runs a command the env saves an incremental snapshot (a
 manifest of what differs from the reset state, contents as blobs named by their sha256, envs/swe/workspace_manifest.py).
-A fresh env on another server restores it over the instance's reset state and continues, running nothing again:
+A fresh env on another server restores it over the instance's reset state, is sent the edits and other actions after
+it again, and continues, running no command again:
 files, deletions, links, FIFOs, directories and modes come back; only what changed is hashed and written; a blob
 that is damaged is snapshot_corrupt, one that is gone a 404; an interrupted episode grades as an uninterrupted one."""
 import os
@@ -55,7 +56,7 @@ def test_a_restored_episode_has_the_workspace_and_counters_and_runs_nothing_agai
     assert second.step(bash("echo ran >> runs.log && cat runs.log")).observation == "[exit 0]\nran\nran\n"  # not run twice
 
 
-def test_a_snapshot_holds_only_what_changed_and_an_edit_writes_one_blob(envs, tmp_path, monkeypatch):
+def test_a_snapshot_holds_only_what_changed_and_an_edit_is_held_by_the_next_commands(envs, tmp_path, monkeypatch):
     env = envs()
     # No file is racily clean: a hash is reused whenever the file's key is unchanged. (Whether a file written just
     # before a walk is racy depends on the clock; the next test pins that case down.)
@@ -66,9 +67,14 @@ def test_a_snapshot_holds_only_what_changed_and_an_edit_writes_one_blob(envs, tm
     second = snapshots.load(env.step(bash("echo three >> a.txt")).info["snapshot"])
     assert len(blobs(tmp_path)) == 3 and second["changes"]["b.txt"] == first["changes"]["b.txt"]  # b.txt's blob not written again
     assert env.manifest.stats["hashed_files"] == 3  # a.txt only: b.txt's key is what it was when hashed
-    env.step('<replace path="tally/units.py"><old>FACTORS</old><new>SCALES</new></replace>')  # twice in the file: refused
-    env.step('<replace path="b.txt"><old>two</old><new>deux</new></replace>')
-    assert len(blobs(tmp_path)) == 4 and env.manifest.stats["hashed_files"] == 4  # the refused edit: nothing
+    # Edits save nothing (the client sends them again after a restore): no walk, no hash, no write.
+    assert "snapshot" not in env.step('<replace path="tally/units.py"><old>FACTORS</old><new>SCALES</new></replace>').info  # refused
+    edited = env.step('<replace path="./b.txt"><old>two</old><new>deux</new></replace>')
+    assert edited.observation == "Replaced 1 occurrence in ./b.txt." and "snapshot" not in edited.info
+    assert len(blobs(tmp_path)) == 3 and env.manifest.stats["hashed_files"] == 3
+    third = snapshots.load(env.step(bash("true")).info["snapshot"])  # the next command's walk finds the edit, by the walk's name
+    assert len(blobs(tmp_path)) == 4 and env.manifest.stats["hashed_files"] == 4
+    assert set(third["changes"]) == {"a.txt", "b.txt"} and third["changes"]["b.txt"] != second["changes"]["b.txt"]
 
 
 def test_a_file_changed_within_the_racy_window_is_hashed_again(envs, tmp_path, monkeypatch):
@@ -177,13 +183,19 @@ def test_blobs_no_snapshot_names_are_swept_and_named_ones_kept(envs, tmp_path):
     assert (restored(envs, live.snapshot).ws.path / "b.txt").read_text() == "kept\n"
 
 
-def test_an_edit_is_recorded_under_the_walks_name_and_a_refused_one_records_nothing(envs):
-    env = envs()
-    env.step(bash("echo two > b.txt"))
-    edited = snapshots.load(env.step('<replace path="./b.txt"><old>two</old><new>deux</new></replace>').info["snapshot"])
-    assert set(edited["changes"]) == {"b.txt"}
-    refused = snapshots.load(env.step('<replace path="../../../etc/passwd"><old>root</old><new>toor</new></replace>').info["snapshot"])
-    assert refused["changes"] == edited["changes"]  # nothing outside the workspace is looked at, let alone stored
+def test_edits_after_the_last_snapshot_sent_again_give_the_episode_back_whole(envs):
+    first = envs()
+    saved = first.step(bash("echo two > b.txt")).info["snapshot"]
+    after = ['<replace path="b.txt"><old>two</old><new>deux</new></replace>',
+             '<replace path="tally/stats.py"><old>"""Descriptive statistics</old><new>"""Statistics</new></replace>',
+             '<replace path="../../../etc/passwd"><old>root</old><new>toor</new></replace>',  # refused: changes nothing
+             "<view>b.txt</view>"]
+    answers = [first.step(action) for action in after]
+    assert not any("snapshot" in a.info for a in answers)
+    second = restored(envs, saved)  # what the client does after losing the session: restore, then send `after` again
+    assert [second.step(action).observation for action in after] == [a.observation for a in answers]
+    assert tree(second.ws.path) == tree(first.ws.path) and second.info() == first.info()
+    assert (second.ws.path / "b.txt").read_text() == "deux\n"
 
 
 def test_a_read_only_directory_comes_back_with_its_files(envs):

@@ -1,16 +1,20 @@
-"""Durable episode state: after each step that may change the workspace, swe_lite saves a snapshot
-(the files and its counters) and names it in info.snapshot. A fresh env, on any server sharing the
-snapshot directory, restores it and continues without running any command again."""
+"""Durable episode state: after each step that runs a command, swe_lite saves a snapshot (the files and its
+counters) and names it in info.snapshot. A fresh env, on any server sharing the snapshot directory, restores it,
+is sent the actions after it again (edits, views, unreadable replies: none runs a command) and continues without
+running any command again."""
 from pathlib import Path
 
 import pytest
 
 from rollflow_engines.envs import snapshots
 from rollflow_engines.envs.swe_lite.env import SweLiteConfig, SweLiteEnv
+from rollflow_engines.envs.swe_lite.tasks import generate_task
 from rollflow_engines.errors import NotFoundError
 
 CONFIG = SweLiteConfig(task="t1-000")
 APPEND = "<bash>echo ran >> runs.log</bash>"
+FIX = "<replace path=\"scale_lib/core.py\"><old>range(1, n)</old><new>range(1, n + 1)</new></replace>"
+CORE = generate_task("t1-000").files["scale_lib/core.py"]
 
 
 @pytest.fixture
@@ -34,6 +38,10 @@ def test_a_restored_episode_continues_where_it_was_without_running_anything_agai
     # sends it again after the restore (had it named the last one, the client would count it as held, and the
     # restored episode would be a turn and an invalid action short).
     assert "snapshot" not in first.step("not an action").info
+    # An edit is the server's own write, exact from the workspace before it: it saves nothing either, and is sent again.
+    edited = first.step(FIX)
+    assert edited.observation == "Replaced 1 occurrence in scale_lib/core.py." and "snapshot" not in edited.info
+    assert snapshots.load(saved)["files"]["scale_lib/core.py"] == CORE  # the stored snapshot is the one before the edit
 
     second = envs()  # another server's env: the same seed and config, then the snapshot
     second.reset(0, CONFIG)
@@ -41,8 +49,12 @@ def test_a_restored_episode_continues_where_it_was_without_running_anything_agai
     assert (second.ws.path / "runs.log").read_text() == "ran\n"  # the command's effect, not a second run of it
     assert second.info()["turn"] == 2
     second.step("not an action")  # what the client sends again: the actions after the snapshot's step
+    assert second.step(FIX).observation == edited.observation
     assert second.info() == first.info()
-    assert second.step(APPEND).info["turn"] == 4
+    assert {p: (second.ws.path / p).read_text() for p in ("runs.log", "scale_lib/core.py")} == \
+        {p: (first.ws.path / p).read_text() for p in ("runs.log", "scale_lib/core.py")}
+    assert "range(1, n + 1)" in (second.ws.path / "scale_lib/core.py").read_text()
+    assert second.step(APPEND).info["turn"] == 5
     assert (second.ws.path / "runs.log").read_text() == "ran\nran\n"
 
 
