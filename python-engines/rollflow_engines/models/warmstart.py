@@ -102,9 +102,9 @@ WARM_STARTS: dict[str, WarmStart] = {
     "swe": WarmStart(env="swe_lite", env_config={"tasks": [f"t1-{i:03d}" for i in range(15)], "brief": True},
                      correct_prob=0.3, steps=400, learning_rate=2e-3),
     # The same on 16 mined training tasks of `make swe-tasks` (examples/learn-swe-mined.yaml's swe_train; the held-out
-    # tasks and projects are never shown: warmstart_swe_mined.py). A fifth of warm:swe's examples (160 per task), at a
-    # higher rate: 400 steps of 32 took ~17 s each on the 2 shared cores, too long for the run's time.
-    "swe-mined": WarmStart(env="swe", env_config=MINED_TRAINING, correct_prob=0.3, steps=160, batch_size=16, learning_rate=3e-3),
+    # tasks and projects are never shown: warmstart_swe_mined.py), as many examples as warm:swe (800 per task). A first
+    # run with a fifth of them (160 steps of 16 at 3e-3) left half the first replies malformed (bench/results/learning.md).
+    "swe-mined": WarmStart(env="swe", env_config=MINED_TRAINING, correct_prob=0.3, steps=400, learning_rate=2e-3),
 }
 
 
