@@ -207,6 +207,23 @@ def continuation(cfg: SweConfig, row: dict, lose_after: str = "edit") -> dict:
             resumed.close()
 
 
+def create_latency_ms(where: Path, n: int = 200) -> float:
+    """What creating a small file costs on the snapshot directory's disk now (a manifest's or a new blob's write is
+    one): the median of ``n`` rounds of create, write and rename. It moves with the host's disk, so it is printed."""
+    probe = Path(tempfile.mkdtemp(prefix=".create-probe-", dir=where))
+    times = []
+    try:
+        for i in range(n):
+            t0 = time.perf_counter()
+            part = probe / f".{i}.part"
+            part.write_bytes(b"x" * 512)
+            os.replace(part, probe / str(i))
+            times.append(time.perf_counter() - t0)
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+    return statistics.median(times) * 1e3
+
+
 def start_versitygw(home: Path) -> tuple[str, callable]:
     """A local S3 store, as the tests' fixture starts it; its ref prefix and a stop function."""
     with socket.socket() as s:
@@ -363,7 +380,7 @@ def main() -> None:
         suites.append((f"synthetic_{args.synthetic_mb}mb", rows, base))
     stop = None
     results: dict = {"load_before": os.getloadavg(), "uptime_before": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
-                     "cpus": os.cpu_count(), "suites": {}}
+                     "cpus": os.cpu_count(), "create_ms_before": create_latency_ms(scratch), "suites": {}}
     try:
         for store in args.stores.split(","):
             if store == "s3":
@@ -389,6 +406,7 @@ def main() -> None:
         if stop:
             stop()
         results["load_after"] = os.getloadavg()
+        results["create_ms_after"] = create_latency_ms(scratch)
         results["uptime_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
         shutil.rmtree(scratch, ignore_errors=True)
     text = json.dumps(results, indent=1)

@@ -150,7 +150,7 @@ class WorkspaceManifest:
         missing = {sha: self._fresh.pop(sha, None) or self._content_of(sha) for sha in named if sha not in self.saved}
         self._fresh.clear()
         value = {"instance": instance_id, "counters": counters, "changes": self.changes, "blobs": named}
-        # Each write is a round trip to a bucket, or a file to create (0.3 ms on some hosts' disks), so the blobs and the
+        # Each write is a round trip to a bucket, or a file created (up to 0.4 ms on a busy disk here), so the blobs and the
         # manifest go at once. The manifest may land before a blob: the step names it only once every write succeeded,
         # so no client restores it without them.
         blob_writes = [_uploads().submit(snapshots.save_blob, sha, data) for sha, data in missing.items()]
