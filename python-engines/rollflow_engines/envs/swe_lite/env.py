@@ -126,6 +126,7 @@ class SweLiteEnv(BaseEnv):
         self.grade_result: Grade | None = None
         self.submitted = self.over_limit = False
         self.snapshot: str | None = None
+        self.command_unsaved = False  # a command ran whose snapshot could not be saved (SnapshotNotSaved)
 
     def reset(self, seed: int, config: SweLiteConfig) -> str:
         self.config = config
@@ -192,11 +193,13 @@ class SweLiteEnv(BaseEnv):
         saved = None
         # After a command the workspace may have changed anyhow: save it. An edit is the server's own write, exact from
         # the workspace before it, so it saves nothing and the client sends it again after a restore, as a view: a
-        # snapshot would cost more than the edit (issue 25's snapshot cost per step).
-        if result is None and isinstance(parsed, Bash):
+        # snapshot would cost more than the edit (issue 25's snapshot cost per step). After a command whose snapshot
+        # could not be saved, every step tries again: until one is, a restore would run that command a second time.
+        if result is None and (isinstance(parsed, Bash) or self.command_unsaved):
             try:
                 self._save_snapshot()
                 saved = self.snapshot
+                self.command_unsaved = saved is None
             except WorkspaceOverLimit as e:  # the model filled its workspace past what the server will read: its outcome
                 self.over_limit = True
                 observation = f"Episode ended: {e}. Nothing was graded."

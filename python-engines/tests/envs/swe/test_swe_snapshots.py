@@ -198,6 +198,22 @@ def test_edits_after_the_last_snapshot_sent_again_give_the_episode_back_whole(en
     assert (second.ws.path / "b.txt").read_text() == "deux\n"
 
 
+def test_after_a_command_whose_snapshot_failed_even_an_edit_saves_one(envs, monkeypatch):
+    first = envs()
+    first.step(bash("echo one > a.txt"))
+    save = snapshots.save
+
+    def refused(value):
+        monkeypatch.setattr(snapshots, "save", save)  # the store is back for the next step
+        raise snapshots.SnapshotNotSaved("the store is down")
+    monkeypatch.setattr(snapshots, "save", refused)
+    assert "snapshot" not in first.step(bash("echo two > b.txt")).info
+    saved = first.step('<replace path="b.txt"><old>two</old><new>deux</new></replace>').info["snapshot"]
+    second = restored(envs, saved)  # holds all three actions: none is sent again, the command never runs twice
+    assert tree(second.ws.path) == tree(first.ws.path) and second.info() == first.info()
+    assert (second.ws.path / "b.txt").read_text() == "deux\n"
+
+
 def test_a_read_only_directory_comes_back_with_its_files(envs):
     first = envs()
     saved = first.step(bash("mkdir -p locked/inner && echo x > locked/inner/f && chmod 555 locked/inner locked")).info["snapshot"]

@@ -58,6 +58,26 @@ def test_a_restored_episode_continues_where_it_was_without_running_anything_agai
     assert (second.ws.path / "runs.log").read_text() == "ran\nran\n"
 
 
+def test_after_a_command_whose_snapshot_failed_the_next_step_saves_one_so_no_restore_runs_it_again(envs, monkeypatch):
+    first = envs()
+    first.reset(0, CONFIG)
+    first.step(APPEND)
+    save = snapshots.save
+
+    def refused(value):
+        monkeypatch.setattr(snapshots, "save", save)  # the store is back for the next step
+        raise snapshots.SnapshotNotSaved("the store is down")
+    monkeypatch.setattr(snapshots, "save", refused)
+    assert "snapshot" not in first.step(APPEND).info  # answered: the command ran, its snapshot did not land
+    saved = first.step("not an action").info["snapshot"]  # runs no command, but saves what the last one left
+
+    second = envs()
+    second.reset(0, CONFIG)
+    second.restore(snapshots.load(saved))  # holds all three actions: the client sends none again
+    assert (second.ws.path / "runs.log").read_text() == "ran\nran\n" and second.info() == first.info()
+    assert "snapshot" not in first.step("not an action").info  # saved: back to commands only
+
+
 def test_each_snapshot_replaces_the_last_and_a_finished_episode_leaves_none(envs, tmp_path):
     env = envs()
     env.reset(0, CONFIG)
