@@ -68,7 +68,9 @@ stop() {
     rm -f "$TEMPORAL_PIDFILE"; rf_say "not running"; return 0
   fi
   rf_stop_pid "$pid"
-  rm -f "$TEMPORAL_PIDFILE"
+  # A supervisor that saw this server exit may have started another meanwhile, which wrote its own pid here:
+  # removing that would leave the new server running with nothing to stop it by.
+  if [ "$(cat "$TEMPORAL_PIDFILE" 2>/dev/null)" = "$pid" ]; then rm -f "$TEMPORAL_PIDFILE"; fi
   rf_say "stopped (pid $pid)"
 }
 

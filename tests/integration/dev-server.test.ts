@@ -1,6 +1,6 @@
 // temporal/dev-server.sh and ensure-cli.sh: idempotent start/stop, clear errors.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -46,6 +46,26 @@ describe('embedded dev server scripts', () => {
     expect(r.stderr).toContain(`removing stale pid file`);
     expect(r.stderr).toContain('started');
     s.stop();
+  });
+
+  it('stop keeps the pid file of a server started while it waited for the old one to exit', async () => {
+    // `rollflow dev down` of one config stops the Temporal another config's supervisor watches; that supervisor
+    // starts a new one as soon as the old exits. Here the stand-in server writes its successor's pid on SIGTERM, before
+    // it exits, so the order is fixed: a stop that then removed the file left the successor running, out of reach.
+    const s = await newServer();
+    const pidFile = path.join(s.stateDir, 'temporal/server.pid');
+    mkdirSync(path.dirname(pidFile), { recursive: true });
+    const standIn = spawn('bash', ['-c', 'trap \'echo 424242 > "$PIDFILE"; exit 0\' TERM; while :; do sleep 0.05; done', 'server start-dev'], {
+      env: { ...process.env, PIDFILE: pidFile },
+    });
+    writeFileSync(pidFile, `${standIn.pid}\n`);
+    // Asynchronously, so this process reaps the stand-in when it exits (a zombie would still answer kill -0).
+    const stop = spawn('bash', [path.join(ROOT, 'temporal/dev-server.sh'), 'stop'], { env: s.env });
+    let stderr = '';
+    stop.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    expect(await new Promise((r) => stop.once('exit', r))).toBe(0);
+    expect(stderr).toContain(`stopped (pid ${standIn.pid})`);
+    expect(readFileSync(pidFile, 'utf8').trim()).toBe('424242');
   });
 
   it('refuses a port taken by another process, naming it', async () => {
