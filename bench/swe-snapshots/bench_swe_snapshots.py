@@ -86,12 +86,13 @@ def play(cfg: SweConfig, row: dict, store: str) -> dict:
     """One episode; the per-step timings and what the snapshots cost."""
     env = SweEnv()
     steps, timings = [], {}
-    original_save = SweEnv._save_snapshot
+    original_save = SweEnv._snapshot_after_step  # the walk, the writes, the previous one removed
 
     def timed_save(self):
         t0 = time.perf_counter()
-        original_save(self)
+        saved = original_save(self)
         timings["snapshot_s"] = time.perf_counter() - t0
+        return saved
     t0 = time.perf_counter()
     env.reset(0, cfg)
     reset_s = time.perf_counter() - t0
@@ -99,7 +100,7 @@ def play(cfg: SweConfig, row: dict, store: str) -> dict:
     base_bytes = sum(e[1][3] for e in env.manifest.base.values() if e[1] and e[1][0] == "f")
     replayed: dict = {}
     try:
-        SweEnv._save_snapshot = timed_save
+        SweEnv._snapshot_after_step = timed_save
         for label, action in episode(env, row):
             if action is None:
                 action = edit_action(env, row)
@@ -111,12 +112,10 @@ def play(cfg: SweConfig, row: dict, store: str) -> dict:
             step_s = time.perf_counter() - t0
             after = env.manifest.stats
             saved = "snapshot_s" in timings
-            manifest = {"instance": env.instance.instance_id, "counters": env._counters(), "changes": env.manifest.changes,
-                        "blobs": sorted({e[2] for e in env.manifest.changes.values() if e and e[0] == "f"})}
             record = {"label": label, "step_s": step_s, "saved": saved, "snapshot_s": timings.get("snapshot_s", 0.0), "done": result.done,
                       "hashed_files": after["hashed_files"] - before["hashed_files"], "hashed_bytes": after["hashed_bytes"] - before["hashed_bytes"],
                       "blobs_written": after["blobs_written"] - before["blobs_written"], "blob_bytes": after["blob_bytes"] - before["blob_bytes"],
-                      "manifest_bytes": len(zlib.compress(json.dumps(manifest).encode())) if saved else 0, "changed_paths": len(env.manifest.changes)}
+                      "manifest_bytes": manifest_bytes(env) if saved else 0, "changed_paths": len(env.manifest.changes)}
             if result.done:
                 record["reward"] = result.reward
             steps.append(record)
@@ -141,8 +140,15 @@ def play(cfg: SweConfig, row: dict, store: str) -> dict:
                 "steps": steps, "restore_s": restore_s, "reset_before_restore_s": reset_again_s if env.snapshot else None,
                 "last_snapshot": saved is not None, **replayed}
     finally:
-        SweEnv._save_snapshot = original_save
+        SweEnv._snapshot_after_step = original_save
         env.close()
+
+
+def manifest_bytes(env: SweEnv) -> int:
+    """The size of the manifest the step stored, compressed as snapshots.save stores it."""
+    manifest = {"instance": env.instance.instance_id, "counters": env._counters(), "changes": env.manifest.changes,
+                "blobs": sorted({e[2] for e in env.manifest.changes.values() if e and e[0] == "f"})}
+    return len(zlib.compress(json.dumps(manifest).encode()))
 
 
 def lost_after_edit(env: SweEnv, cfg: SweConfig, edit: str) -> dict:

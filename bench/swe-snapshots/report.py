@@ -31,10 +31,11 @@ def table(rows: list[tuple[str, dict]]) -> list[str]:
 
 def main() -> None:
     results = json.loads(open(sys.argv[1]).read())
-    lines = [f"Machine: {results['cpus']} CPUs; `uptime` before: `{results['uptime_before']}`; after: `{results['uptime_after']}`.", ""]
+    lines = [f"Machine: {results['cpus']} CPUs; `uptime` before: `{results['uptime_before']}`; after: `{results['uptime_after']}`."]
     if "create_ms_before" in results:
-        lines[-1:-1] = [f"Creating a small file in the snapshot directory's disk (median of 200): {results['create_ms_before']:.3f} ms "
-                        f"before, {results['create_ms_after']:.3f} ms after."]
+        lines.append(f"Creating a small file in the snapshot directory's disk (median of 200): {results['create_ms_before']:.3f} ms "
+                     f"before, {results['create_ms_after']:.3f} ms after.")
+    lines.append("")
     for name, suite in results["suites"].items():
         s = suite["summary"]
         errors = [e for e in suite["episodes"] if "error" in e]

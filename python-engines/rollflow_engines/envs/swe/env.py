@@ -14,7 +14,6 @@ env puts the repository together from its source and applies the manifest, runni
 """
 from __future__ import annotations
 
-import logging
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
@@ -22,7 +21,6 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ...errors import RequestError
 from ...sandbox import Limits, SandboxError, SandboxUnavailable, current
-from .. import snapshots
 from ..registry import register_env
 from ..swe_lite.env import EpisodeConfig, SweLiteEnv, _sandbox_failed
 from .brief import brief_observation
@@ -32,8 +30,6 @@ from .patches import PatchError, apply_test_patch
 from .images import ImageSource, resolve_image
 from .sources import LocalSource, resolve
 from .workspace_manifest import WorkspaceManifest
-
-log = logging.getLogger(__name__)
 
 MAX_LISTED = 40  # top-level entries of the repository named in the first observation
 SOURCES = {"local": (LocalSource, resolve), "image": (ImageSource, resolve_image)}
@@ -132,18 +128,18 @@ class SweEnv(SweLiteEnv):
     def _grade(self) -> Grade:
         return grade(self.instance, self.checkout, self.prepared, self.tests, self.ws, self._grading_limits())
 
-    def _save_snapshot(self) -> None:
+    @property
+    def _episode_id(self) -> str:
+        return self.instance.instance_id
+
+    def _save_snapshot(self) -> str:
         """swe_lite's, incremental: the whole workspace looked at, hashing only what changed since the last walk (an
         edit since then included). WorkspaceOverLimit past the walk's caps ends the episode."""
         self.manifest.rescan()
-        try:
-            saved = self.manifest.save(self.instance.instance_id, self._counters())
-        except snapshots.SnapshotNotSaved as e:  # as swe_lite: the step is answered without one, the last one kept
-            log.warning("swe %s: step answered without a snapshot: %s", self.instance.instance_id, e)
-            self.snapshot = None
-            return
-        previous, self.snapshot = self.snapshot, saved
-        self.manifest.discard(previous)  # its blobs stay: the new manifest names those still needed (reap_blobs sweeps)
+        return self.manifest.save(self.instance.instance_id, self._counters())
+
+    def _remove_snapshot(self, snapshot: str | None) -> None:
+        self.manifest.discard(snapshot)  # its blobs stay: the new manifest names those still needed (reap_blobs sweeps)
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         """The reset state is in place (reset ran with the episode's seed and config): apply the manifest over it."""

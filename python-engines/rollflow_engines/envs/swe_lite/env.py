@@ -197,9 +197,7 @@ class SweLiteEnv(BaseEnv):
         # could not be saved, every step tries again: until one is, a restore would run that command a second time.
         if result is None and (isinstance(parsed, Bash) or self.command_unsaved):
             try:
-                self._save_snapshot()
-                saved = self.snapshot
-                self.command_unsaved = saved is None
+                saved = self._snapshot_after_step()
             except WorkspaceOverLimit as e:  # the model filled its workspace past what the server will read: its outcome
                 self.over_limit = True
                 observation = f"Episode ended: {e}. Nothing was graded."
@@ -271,18 +269,32 @@ class SweLiteEnv(BaseEnv):
         """The counts a snapshot saved (_counters), back in place."""
         self.turn, self.invalid, self.chars, self.sandbox_errors = counters["turn"], counters["invalid"], counters["chars"], counters["sandbox_errors"]
 
-    def _save_snapshot(self) -> None:
-        files = text_files(self.ws.path, **SNAPSHOT_CAPS)
+    def _snapshot_after_step(self) -> str | None:
+        """A snapshot in place of the episode's last; its id, or None when the store refused it. The step is answered
+        either way: its action ran, and failing the step would have a retry run it again. Its info then names no
+        snapshot, so the client keeps the last one it was told of, which stays stored (not removed here) and restores."""
         try:
-            saved = snapshots.save({"task": self.task.id, "counters": self._counters(), "files": files})
+            saved = self._save_snapshot()
         except snapshots.SnapshotNotSaved as e:
-            # The step's action ran: failing the step now would have a retry run it again. Its info names no snapshot, so
-            # the client keeps the last one it was told of, which stays stored (not removed here) and still restores.
-            log.warning("swe_lite %s: step answered without a snapshot: %s", self.task.id, e)
-            self.snapshot = None
-            return
-        previous, self.snapshot = self.snapshot, saved
-        snapshots.remove(previous)
+            log.warning("%s %s: step answered without a snapshot: %s", self.name, self._episode_id, e)
+            self.snapshot, self.command_unsaved = None, True
+            return None
+        previous, self.snapshot, self.command_unsaved = self.snapshot, saved, False
+        self._remove_snapshot(previous)
+        return saved
+
+    @property
+    def _episode_id(self) -> str:
+        return self.task.id
+
+    def _save_snapshot(self) -> str:
+        """The workspace's files and the counters, stored; the snapshot's id (SnapshotNotSaved when the store refuses)."""
+        files = text_files(self.ws.path, **SNAPSHOT_CAPS)
+        return snapshots.save({"task": self.task.id, "counters": self._counters(), "files": files})
+
+    @staticmethod
+    def _remove_snapshot(snapshot: str | None) -> None:
+        snapshots.remove(snapshot)
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         if snapshot.get("task") != self.task.id:
