@@ -94,6 +94,7 @@ export function buildPlan(loaded: LoadedConfig, runId: string): RunPlan {
     spareGroups: derived.spare_groups,
     maxFailedGroupRatio: config.max_failed_group_ratio,
     replicate: config.is_num_return_sequences_expand,
+    ...(config.trajectory_workflows ? {} : { inlineTrajectories: true as const }),
     // A group's env follows its position over the manager's env groups (all of them, redundant ones too).
     envs: interleaved(config, pickEnvs(loaded, config.train_env_manager, config.train_env_manager?.num_env_groups ?? derived.groups_per_step)),
     ...(config.domain_interleave_probs ? { domainInterleave: config.domain_interleave_probs } : {}),

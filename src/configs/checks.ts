@@ -17,6 +17,8 @@ interface RawRunConfig {
   train_env_manager?: z.output<typeof EnvManagerSchema>;
   val_env_manager?: z.output<typeof EnvManagerSchema>;
   custom_envs: Record<string, z.output<typeof CustomEnvSchema>>;
+  trajectory_workflows: boolean;
+  num_return_sequences_in_group: number;
   rewards: Record<string, z.output<typeof RewardSchema>>;
   domain_interleave_probs?: Record<string, number>;
   engines: z.output<typeof EnginesSchema>;
@@ -46,6 +48,7 @@ export function checkCrossReferences(c: Omit<RawRunConfig, never>, ctx: z.Refine
   }
   checkRewards(c, ctx);
   checkRouting(c, ctx);
+  checkGroupHistory(c, ctx);
   checkSchedule(c, ctx);
   checkInterleave(c, ctx);
   checkModelArgs(c, ctx);
@@ -154,5 +157,30 @@ function checkRouting(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): void 
   const where = { local: 'local env calls run on the worker of the workflow', turn: 'a turn activity runs its env step beside the inference server' } as const;
   for (const [tag, env] of Object.entries(c.custom_envs)) {
     if (env.env_calls === 'local' || env.env_calls === 'turn') ctx.addIssue({ code: 'custom', path: ['custom_envs', tag, 'env_calls'], message: `env_calls ${env.env_calls}: ${where[env.env_calls]}, not beside an env server; temporal.route_by_role is true, so use activity or auto` });
+  }
+}
+
+/**
+ * History events a turn adds to the workflow that runs it, with room to spare: 6 measured (a turn activity's
+ * scheduled, started and completed, a workflow task's three), a restart or a retry's failure adds more.
+ */
+const EVENTS_PER_TURN = 8;
+/** Events a group's history may plan for: Temporal fails a workflow at 51,200 and warns from 10,240 (its defaults). */
+const GROUP_HISTORY_EVENTS = 40_000;
+
+/**
+ * trajectory_workflows false puts all of a group's turns in the group's history: G × max_steps turns must fit well
+ * under Temporal's event limit, or the group would fail partway through its episodes.
+ */
+function checkGroupHistory(c: Omit<RawRunConfig, never>, ctx: z.RefinementCtx): void {
+  if (c.trajectory_workflows) return;
+  // Without a train_env_manager a run's groups are num_return_sequences_in_group of its envs (derive.ts).
+  const managers = [c.train_env_manager ?? { group_size: c.num_return_sequences_in_group, tags: Object.keys(c.custom_envs) }, ...(c.val_env_manager ? [c.val_env_manager] : [])];
+  for (const { group_size: groupSize, tags } of managers) {
+    for (const tag of tags) {
+      const turns = c.custom_envs[tag]?.max_steps;
+      if (turns === undefined || groupSize * turns * EVENTS_PER_TURN <= GROUP_HISTORY_EVENTS) continue;
+      ctx.addIssue({ code: 'custom', path: ['trajectory_workflows'], message: `false puts a group's ${groupSize} trajectories of up to ${turns} turns (custom_envs.${tag}.max_steps) in one workflow history: about ${groupSize * turns * EVENTS_PER_TURN} events, expected at most ${GROUP_HISTORY_EVENTS} (Temporal fails a history at 51,200); set it to true, or use smaller groups or fewer turns` });
+    }
   }
 }

@@ -43,6 +43,10 @@ export const RunConfigSchema = z
     rollout_batch_size: count(1).default(8).describe('Prompts per training step (single-turn tasks).'),
     num_return_sequences_in_group: count(1).default(1).describe('Responses sampled per prompt (GRPO group size).'),
     is_num_return_sequences_expand: z.boolean().default(true).describe('Prompt replication: the n responses of a prompt are n independent requests, each sample its own workflow (ROLL defaults to false: one request with n choices; single-turn only).'),
+    trajectory_workflows: z
+      .boolean()
+      .default(true)
+      .describe('(rollflow) true: each trajectory of a group is its own child workflow, with its own page in the Temporal UI (RollflowKind "trajectory"). false: a group\'s trajectories run inside the group\'s workflow, concurrently, with the same calls, retries and records: one workflow per group instead of 1 + G, so a step\'s start costs the server far less; each trajectory\'s transcript and calls are on its group\'s page (docs/scaling.md).'),
     async_generation_ratio: z.number().min(0).default(0).describe('Async ratio α: samples may be generated up to α steps ahead of training; 0 is synchronous.'),
     generate_opt_level: z
       .literal([0, 1])

@@ -59,6 +59,7 @@ export class GroupDispatch {
       sampling: { ...plan.sampling, max_tokens: env.maxTokens, seed: groupSamplingSeed(plan.seed, ref) },
       filter: plan.filter,
       replicate: plan.replicate,
+      ...(plan.inlineTrajectories ? { inline: true as const } : {}),
       ...carryQueues(plan.queues),
     };
   }

@@ -5,7 +5,7 @@
  * sample). It reports to the run's workflow id, which always reaches the
  * newest run after continue-as-new.
  */
-import { ApplicationFailure, executeChild, getExternalWorkflowHandle, log, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, executeChild, getExternalWorkflowHandle, log, patched, workflowInfo } from '@temporalio/workflow';
 import type { Sampling } from '../activities';
 import { GENERATE } from './activity-options';
 import { sumEnvInfo, type EnvInfoSums } from './env-info';
@@ -41,6 +41,11 @@ export interface GroupInput {
   replicate: boolean;
   /** The run's role task queues (RunPlan.queues); absent when it does not route by role. */
   queues?: RoleQueues;
+  /**
+   * trajectory_workflows false: the G trajectories run here, concurrently, as the same calls a trajectory workflow
+   * makes, instead of as G child workflows. Absent: each its own workflow (and in every history from before it).
+   */
+  inline?: true;
 }
 
 export async function group(input: GroupInput): Promise<GroupResult> {
@@ -71,6 +76,8 @@ export function trajectoryInputs(input: GroupInput): TrajectoryInput[] {
 }
 
 function runTrajectories(input: GroupInput): Promise<TrajectorySummary[]> {
+  // (patched: the trajectories' calls in this workflow are a new command sequence; a group from before never has `inline`.)
+  if (input.inline && patched('trajectories-in-group')) return Promise.all(trajectoryInputs(input).map((args) => trajectory(args)));
   return Promise.all(
     trajectoryInputs(input).map((args, i) =>
       executeChild(trajectory, {

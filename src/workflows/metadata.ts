@@ -55,6 +55,8 @@ export const trajectoryWorkflowSummary = (uid: string, envType: string): string 
 export const generateSummary = (turn: number, maxTokens: number, samples = 1): string => `turn ${turn}${samples > 1 ? ` · n=${samples}` : ''} · ≤${maxTokens} tokens`;
 export const envStepSummary = (turn: number, action: string): string => `turn ${turn} · ${quote(action)}`;
 export const playTurnSummary = (turn: number, maxTokens: number): string => `turn ${turn} · ≤${maxTokens} tokens, then the env step`;
+/** A trajectory's call, named by its uid: a group (trajectory_workflows false) or a lockstep batch runs several in one workflow. */
+export const ofTrajectory = (uid: string, summary: string): string => `${uid} · ${summary}`;
 export const finishSummary = (uid: string, reward: number): string => `${uid} · reward ${num(reward)}`;
 export const trainStepSummary = (step: number, samples: number, version: number): string => `step ${step} · ${samples} samples · v${version}→v${version + 1}`;
 export const validateSummary = (steps: number, version: number): string => `validation after step ${steps} · v${version}`;

@@ -72,7 +72,7 @@ export class RunChildren {
     const v = plan.validation!;
     return executeChild(validate, {
       workflowId: validateWorkflowId(plan.runId, steps),
-      args: [{ runId: plan.runId, steps, version, envs: v.envs, groupSize: v.groupSize, sampling: plan.sampling, seed: plan.seed, replicate: plan.replicate, ...carryQueues(plan.queues) }],
+      args: [{ runId: plan.runId, steps, version, envs: v.envs, groupSize: v.groupSize, sampling: plan.sampling, seed: plan.seed, replicate: plan.replicate, ...(plan.inlineTrajectories ? { inline: true as const } : {}), ...carryQueues(plan.queues) }],
       typedSearchAttributes: [...this.attributes('validate'), { key: STEP, value: steps }],
       staticSummary: validateSummary(steps, version),
     });

@@ -32,6 +32,8 @@ export interface RunPlan {
   partialRollout: boolean;
   /** Prompt replication (see GroupInput.replicate); always on for multi-turn envs. */
   replicate: boolean;
+  /** trajectory_workflows false: a group's trajectories run in the group's workflow (GroupInput.inline); absent: each its own. */
+  inlineTrajectories?: true;
   /** generate_opt_level 0: dispatch in waves, the next only when no group is in flight (the batch-mode baseline). */
   waves?: boolean;
   /** Groups started beyond what the remaining steps need: redundant env groups and max_additional_running_prompts (Derived.spare_groups). */

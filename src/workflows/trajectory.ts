@@ -18,7 +18,7 @@ import { ENV, GENERATE, LOCAL_ENV, LOCAL_STORE, STORE, TURN } from './activity-o
 import { numericInfo } from './env-info';
 import { isEnvSessionLost } from './failure';
 import { roleActivities } from './routing';
-import { envStepSummary, finishSummary, generateSummary, playTurnSummary, recordEnvStep, recordReset, recordReward, recordTurn, transcriptDetails } from './metadata';
+import { envStepSummary, finishSummary, generateSummary, ofTrajectory, playTurnSummary, recordEnvStep, recordReset, recordReward, recordTurn, transcriptDetails } from './metadata';
 
 /**
  * The env and store calls of an episode: activities, or local activities (custom_envs.<tag>.env_calls; see
@@ -137,7 +137,7 @@ function generateInput(input: TrajectoryInput, ep: Episode): GenerateTurnInput {
 export function generateFor(input: TrajectoryInput, ep: Episode): Promise<TurnSummary> {
   const { generateTurn } = roleActivities(GENERATE, 'inference', input.queues);
   const args = generateInput(input, ep);
-  return generateTurn.executeWithOptions({ summary: generateSummary(ep.turns, args.sampling.max_tokens) }, [args]);
+  return generateTurn.executeWithOptions({ summary: ofTrajectory(input.uid, generateSummary(ep.turns, args.sampling.max_tokens)) }, [args]);
 }
 
 /** Applies the model's action to the env; the episode is done when the env says so, or the turns or its token budget run out. */
@@ -148,7 +148,7 @@ export async function stepEnv(input: TrajectoryInput, ep: Episode, turn: Pick<Tu
   publishTranscripts();
   let step;
   try {
-    step = await calls.envStep.executeWithOptions({ summary: envStepSummary(ep.turns, action) }, [{ ...envInput(input), state: ep.state, action, ...(onLoss ? { onLoss } : {}) }]);
+    step = await calls.envStep.executeWithOptions({ summary: ofTrajectory(input.uid, envStepSummary(ep.turns, action)) }, [{ ...envInput(input), state: ep.state, action, ...(onLoss ? { onLoss } : {}) }]);
   } catch (err) {
     if (isRestartable(input, ep, err)) return restartEpisode(input, ep, calls);
     throw err;
@@ -165,7 +165,7 @@ async function playTurn(input: TrajectoryInput, ep: Episode, play: NonNullable<E
   const generate = generateInput(input, ep);
   let played;
   try {
-    played = await play.executeWithOptions({ summary: playTurnSummary(ep.turns, generate.sampling.max_tokens) }, [{ generate, step: { ...envInput(input), state: ep.state, ...(onLoss ? { onLoss } : {}) } }]);
+    played = await play.executeWithOptions({ summary: ofTrajectory(input.uid, playTurnSummary(ep.turns, generate.sampling.max_tokens)) }, [{ generate, step: { ...envInput(input), state: ep.state, ...(onLoss ? { onLoss } : {}) } }]);
   } catch (err) {
     if (isRestartable(input, ep, err)) return restartEpisode(input, ep, calls);
     throw err;

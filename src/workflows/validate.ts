@@ -26,6 +26,8 @@ export interface ValidateInput {
   seed: number;
   /** The run's prompt replication setting (GroupInput.replicate). */
   replicate: boolean;
+  /** trajectory_workflows false (GroupInput.inline); absent: each trajectory its own workflow. */
+  inline?: true;
   /** The run's role task queues (RunPlan.queues); absent when it does not route by role. */
   queues?: RoleQueues;
 }
@@ -56,6 +58,7 @@ export async function validate(input: ValidateInput): Promise<ValidationResult> 
         sampling: { ...input.sampling, max_tokens: env.maxTokens, seed: seeds.samplingSeed },
         filter: 'none',
         replicate: input.replicate,
+        ...(input.inline ? { inline: true as const } : {}),
         ...carryQueues(input.queues),
       };
       const result = await executeChild(group, {

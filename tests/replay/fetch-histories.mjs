@@ -103,6 +103,14 @@ const picks = {
       return `activities: ${scheduled}; local activity markers: ${count(ev, 'markerRecordedEventAttributes')}; children: none`;
     },
   }),
+  'group-inline': async () => ({
+    e: await only(`${runId}/e0-p0`),
+    why: (ev) => {
+      const turns = ev.filter((x) => x.activityTaskScheduledEventAttributes?.activityType.name === 'playTurn').length;
+      if (count(ev, 'startChildWorkflowExecutionInitiatedEventAttributes') || turns < 2) throw new Error(`not trajectories in the group: children ${children(ev)}, ${turns} playTurn`);
+      return `${turns} playTurn activities; local activity markers: ${count(ev, 'markerRecordedEventAttributes')}; children: none`;
+    },
+  }),
   // temporal.route_by_role: each engine call scheduled on its role's queue (<task_queue>-<role>).
   'run-routed': async () => ({ e: await only(runId), why: (ev) => `activities: ${onQueues(ev, ['initTrainer'])}; children in order: ${children(ev)}` }),
   'group-routed': async () => ({ e: await only(`${runId}/e0-p0`), why: (ev) => `activities: ${onQueues(ev, ['generateGroupTurn', 'envReset', 'envStep'])}; local activity markers: ${count(ev, 'markerRecordedEventAttributes')}` }),

@@ -29,6 +29,8 @@
 #                                    group-routed       a one-request group's generation on <tq>-inference, its env
 #                                                       calls activities on <tq>-env (not local activities)
 #                                    train-step-routed  the trainStep of step 1, its trainer calls on <tq>-trainer
+#   inline       replay-inline      group-inline       trajectory_workflows false: a group running its 2 multi-turn
+#                                                       trajectories itself (playTurn activities, no children)
 #
 # NEVER re-recorded: histories/run-prepatch*.7587f21.json, recorded once from
 # commit 7587f21, whose run.ts predates the `spares-in-last-steps` rule (its
@@ -64,7 +66,7 @@ else
   repo="$(cd "${1:-$self_root}" && pwd)"
   [ $# -gt 0 ] && shift
   cases=("$@")
-  [ ${#cases[@]} -gt 0 ] || cases=(run one-request agentic lockstep spares routed)
+  [ ${#cases[@]} -gt 0 ] || cases=(run one-request agentic lockstep spares routed inline)
 fi
 
 head=$(git -C "$repo" rev-parse --short=7 HEAD)
@@ -140,6 +142,7 @@ for c in "${cases[@]}"; do
     agentic) run agentic replay-agentic; keep_from replay-agentic trajectory-partial ;;
     lockstep) run lockstep replay-lockstep; keep_from replay-lockstep lockstep-rollout ;;
     spares) run spares replay-spares; keep_from replay-spares run-spares ;;
+    inline) run inline replay-inline; keep_from replay-inline group-inline ;;
     routed) run routed replay-routed; keep_from replay-routed run-routed group-routed train-step-routed ;;
     prepatch)
       $prepatch || { say "the prepatch histories are recorded only with --prepatch"; exit 2; }
@@ -150,6 +153,6 @@ for c in "${cases[@]}"; do
       say "replay-spares-newplan: spares.yaml, started by $client_repo's CLI"
       "$client_repo/bin/rollflow" run "$here/configs/spares.yaml" --json --run-id replay-spares-newplan "${sets[@]}" --set temporal.embedded=false >&2
       keep_from replay-spares-newplan run-prepatch-newplan ;;
-    *) say "unknown case $c (run, one-request, agentic, lockstep, spares, routed)"; exit 2 ;;
+    *) say "unknown case $c (run, one-request, agentic, lockstep, spares, routed, inline)"; exit 2 ;;
   esac
 done

@@ -63,7 +63,7 @@ beforeAll(async () => {
 
 describe('recorded histories replay against the current workflow code', () => {
   it('every case has a history (record.sh names them <case>.<commit>.json)', () => {
-    const cases = ['run-first', 'run-last', 'run-spares', 'run-prepatch', 'run-prepatch-newplan', 'group-replicated', 'group-one-request', 'trajectory-partial', 'train-step', 'validate', 'lockstep-rollout', 'run-routed', 'group-routed', 'train-step-routed'];
+    const cases = ['run-first', 'run-last', 'run-spares', 'run-prepatch', 'run-prepatch-newplan', 'group-replicated', 'group-one-request', 'trajectory-partial', 'train-step', 'validate', 'lockstep-rollout', 'run-routed', 'group-routed', 'train-step-routed', 'group-inline'];
     expect(cases.filter((c) => !files.some((f) => f.startsWith(`${c}.`)))).toEqual([]);
   });
 

@@ -70,6 +70,16 @@ describe('run config', () => {
     );
   });
 
+  it("trajectory_workflows false: a group's turns must fit one workflow history (5,000 at most: G × max_steps)", () => {
+    const env = (max_steps: number) => ({ swe: { env_type: 'latency_sim', max_steps } });
+    const manager = { num_env_groups: 2, group_size: 16, tags: ['swe'] };
+    expect(parseConfig({ trajectory_workflows: false, custom_envs: env(312), train_env_manager: manager }, 't').config.trajectory_workflows).toBe(false);
+    const problems = problemsOf(() => parseConfig({ trajectory_workflows: false, custom_envs: env(313), train_env_manager: manager }, 't'));
+    expect(problems).toEqual([expect.objectContaining({ path: 'trajectory_workflows', given: false, expected: expect.stringContaining("a group's 16 trajectories of up to 313 turns (custom_envs.swe.max_steps)") })]);
+    // Each trajectory its own workflow: no such bound.
+    expect(parseConfig({ custom_envs: env(313), train_env_manager: manager }, 't').config.trajectory_workflows).toBe(true);
+  });
+
   it('names the path, the value given and what was expected', () => {
     const problems = problemsOf(() =>
       parseConfig({ rollout_batch_size: -4, pg_variant: 'ppo2', actor_infer: { generating_args: { temperature: 'hot' } }, engines: { inference: [] } }, 't'),

@@ -476,6 +476,29 @@ describe('what the Temporal UI shows (user metadata and current details)', () =>
     expect(details).toContain('**Response, turn 0** · 3 tokens');
     expect(details).toContain('```text\nanswer\n```');
     // A turn is one activity (env_calls auto in a trajectory workflow): its generation and its env step.
-    expect(await summaries(trajectoryId)).toEqual(['e0-p0-s1 · stub', expect.stringMatching(/^e0-p0-s1 · stub · seed \d+$/), 'turn 0 · ≤8 tokens, then the env step', 'e0-p0-s1 · reward 1']);
+    expect(await summaries(trajectoryId)).toEqual(['e0-p0-s1 · stub', expect.stringMatching(/^e0-p0-s1 · stub · seed \d+$/), 'e0-p0-s1 · turn 0 · ≤8 tokens, then the env step', 'e0-p0-s1 · reward 1']);
+  });
+
+  it('trajectory_workflows false: a group runs its trajectories itself, with the same calls and samples, and shows each on its page', async () => {
+    const own = testPlan('trajectories-own', { maxSteps: 2 });
+    const inline = testPlan('trajectories-inline', { maxSteps: 2, inlineTrajectories: true });
+    const [ownDone, inlineDone] = await Promise.all([startRun(own).then((h) => h.result()), startRun(inline).then((h) => h.result())]);
+    expect(inlineDone).toMatchObject({ step: 2, version: 2 });
+    expect(inlineDone.totals.consumedSamples).toBe(ownDone.totals.consumedSamples);
+
+    const groupId = groupWorkflowId(inline.runId, { epoch: 0, position: 0 });
+    expect(await childStarts(env.client.workflow.getHandle(groupId))).toEqual({});
+    expect((await childStarts(env.client.workflow.getHandle(groupWorkflowId(own.runId, { epoch: 0, position: 0 })))).trajectory).toBe(G);
+    // Each member's turn and sample write, made by the group's workflow itself; each sample written once, with the member's reward.
+    expect(callCountFrom(groupId, 'playTurn')).toBe(G);
+    const written = callsOf(inline.runId, 'finishTrajectory').map((c) => c.uid);
+    expect(new Set(written).size).toBe(written.length);
+    expect(written).toEqual(expect.arrayContaining(Array.from({ length: G }, (_, i) => `e0-p0-s${i}`)));
+    for (const c of callsOf(inline.runId, 'finishTrajectory')) expect(c.reward).toBe(Number(/-s(\d+)$/.exec(c.uid)![1]));
+
+    // The group's page: each trajectory's calls named by its uid, and each one's transcript.
+    expect(await summaries(groupId)).toEqual(expect.arrayContaining(['e0-p0 · stub · v0', 'e0-p0-s0 · turn 0 · ≤8 tokens, then the env step', 'e0-p0-s1 · turn 0 · ≤8 tokens, then the env step', 'e0-p0-s1 · reward 1']));
+    const details = await currentDetails(groupId);
+    for (let i = 0; i < G; i++) expect(details).toMatch(new RegExp(`### e0-p0-s${i} · stub · reward \\*\\*${i}\\*\\* · 1 turn`));
   });
 });

@@ -48,6 +48,8 @@ interface RolloutCell {
   timeScale: number;
   mode: 'lockstep' | 'env_async';
   envCalls: 'turn' | 'activity' | 'local';
+  /** trajectory_workflows (default true). */
+  trajectoryWorkflows?: boolean;
   /** More latency_sim settings (failures, keying). */
   envConfig?: Record<string, unknown>;
   /** Trajectories a step takes (default: every env group's). */
@@ -60,6 +62,7 @@ function rolloutConfig(c: RolloutCell, ports: StackPorts, runDir: string): RunCo
   return {
     ...oneSyncStep(c.exp, { seed: c.seed, dataset_size: c.datasetSize }, runDir),
     rollout_mode: c.mode,
+    ...(c.trajectoryWorkflows === false ? { trajectory_workflows: false } : {}),
     ...(c.maxFailedGroupRatio !== undefined ? { max_failed_group_ratio: c.maxFailedGroupRatio } : {}),
     train_env_manager: { num_env_groups: c.groups, group_size: c.groupSize, tags: ['bench_env'], ...(c.trajectoriesPerStep !== undefined ? { trajectories_per_step: c.trajectoriesPerStep } : {}) },
     custom_envs: {
@@ -92,7 +95,7 @@ export function w1Cells(o: W1LiveOptions): W1Cell[] {
 
 /** W1: one group per trajectory (G = 1), so every trajectory has its own env seed and latencies. */
 export function w1RunConfig(o: W1LiveOptions, cell: W1Cell, mode: 'lockstep' | 'env_async', runDir: string, durability: 'on' | 'off' = 'on', store: 'dir' | 's3' = 'dir'): RunConfigInput {
-  const c = { exp: 'bench-w1', seed: o.seed, groups: cell.batch, groupSize: 1, turns: o.turns, meanS: cell.mean_s, stdS: cell.std_s, llmS: o.llm_s, llmTokens: o.llm_tokens, datasetSize: o.dataset_size, timeScale: o.time_scale, mode, envCalls: o.env_calls };
+  const c = { exp: 'bench-w1', seed: o.seed, groups: cell.batch, groupSize: 1, turns: o.turns, meanS: cell.mean_s, stdS: cell.std_s, llmS: o.llm_s, llmTokens: o.llm_tokens, datasetSize: o.dataset_size, timeScale: o.time_scale, mode, envCalls: o.env_calls, trajectoryWorkflows: o.trajectory_workflows };
   // A bucket store takes the samples, the batches, the run's records and the trainer's states: everything the rollout writes.
   const config = { ...rolloutConfig(c, o, runDir), ...(store === 's3' ? { sample_store: { kind: 's3' as const, bucket: o.s3_bucket, prefix: 'bench' } } : {}) };
   if (durability === 'on') return config;
@@ -127,7 +130,7 @@ export function w2RunConfig(o: W2LiveOptions, mode: W2Mode, runDir: string): Run
 
 export function w7RunConfig(o: W7LiveOptions, inFlight: number, runDir: string): RunConfigInput {
   if (inFlight % o.group_size !== 0) throw new RangeError(`w7: in_flight ${inFlight} is not a multiple of group_size ${o.group_size}`);
-  const c = { exp: 'bench-w7', seed: o.seed, groups: inFlight / o.group_size, groupSize: o.group_size, turns: o.turns, meanS: o.mean_s, stdS: o.std_s, llmS: o.llm_s, llmTokens: o.llm_tokens, datasetSize: o.dataset_size, timeScale: o.time_scale, mode: 'env_async' as const, envCalls: o.env_calls };
+  const c = { exp: 'bench-w7', seed: o.seed, groups: inFlight / o.group_size, groupSize: o.group_size, turns: o.turns, meanS: o.mean_s, stdS: o.std_s, llmS: o.llm_s, llmTokens: o.llm_tokens, datasetSize: o.dataset_size, timeScale: o.time_scale, mode: 'env_async' as const, envCalls: o.env_calls, trajectoryWorkflows: o.trajectory_workflows };
   return rolloutConfig(c, o, runDir);
 }
 

@@ -18,6 +18,11 @@ const envCalls = envCallModes
   .default('turn')
   .describe("How the latency_sim env's reset/step and the sample write run (custom_envs.<tag>.env_calls): turn (a turn's generation and env step as one activity: what auto gives a trajectory workflow), activity (each call its own; the default of results recorded before 2026-11-27), or local (local activities). Lockstep runs separate calls in every mode.");
 
+const trajectoryWorkflows = z
+  .boolean()
+  .default(true)
+  .describe("The runs' trajectory_workflows: true, each trajectory its own child workflow of its group; false, a group's trajectories run in the group's workflow (one workflow per group).");
+
 /** Where the bench's own stack lives: never the user's ports or state dir. */
 export const StackOptions = {
   port_base: z.number().int().min(1024).max(65000).default(7260).describe('Temporal on port_base, its UI on +1, sim inference +2 (further ones +5, +6, …), trainer +3, env +4 (away from a user stack on 7233/830x).'),
@@ -48,6 +53,7 @@ export const W1LiveOptions = z.strictObject({
     .describe("Runs of each mode: dir, the sample store in the run's directory (the default); s3, in the bucket s3_bucket, reached through the standard AWS variables (bench/store/w1.sh starts a local versitygw and sets them). [dir, s3] runs both and reports what the store costs."),
   s3_bucket: z.string().min(3).default('rollflow').describe('The bucket of the s3 runs (it must exist); their keys go under bench/.'),
   env_calls: envCalls,
+  trajectory_workflows: trajectoryWorkflows,
   ...StackOptions,
 });
 export type W1LiveOptions = z.output<typeof W1LiveOptions>;
@@ -84,6 +90,7 @@ export const W7LiveOptions = z.strictObject({
   time_scale: z.number().positive().default(1).describe('Multiplies every latency in the run and the DES.'),
   max_overhead: z.number().positive().default(0.1).describe('Overhead (measured / DES − 1) at or below which a size counts as sustained.'),
   env_calls: envCalls,
+  trajectory_workflows: trajectoryWorkflows,
   ...StackOptions,
   run_timeout_s: z.number().positive().default(900).describe('A size still running after this many seconds is terminated, counted as broken, and larger sizes are skipped.'),
 });
