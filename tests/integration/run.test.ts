@@ -6,6 +6,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchDir, batchKey, checkpointDir, childWorkflowId, epochOrder, groupWorkflowId, lockstepWorkflowId, METRIC, runDataDir } from '../../src/core';
 import { status as statusQuery } from '../../src/workflows/run';
@@ -429,5 +430,28 @@ describe('training runs', () => {
     const uids = batches('killed').flat().map((x) => x.uid);
     expect(uids).toHaveLength(8 * B);
     expect(new Set(uids).size).toBe(8 * B);
+  });
+
+  it('trajectory_workflows false: multi-turn episodes run in their group\'s workflow, and a worker killed mid-run loses nothing', async () => {
+    const started = rollflow('run', config, '--run-id', 'in-group', ...['train_env_manager.tags=[lake]', 'trajectory_workflows=false', 'async_generation_ratio=1', 'max_steps=6'].flatMap((s) => ['--set', s]));
+    expect(started.status, started.stderr).toBe(0);
+    const handle = client.workflow.getHandle('in-group');
+    await until(async () => ((await handle.query(statusQuery)).step >= 2 ? true : undefined));
+    const pidFile = path.join(server.stateDir, 'pids', 'worker-run-test.pid');
+    const killed = readPid(pidFile);
+    process.kill(killed, 'SIGKILL');
+    const final = await handle.result();
+    expect(readPid(pidFile)).not.toBe(killed);
+    expect(final.step).toBe(6);
+    const samples = batches('in-group').flat();
+    expect(samples).toHaveLength(6 * B);
+    expect(new Set(samples.map((x) => x.uid)).size).toBe(6 * B);
+    for (const sample of samples) expect(sample.loss_mask.filter((m) => m === 1)).toHaveLength(sample.version_spans.reduce((n, v) => n + v.end - v.start, 0));
+    // The group's own history holds its members' turns, each named by its uid; it started no trajectory workflow.
+    const history = (await client.workflow.getHandle(groupWorkflowId('in-group', { epoch: 0, position: 0 })).fetchHistory()).events!;
+    expect(history.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toHaveLength(0);
+    const turns = history.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'playTurn');
+    const members = new Set(turns.map((e) => defaultPayloadConverter.fromPayload<string>(e.userMetadata!.summary!).split(' · ')[0]));
+    expect([...members].sort()).toEqual(['e0-p0-s0', 'e0-p0-s1', 'e0-p0-s2', 'e0-p0-s3']);
   });
 });

@@ -64,10 +64,34 @@ describe('orchestration delay', () => {
     expect(spread([4, 1, 3, 2])).toEqual({ mean_s: 2.5, p50_s: 3, p90_s: 4, max_s: 4 });
   });
 
-  it('splits a run\'s histories by workflow type, as one listing returns them', () => {
+  it('splits a run\'s histories by workflow type, as one listing returns them; a group that started no child ran its trajectories itself', () => {
     const started = (name: string): E[] => [{ eventId: Long.fromNumber(1), eventTime: at(0), eventType: T.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, workflowExecutionStartedEventAttributes: { workflowType: { name } } }];
-    const split = byWorkflowType([started('trajectory'), started('run'), started('group'), started('trajectory')]);
+    const withChild = [...started('group'), { eventId: Long.fromNumber(2), eventTime: at(0), eventType: T.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED }];
+    const split = byWorkflowType([started('trajectory'), started('run'), withChild, started('trajectory')]);
     expect(split.run).toHaveLength(1);
     expect(split.trajectory).toHaveLength(2);
+    const inline = byWorkflowType([started('run'), started('group'), started('group')]);
+    expect(inline.trajectory).toHaveLength(2);
+  });
+
+  it('a group running its trajectories side by side: its activity time is its longest trajectory\'s, told apart by the calls\' summaries', () => {
+    const summary = (text: string) => ({ summary: { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(JSON.stringify(text)) } });
+    const ev: E[] = [];
+    const add = (t: number, eventType: temporal.api.enums.v1.EventType, attrs: Partial<E> = {}) => ev.push({ eventId: Long.fromNumber(ev.length + 1), eventTime: at(t), eventType, ...attrs });
+    add(0, T.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, { workflowExecutionStartedEventAttributes: { workflowType: { name: 'group' } } });
+    // s0 plays two turns of 1 s, s1 one turn of 1.5 s, all three calls overlapping in time.
+    const call = (uid: string, from: number, to: number) => {
+      add(from, T.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, { activityTaskScheduledEventAttributes: { activityType: { name: 'playTurn' } }, userMetadata: summary(`${uid} · turn 0 · ≤4 tokens, then the env step`) });
+      const id = ev.length;
+      add(from, T.EVENT_TYPE_ACTIVITY_TASK_STARTED, { activityTaskStartedEventAttributes: { scheduledEventId: Long.fromNumber(id) } });
+      add(to, T.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, { activityTaskCompletedEventAttributes: { scheduledEventId: Long.fromNumber(id) } });
+    };
+    call('e0-p0-s0', 100, 1_100);
+    call('e0-p0-s1', 100, 1_600);
+    call('e0-p0-s0', 1_100, 2_100);
+    add(2_200, T.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED);
+    const d = trajectoryDelay(ev, 0);
+    expect(d.activity_s).toBe(2); // s0's 1 + 1 s, not the 3.5 s of all three
+    expect(d.delay_s).toBe(0.2);
   });
 });

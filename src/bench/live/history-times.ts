@@ -10,17 +10,22 @@ export interface Execution {
   type: string;
   seconds: number;
   input: unknown;
+  /** Its summary in the UI (workflows/metadata.ts), when it was given one. */
+  summary?: string;
 }
 
 /** A workflow's activities in scheduling order, each with its execution time (started to completed) and input. */
 export function executions(events: readonly temporal.api.history.v1.IHistoryEvent[]): Execution[] {
-  const scheduled = new Map<string, { type: string; input: unknown }>();
+  const scheduled = new Map<string, { type: string; input: unknown; summary?: string }>();
   const started = new Map<string, number>();
   const done: (Execution & { order: number })[] = [];
   for (const e of events) {
     const id = String(e.eventId);
     const s = e.activityTaskScheduledEventAttributes;
-    if (s) scheduled.set(id, { type: s.activityType?.name ?? '', input: s.input?.payloads?.[0] ? defaultPayloadConverter.fromPayload(s.input.payloads[0]) : undefined });
+    if (s) {
+      const summary = e.userMetadata?.summary ? defaultPayloadConverter.fromPayload<string>(e.userMetadata.summary) : undefined;
+      scheduled.set(id, { type: s.activityType?.name ?? '', input: s.input?.payloads?.[0] ? defaultPayloadConverter.fromPayload(s.input.payloads[0]) : undefined, ...(summary ? { summary } : {}) });
+    }
     const st = e.activityTaskStartedEventAttributes;
     if (st && e.eventTime) started.set(String(st.scheduledEventId), tsToMs(e.eventTime));
     const c = e.activityTaskCompletedEventAttributes;

@@ -38,6 +38,7 @@ export interface TrajectoryDelay {
 }
 
 export interface OrchestrationDelay {
+  /** Workflows measured: trajectory workflows, or groups that ran their trajectories themselves (byWorkflowType). */
   trajectories: number;
   start_offset: Spread;
   task_wait: Spread;
@@ -62,16 +63,37 @@ export function trajectoryDelay(events: readonly HistoryEvent[], dispatchMs: num
     if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) scheduled.set(Number(e.eventId), timeOf(e));
     if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED) taskWait += timeOf(e) - scheduled.get(Number(e.workflowTaskStartedEventAttributes?.scheduledEventId))!;
   }
-  const activity = executions(events).reduce((sum, x) => sum + x.seconds * 1000, 0); // started → completed, as W8 times them
+  const activity = criticalActivityMs(events);
   const start = timeOf(events[0]!) - dispatchMs;
   const end = timeOf(events[events.length - 1]!) - dispatchMs;
   return { start_offset_s: s(start), task_wait_s: s(taskWait), activity_s: s(activity), delay_s: s(end - activity), end_s: s(end) };
 }
 
-/** A run's histories (its executions and its trajectories', in any order) split by workflow type, as orchestrationDelay takes them. */
+const typeOf = (h: readonly HistoryEvent[]) => h[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
+
+/**
+ * The time a workflow's activities executed (started → completed, as W8 times them) on its longest path: a trajectory
+ * workflow's, summed; a group that ran its trajectories itself (trajectory_workflows false), the longest of its
+ * trajectories' sums, each activity's trajectory read from its summary (`<uid> · …`), since they ran side by side.
+ */
+function criticalActivityMs(events: readonly HistoryEvent[]): number {
+  const perTrajectory = new Map<string, number>();
+  for (const x of executions(events)) {
+    const uid = typeOf(events) === 'group' ? (x.summary?.split(' · ')[0] ?? '') : '';
+    perTrajectory.set(uid, (perTrajectory.get(uid) ?? 0) + x.seconds * 1000);
+  }
+  return Math.max(0, ...perTrajectory.values());
+}
+
+/**
+ * A run's histories (its executions and its trajectories', in any order) split by workflow type, as orchestrationDelay
+ * takes them. A group that started no child workflow ran its trajectories itself (trajectory_workflows false): it is
+ * the unit that starts, queues its tasks and ends, so it stands where its trajectories' workflows would.
+ */
 export function byWorkflowType(histories: readonly (readonly HistoryEvent[])[]): { run: HistoryEvent[][]; trajectory: HistoryEvent[][] } {
-  const typeOf = (h: readonly HistoryEvent[]) => h[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
-  return { run: histories.filter((h) => typeOf(h) === 'run').map((h) => [...h]), trajectory: histories.filter((h) => typeOf(h) === 'trajectory').map((h) => [...h]) };
+  const startsChildren = (h: readonly HistoryEvent[]) => h.some((e) => e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED);
+  const ranTrajectories = (h: readonly HistoryEvent[]) => typeOf(h) === 'trajectory' || (typeOf(h) === 'group' && !startsChildren(h));
+  return { run: histories.filter((h) => typeOf(h) === 'run').map((h) => [...h]), trajectory: histories.filter(ranTrajectories).map((h) => [...h]) };
 }
 
 export function orchestrationDelay(runHistories: readonly (readonly HistoryEvent[])[], trajectoryHistories: readonly (readonly HistoryEvent[])[]): OrchestrationDelay | null {

@@ -149,7 +149,7 @@ export async function benchW7(o: W7LiveOptions, ctx: BenchContext): Promise<obje
 /** Where the run's time beyond the DES went (orchestration-delay.ts); what could not be read is said, not fatal to the bench. */
 async function w7OrchestrationDelay(ctx: BenchContext, runId: string): Promise<OrchestrationDelay | { error: string } | null> {
   try {
-    const { run, trajectory } = byWorkflowType(await ctx.stack.histories(runId, ['run', 'trajectory'])); // one listing of the run's workflows
+    const { run, trajectory } = byWorkflowType(await ctx.stack.histories(runId, ['run', 'trajectory', 'group'])); // one listing of the run's workflows
     return orchestrationDelay(run, trajectory);
   } catch (e) {
     return { error: `reading the run's histories: ${(e as Error).message}` };
