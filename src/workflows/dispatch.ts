@@ -4,7 +4,7 @@
  * or with domain_interleave_probs from DomainOrder) and its sampling seed. Pure, so the same ref gives the same group on
  * replay, after continue-as-new and after a resume.
  */
-import type { GroupInput } from './group';
+import { carryInline, type GroupInput } from './group';
 import type { DomainOrder } from './domain-order';
 import { epochOrder, type GroupRef, groupSamplingSeed, groupUid } from '../core';
 import type { PlanEnv, RunPlan } from './run-plan';
@@ -59,7 +59,7 @@ export class GroupDispatch {
       sampling: { ...plan.sampling, max_tokens: env.maxTokens, seed: groupSamplingSeed(plan.seed, ref) },
       filter: plan.filter,
       replicate: plan.replicate,
-      ...(plan.inlineTrajectories ? { inline: true as const } : {}),
+      ...carryInline(plan.inlineTrajectories),
       ...carryQueues(plan.queues),
     };
   }

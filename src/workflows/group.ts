@@ -48,6 +48,9 @@ export interface GroupInput {
   inline?: true;
 }
 
+/** trajectory_workflows false, as a field of a group's (or a validation's) input: none when each trajectory is its own workflow. */
+export const carryInline = (inline: true | undefined): { inline?: true } => (inline ? { inline } : {});
+
 export async function group(input: GroupInput): Promise<GroupResult> {
   let result: GroupResult;
   try {

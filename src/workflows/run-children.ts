@@ -9,7 +9,7 @@ import { executeChild, getExternalWorkflowHandle, ParentClosePolicy, startChild 
 import type { TrainerBinding } from '../activities';
 import { groupUid, groupWorkflowId, lockstepWorkflowId, trainStepWorkflowId, validateWorkflowId, type GroupRef } from '../core';
 import type { GroupDispatch } from './dispatch';
-import { group } from './group';
+import { carryInline, group } from './group';
 import { lockstepRollout } from './lockstep';
 import { groupSummary, trainStepSummary, validateSummary } from './metadata';
 import type { Batch } from './run-buffer';
@@ -72,7 +72,7 @@ export class RunChildren {
     const v = plan.validation!;
     return executeChild(validate, {
       workflowId: validateWorkflowId(plan.runId, steps),
-      args: [{ runId: plan.runId, steps, version, envs: v.envs, groupSize: v.groupSize, sampling: plan.sampling, seed: plan.seed, replicate: plan.replicate, ...(plan.inlineTrajectories ? { inline: true as const } : {}), ...carryQueues(plan.queues) }],
+      args: [{ runId: plan.runId, steps, version, envs: v.envs, groupSize: v.groupSize, sampling: plan.sampling, seed: plan.seed, replicate: plan.replicate, ...carryInline(plan.inlineTrajectories), ...carryQueues(plan.queues) }],
       typedSearchAttributes: [...this.attributes('validate'), { key: STEP, value: steps }],
       staticSummary: validateSummary(steps, version),
     });

@@ -8,7 +8,7 @@
 import { executeChild, workflowInfo } from '@temporalio/workflow';
 import { groupSummary } from './metadata';
 import type { Sampling } from '../activities';
-import { group, type GroupInput } from './group';
+import { carryInline, group, type GroupInput } from './group';
 import { carryQueues } from './routing';
 import { childWorkflowId, type RoleQueues, validationGroupUid, validationSeeds } from '../core';
 import type { GroupResult } from './run-buffer';
@@ -58,7 +58,7 @@ export async function validate(input: ValidateInput): Promise<ValidationResult> 
         sampling: { ...input.sampling, max_tokens: env.maxTokens, seed: seeds.samplingSeed },
         filter: 'none',
         replicate: input.replicate,
-        ...(input.inline ? { inline: true as const } : {}),
+        ...carryInline(input.inline),
         ...carryQueues(input.queues),
       };
       const result = await executeChild(group, {

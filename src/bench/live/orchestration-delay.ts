@@ -77,9 +77,10 @@ const typeOf = (h: readonly HistoryEvent[]) => h[0]?.workflowExecutionStartedEve
  * trajectories' sums, each activity's trajectory read from its summary (`<uid> · …`), since they ran side by side.
  */
 function criticalActivityMs(events: readonly HistoryEvent[]): number {
+  const byUid = typeOf(events) === 'group';
   const perTrajectory = new Map<string, number>();
   for (const x of executions(events)) {
-    const uid = typeOf(events) === 'group' ? (x.summary?.split(' · ')[0] ?? '') : '';
+    const uid = byUid ? (x.summary?.split(' · ')[0] ?? '') : '';
     perTrajectory.set(uid, (perTrajectory.get(uid) ?? 0) + x.seconds * 1000);
   }
   return Math.max(0, ...perTrajectory.values());

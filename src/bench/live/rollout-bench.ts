@@ -138,7 +138,7 @@ export async function benchW7(o: W7LiveOptions, ctx: BenchContext): Promise<obje
     const runId = `w7-n${n}-${ctx.stamp}`;
     const workers = workersFor(o, n);
     const run = await ctx.stack.run('w7', w7RunConfig(o, n, runDir(ctx, runId)), runId, o.run_timeout_s, workers);
-    const report = { ...w7Report(o, n, des, run), worker_processes: workers, orchestration: run.ok ? await w7OrchestrationDelay(ctx, runId) : null };
+    const report = { ...w7Report(o, n, des, run), worker_processes: workers, orchestration: run.ok ? await w7OrchestrationDelay(ctx, runId, o.trajectory_workflows) : null };
     if (!run.ok) broken = `in_flight ${n} failed (${run.error})`;
     ctx.emit(report);
     cells.push(report);
@@ -147,9 +147,10 @@ export async function benchW7(o: W7LiveOptions, ctx: BenchContext): Promise<obje
 }
 
 /** Where the run's time beyond the DES went (orchestration-delay.ts); what could not be read is said, not fatal to the bench. */
-async function w7OrchestrationDelay(ctx: BenchContext, runId: string): Promise<OrchestrationDelay | { error: string } | null> {
+async function w7OrchestrationDelay(ctx: BenchContext, runId: string, trajectoryWorkflows: boolean): Promise<OrchestrationDelay | { error: string } | null> {
   try {
-    const { run, trajectory } = byWorkflowType(await ctx.stack.histories(runId, ['run', 'trajectory', 'group'])); // one listing of the run's workflows
+    // One listing of the run's workflows; a group's history only where it ran its trajectories (byWorkflowType).
+    const { run, trajectory } = byWorkflowType(await ctx.stack.histories(runId, ['run', trajectoryWorkflows ? 'trajectory' : 'group']));
     return orchestrationDelay(run, trajectory);
   } catch (e) {
     return { error: `reading the run's histories: ${(e as Error).message}` };
