@@ -5,11 +5,11 @@
 // (batch files the trainer read, the run's status), never elapsed time.
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchDir, batchKey, checkpointDir, childWorkflowId, epochOrder, groupWorkflowId, lockstepWorkflowId, METRIC, runDataDir } from '../../src/core';
-import { status as statusQuery } from '../../src/workflows/run';
+import { cancelRun, type run, status as statusQuery } from '../../src/workflows/run';
 import { groupPassesStdFilter, responseLength, responseSolved } from '../../src/envs/draws';
 import { stepLatency } from '../../src/envs/latency';
 import { dispatchIndex } from '../../src/bench/live';
@@ -41,6 +41,36 @@ function runJson(runId: string, ...sets: string[]): Summary {
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout.trim().split('\n').pop()!) as Summary;
 }
+
+/**
+ * Starts a run of more steps than it can reach, lets it train a step, and suspends it with the CLI. A run of a
+ * few steps could end in the second the suspend command takes to start (one did, in CI, once turns got cheaper).
+ */
+async function suspendedMidRun(runId: string) {
+  expect(rollflow('run', config, '--run-id', runId, '--set', 'async_generation_ratio=1', '--set', `max_steps=${UNREACHED_STEPS}`).status).toBe(0);
+  const handle = client.workflow.getHandle<typeof run>(runId);
+  await until(async () => ((await handle.query(statusQuery)).step >= 1 ? true : undefined), 'step 1 trained');
+  expect(rollflow('suspend', runId, '--config', config).status).toBe(0);
+  const stalled = await until(async () => {
+    const st = await handle.query(statusQuery);
+    return st.suspended && st.enginesPaused && !st.training ? st : undefined;
+  }, 'suspended: engines paused, no train step');
+  expect(stalled.step).toBeLessThan(UNREACHED_STEPS);
+  return { handle, stalled };
+}
+
+/** After resume: the run trains on past the step it was suspended at, then ends on cancel with its servers unpaused. */
+async function cancelledAfterProgress(handle: WorkflowHandle<typeof run>, suspendedAt: number): Promise<void> {
+  await until(async () => ((await handle.query(statusQuery)).step > suspendedAt ? true : undefined), 'a step trained after resume');
+  await handle.signal(cancelRun);
+  const final = await handle.result();
+  expect([final.suspended, final.enginesPaused, final.cancelled?.atStep]).toEqual([false, false, final.step]);
+  expect(final.step).toBeGreaterThan(suspendedAt);
+  expect(((await (await fetch(`${inferenceUrl}/state`)).json()) as { paused: boolean }).paused).toBe(false);
+}
+
+/** More steps than a test waits for: runs that must still be going when a command reaches them are cancelled instead. */
+const UNREACHED_STEPS = 1000;
 
 interface BatchSample {
   uid: string;
@@ -301,34 +331,17 @@ describe('training runs', () => {
     expect(bad.stderr).toContain("seed: got 99; 42, the checkpoint's seed");
   });
 
-  it('suspend freezes the run (no dispatch, no train step, inference servers paused); resume lets it finish', async () => {
-    expect(rollflow('run', config, '--run-id', 'suspended', '--set', 'async_generation_ratio=1', '--set', 'max_steps=8').status).toBe(0);
-    const handle = client.workflow.getHandle('suspended');
-    await until(async () => ((await handle.query(statusQuery)).step >= 1 ? true : undefined));
-    expect(rollflow('suspend', 'suspended', '--config', config).status).toBe(0);
-    const stalled = await until(async () => {
-      const st = await handle.query(statusQuery);
-      return st.suspended && st.enginesPaused && !st.training ? st : undefined;
-    });
-    expect(stalled.step).toBeLessThan(8);
+  it('suspend freezes the run (no dispatch, no train step, inference servers paused); resume lets it go on', async () => {
+    const { handle, stalled } = await suspendedMidRun('suspended');
     const engine = (await (await fetch(`${inferenceUrl}/state`)).json()) as { paused: boolean; pause_mode: string };
     expect([engine.paused, engine.pause_mode]).toEqual([true, 'keep']);
+    expect((await handle.query(statusQuery)).step).toBe(stalled.step); // nothing trained while suspended
     expect(rollflow('resume', 'suspended', '--config', config).status).toBe(0);
-    const final = await handle.result();
-    expect([final.step, final.suspended, final.enginesPaused]).toEqual([8, false, false]);
-    expect(((await (await fetch(`${inferenceUrl}/state`)).json()) as { paused: boolean }).paused).toBe(false);
+    await cancelledAfterProgress(handle, stalled.step);
   });
 
   it('the syncWeights update loads external weights between steps (the run suspended); a bad path is refused and the run goes on', async () => {
-    expect(rollflow('run', config, '--run-id', 'operator-sync', '--set', 'async_generation_ratio=1', '--set', 'max_steps=6').status).toBe(0);
-    const handle = client.workflow.getHandle('operator-sync');
-    await until(async () => ((await handle.query(statusQuery)).step >= 1 ? true : undefined));
-    // Suspended, the run cannot reach its last step before the updates below (a fast run once did, and the update was refused).
-    expect(rollflow('suspend', 'operator-sync', '--config', config).status).toBe(0);
-    await until(async () => {
-      const st = await handle.query(statusQuery);
-      return st.suspended && st.enginesPaused && !st.training ? true : undefined;
-    });
+    const { handle, stalled } = await suspendedMidRun('operator-sync');
     // The sim backend loads no tensors, but only a directory the sim trainer's /export_weights could have written.
     const weights = path.join(server.stateDir, 'external-weights');
     mkdirSync(weights, { recursive: true });
@@ -341,8 +354,7 @@ describe('training runs', () => {
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('does not exist');
     expect(rollflow('resume', 'operator-sync', '--config', config).status).toBe(0);
-    expect((await handle.result()).step).toBe(6);
-    expect(((await (await fetch(`${inferenceUrl}/state`)).json()) as { paused: boolean }).paused).toBe(false);
+    await cancelledAfterProgress(handle, stalled.step);
   });
 
   it('lockstep rollout: every turn of the batch waits for the slowest env (recorded in the workflow history)', async () => {
