@@ -85,6 +85,7 @@ class SweEnv(SweLiteEnv):
                                config.instances)
         self.dataset, self.instance = dataset, chosen[seed % len(chosen)]
         self._begin_episode()
+        self._release_checkout()
         self.ws = None
         try:
             self.checkout, self.prepared = SOURCES[config.source.kind][1](config.source, self.instance)
@@ -98,11 +99,13 @@ class SweEnv(SweLiteEnv):
         except PatchError as e:
             self.ws.remove()
             self.ws = None
+            self._release_checkout()
             raise RequestError("config.instances", f"instance {self.instance.instance_id}: {e}", self.instance.instance_id) from e
         except BaseException as e:
             if self.ws is not None:
                 self.ws.remove()
                 self.ws = None
+            self._release_checkout()
             if isinstance(e, (SandboxError, SandboxUnavailable)):
                 raise _sandbox_failed(e) from e
             raise
@@ -113,6 +116,16 @@ class SweEnv(SweLiteEnv):
         return (f"Task {self.instance.instance_id} ({self.instance.repo}). Issue:\n{self.instance.problem_statement}\n\n"
                 f"The repository is your working directory:\n{listing}\n\n"
                 f"Fix the issue in the code; the repository's tests will check it when you submit.\n{self._format}")
+
+    def close(self) -> None:
+        super().close()
+        self._release_checkout()
+
+    def _release_checkout(self) -> None:
+        """Lets the episode's image leave the cache (a local checkout holds nothing)."""
+        if getattr(self, "checkout", None) is not None:
+            self.checkout.release()
+            self.checkout = None
 
     def _materialize(self, ws) -> None:
         try:

@@ -3,7 +3,9 @@
 The image supplies the root file system; bubblewrap stays the sandbox. Once per image id the server unpacks the
 image (``<engine> create`` + ``<engine> export``, no container is ever started) into a read-only cache directory,
 ``<cache_dir>/<image id>``: written under a temporary name and renamed, under a lock file, so two episodes (or two
-servers sharing the cache) never unpack one image twice and nobody sees half a tree. The export is unpacked with
+servers sharing the cache) never unpack one image twice and nobody sees half a tree. Each episode holds its image
+from reset to close, and the cache is kept within ``cache_max_gb`` by removing images nobody holds
+(image_cache.py). The export is unpacked with
 tarfile's ``tar`` filter (no absolute or escaping paths, no setuid/setgid/sticky bits, no group/other write) and
 without device nodes or FIFOs; the root file system is the image's, so its absolute links are kept (``data`` would
 refuse them), and they mean the image's paths, never the host's: only bwrap follows them, inside the sandbox.
@@ -20,14 +22,13 @@ a 503 naming the engine's own message), never the model's 0.
 """
 from __future__ import annotations
 
-import fcntl
 import functools
+import logging
 import os
-import shutil
 import subprocess
 import tarfile
 import tempfile
-import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -35,13 +36,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...sandbox import SandboxUnavailable, current
 from ...sandbox.mounts import interpreter_binds_in
+from . import image_cache
+from .image_cache import ImageLease
 from .instances import Instance
 from .sources import Checkout, PreparedEnv, check_template, fill
 
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "rollflow-swe-rootfs"
 ENGINE_TIMEOUT_S = 600  # an export of a few GB on a slow disk
-_locks: dict[str, threading.Lock] = {}
-_locks_lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 class ImageSource(BaseModel):
@@ -57,7 +59,11 @@ class ImageSource(BaseModel):
                                                                    "(SWE-bench's images: /opt/miniconda3/envs/testbed/bin/python).")
     engine: Literal["podman", "docker"] = Field(default="podman", description="The container engine that has the image.")
     cache_dir: str = Field(default=str(DEFAULT_CACHE), min_length=1, description="Where unpacked root file systems are kept, one "
-                                                                                 "directory per image id (never cleaned by the server).")
+                                                                                 "directory per image id, shared by the servers on one disk.")
+    cache_max_gb: float = Field(default=20.0, gt=0, description="The most the unpacked root file systems may take on disk, in GB (10^9 "
+                                                                "bytes): after an unpacking, the images taken least recently that no "
+                                                                "episode holds are removed (and unpacked again when needed) until the "
+                                                                "cache is within it. Images in use are never removed.")
 
     @field_validator("image")
     @classmethod
@@ -94,31 +100,26 @@ def _rootfs_member(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None
     return tarfile.tar_filter(member, dest)
 
 
-def unpack(engine: str, image: str, cache_dir: Path) -> Path:
-    """The image's root file system under ``cache_dir``, unpacked on the first call for its id."""
+def unpack(engine: str, image: str, cache_dir: Path, max_bytes: int) -> ImageLease:
+    """A lease on the image's root file system under ``cache_dir``, unpacked on the first call for its id; after an
+    unpacking, the images no episode holds are trimmed to ``max_bytes`` (image_cache.py)."""
     ident = image_id(engine, image)
-    rootfs = cache_dir / ident
-    if rootfs.is_dir():
-        return rootfs
-    with _locks_lock:
-        lock = _locks.setdefault(ident, threading.Lock())
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with lock, open(cache_dir / f".{ident}.lock", "w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)  # another server sharing the cache
-        if rootfs.is_dir():
-            return rootfs
-        partial = Path(tempfile.mkdtemp(prefix=f".{ident}.", dir=cache_dir))
+
+    def export_into(partial: Path) -> None:
+        container = _engine(engine, "create", ident, "/bin/true").stdout.decode().strip()
         try:
-            container = _engine(engine, "create", ident, "/bin/true").stdout.decode().strip()
-            try:
-                _export(engine, container, partial)
-            finally:
-                _engine(engine, "rm", "-f", container, stdout=subprocess.DEVNULL)
-            partial.chmod(0o755)
-            partial.rename(rootfs)
+            _export(engine, container, partial)
         finally:
-            shutil.rmtree(partial, ignore_errors=True)
-    return rootfs
+            _engine(engine, "rm", "-f", container, stdout=subprocess.DEVNULL)
+
+    lease, unpacked = image_cache.take(cache_dir, ident, export_into)
+    if unpacked:
+        try:
+            for gone in image_cache.trim(cache_dir, max_bytes):
+                log.info("image cache %s over %d bytes: removed image %s (no episode held it; unpacked again when needed)", cache_dir, max_bytes, gone)
+        except OSError as e:  # the episode has its image; a cache that cannot be trimmed now is trimmed after the next unpacking
+            log.warning("could not trim the image cache %s: %s", cache_dir, e)
+    return lease
 
 
 def _export(engine: str, container: str, into: Path) -> None:
@@ -156,10 +157,24 @@ def resolve_image(source: ImageSource, instance: Instance) -> tuple[Checkout, Pr
         raise SandboxUnavailable(f"source.kind image needs sandbox mode bwrap (the image's system is bound into it), not {current().mode!r}")
     image = fill(source.image, instance).lower()
     try:
-        rootfs = unpack(source.engine, image, Path(source.cache_dir).absolute())
+        lease = unpack(source.engine, image, Path(source.cache_dir).absolute(), int(source.cache_max_gb * 1e9))
     except OSError as e:  # the cache directory: not writable, a full disk
         raise SandboxUnavailable(f"instance {instance.instance_id}: could not unpack image {image} under {source.cache_dir}: {e}") from e
-    repo = rootfs / source.repo_dir.lstrip("/")
-    if not repo.is_dir() or not repo.resolve().is_relative_to(rootfs.resolve()):  # a link would mean the host's path
-        raise SandboxUnavailable(f"instance {instance.instance_id}: image {image} has no directory {source.repo_dir} (source.repo_dir)")
-    return Checkout(repo), _prepared_in(rootfs, source.python)
+    rootfs = lease.rootfs
+    try:
+        repo = rootfs / source.repo_dir.lstrip("/")
+        if not repo.is_dir() or not repo.resolve().is_relative_to(rootfs.resolve()):  # a link would mean the host's path
+            raise SandboxUnavailable(f"instance {instance.instance_id}: image {image} has no directory {source.repo_dir} (source.repo_dir)")
+        return ImageCheckout(repo, lease), _prepared_in(rootfs, source.python)
+    except BaseException:
+        lease.release()
+        raise
+
+
+@dataclass(frozen=True)
+class ImageCheckout(Checkout):
+    """The repository inside an unpacked image: the image stays in the cache until the episode releases this."""
+    lease: ImageLease = field(compare=False, repr=False)
+
+    def release(self) -> None:
+        self.lease.release()

@@ -94,6 +94,9 @@ class Checkout:
                 child.rename(dest / child.name)
             top.rmdir()
 
+    def release(self) -> None:
+        """The episode is done with the repository (an image's checkout lets its image leave the cache)."""
+
 
 @dataclass(frozen=True)
 class PreparedEnv:
