@@ -65,7 +65,8 @@ def test_a_missing_image_engine_or_cache_is_a_503_and_a_bad_key_a_400(inflection
         no_repo = reset(repo_dir="/nowhere")
         assert no_repo.status_code == 503 and "has no directory /nowhere" in no_repo.text, no_repo.text
         for source, field in (({"repo_path": "x"}, "config.source.repo_path"), ({"python": "opt/env/bin/python"}, "config.source.python"),
-                              ({"image": "x:{name}"}, "config.source.image"), ({"kind": "tarball"}, "config.source.kind")):
+                              ({"image": "x:{name}"}, "config.source.image"), ({"kind": "tarball"}, "config.source.kind"),
+                              ({"cache_max_gb": 0}, "config.source.cache_max_gb")):
             bad = reset(**source)
             assert bad.status_code == 400 and bad.json()["problems"][0]["field"] == field, (source, bad.text)
         sandboxes = tmp_path / "sandboxes"
