@@ -18,6 +18,7 @@ every image is a full copy (``podman_refusal``).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -136,19 +137,24 @@ def build(rows: list[dict], repo_path: str, env_path: str, state: Path = DEFAULT
     as source kind local names it; the venv's root directory). Returns instance_id -> image."""
     if (refusal := podman_refusal()) is not None:
         raise RuntimeError(refusal)
-    ensure_base(state)
-    envs: dict[str, str] = {}
-    images = {}
-    for row in rows:
-        slug = repo_slug(row["repo"])
-        if slug not in envs:
-            envs[slug] = ensure_env(state, slug, Path(env_path.format(repo_slug=slug)), namespace)
-        named = Path(repo_path.format(instance_id=row["instance_id"], repo_slug=slug))
-        repo = find_repository(named)
-        if repo is None:
-            raise RuntimeError(f"{row['instance_id']}: no repository at {named} (nor with a .tar/.tar.gz/.tgz suffix)")
-        images[row["instance_id"]] = build_instance(state, row, envs[slug], repo, namespace)
-    return images
+    state.mkdir(parents=True, exist_ok=True)
+    with open(state / ".build.lock", "w") as lock:
+        # Builds sharing a state directory (its base tarball, its build contexts, the same tags) run one after the
+        # other: two at once (two test processes, two shells) would remove each other's contexts.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ensure_base(state)
+        envs: dict[str, str] = {}
+        images = {}
+        for row in rows:
+            slug = repo_slug(row["repo"])
+            if slug not in envs:
+                envs[slug] = ensure_env(state, slug, Path(env_path.format(repo_slug=slug)), namespace)
+            named = Path(repo_path.format(instance_id=row["instance_id"], repo_slug=slug))
+            repo = find_repository(named)
+            if repo is None:
+                raise RuntimeError(f"{row['instance_id']}: no repository at {named} (nor with a .tar/.tar.gz/.tgz suffix)")
+            images[row["instance_id"]] = build_instance(state, row, envs[slug], repo, namespace)
+        return images
 
 
 def main(argv: list[str] | None = None) -> None:
