@@ -26,7 +26,7 @@ node_modules/.bin/vitest run --silent=passed-only --reporter=default --reporter=
 vitest_status=${PIPESTATUS[0]}
 # -q: a line of dots per file instead of a header per file; failures keep their tracebacks (in pytest.log too).
 # -n 2 --dist loadfile (pytest-xdist): two processes, each taking whole files, so a file's fixtures are built once;
-# most tests wait on sandboxes and servers, so two halve the suite's time on 2 cores (9.5 to 4.7 minutes).
+# most tests wait on sandboxes and servers, so two halve the suite's time on 2 cores (about 9.5 to 4.8 minutes).
 (cd python-engines && ../.venv/bin/python -m pytest -q -n 2 --dist loadfile --junitxml="$reports/pytest.xml" "${pytest_args[@]}") 2>&1 | tee "$reports/pytest.log"
 pytest_status=${PIPESTATUS[0]}
 echo

@@ -57,6 +57,8 @@ export const envStepSummary = (turn: number, action: string): string => `turn ${
 export const playTurnSummary = (turn: number, maxTokens: number): string => `turn ${turn} · ≤${maxTokens} tokens, then the env step`;
 /** A trajectory's call, named by its uid: a group (trajectory_workflows false) or a lockstep batch runs several in one workflow. */
 export const ofTrajectory = (uid: string, summary: string): string => `${uid} · ${summary}`;
+/** The uid an ofTrajectory summary names (what a reader of a group's history tells its trajectories apart by). */
+export const trajectoryOfSummary = (summary: string): string => summary.split(' · ')[0]!;
 export const finishSummary = (uid: string, reward: number): string => `${uid} · reward ${num(reward)}`;
 export const trainStepSummary = (step: number, samples: number, version: number): string => `step ${step} · ${samples} samples · v${version}→v${version + 1}`;
 export const validateSummary = (steps: number, version: number): string => `validation after step ${steps} · v${version}`;

@@ -76,8 +76,9 @@ async function loseEnvMidEpisode(runId: string, ...sets: string[]): Promise<RunS
   expect(started.status, started.stderr).toBe(0);
   const handle = client.workflow.getHandle(runId);
   await until(async () => ((await handle.query(statusQuery)).step >= 1 ? true : undefined), 'step 1 trained');
-  // Signalled from here, not by the CLI: the run's last steps (0.75 s of decode at least) could end in the second
-  // the command takes to start, and the run would finish before it is held. run.test suspends with the CLI.
+  // Signalled from here, not by the CLI: the run's last three steps (multi-turn episodes with a real decode cost)
+  // could end in the second the command takes to start, and the run would finish before it is held. run.test
+  // suspends with the CLI.
   await handle.signal(suspend);
   await until(async () => {
     const st = await handle.query(statusQuery);

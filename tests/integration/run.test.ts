@@ -9,6 +9,7 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchDir, batchKey, checkpointDir, childWorkflowId, epochOrder, groupWorkflowId, lockstepWorkflowId, METRIC, runDataDir } from '../../src/core';
+import { trajectoryOfSummary } from '../../src/workflows/metadata';
 import { cancelRun, type run, status as statusQuery } from '../../src/workflows/run';
 import { groupPassesStdFilter, responseLength, responseSolved } from '../../src/envs/draws';
 import { stepLatency } from '../../src/envs/latency';
@@ -463,7 +464,7 @@ describe('training runs', () => {
     const history = (await client.workflow.getHandle(groupWorkflowId('in-group', { epoch: 0, position: 0 })).fetchHistory()).events!;
     expect(history.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toHaveLength(0);
     const turns = history.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'playTurn');
-    const members = new Set(turns.map((e) => defaultPayloadConverter.fromPayload<string>(e.userMetadata!.summary!).split(' · ')[0]));
+    const members = new Set(turns.map((e) => trajectoryOfSummary(defaultPayloadConverter.fromPayload<string>(e.userMetadata!.summary!))));
     expect([...members].sort()).toEqual(['e0-p0-s0', 'e0-p0-s1', 'e0-p0-s2', 'e0-p0-s3']);
   });
 });

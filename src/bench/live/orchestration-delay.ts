@@ -13,6 +13,7 @@
  */
 import { tsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
+import { trajectoryOfSummary } from '../../workflows/metadata';
 import { distribution, executions } from './history-times';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -80,7 +81,7 @@ function criticalActivityMs(events: readonly HistoryEvent[]): number {
   const byUid = typeOf(events) === 'group';
   const perTrajectory = new Map<string, number>();
   for (const x of executions(events)) {
-    const uid = byUid ? (x.summary?.split(' · ')[0] ?? '') : '';
+    const uid = byUid && x.summary ? trajectoryOfSummary(x.summary) : '';
     perTrajectory.set(uid, (perTrajectory.get(uid) ?? 0) + x.seconds * 1000);
   }
   return Math.max(0, ...perTrajectory.values());
