@@ -13,7 +13,7 @@ import { engineStatus, launchedEngines, startEngine, stopEngine } from './engine
 import { codecProcess, codecStatus, startCodecServer, stopCodecServer } from './codec';
 import { startTemporal, stopTemporal, temporalStatus } from './temporal';
 import { haltSupervisor, readSupervisorStatus, startSupervisor, stopSupervisor, supervisionTurnedOff, supervisorLines } from './supervisor';
-import { readWorkerBeat, startWorker, stopWorker, workerBeatProblem, workerStatus } from './worker';
+import { liveWorkerBeats, startWorker, stopWorker, workerBeatProblem, workerStatus } from './worker';
 
 const embedded = ({ config, derived }: LoadedConfig) => config.temporal.embedded && derived.temporal.loopback;
 
@@ -92,8 +92,10 @@ export const probeWorker = (loaded: LoadedConfig, maxAgeMs: number): string | un
  */
 export function localStackView(loaded: LoadedConfig): { restarts: Record<string, { state: string; restarts: number; hangKills: number }>; waitingFor: string[] } | undefined {
   const supervisor = readSupervisorStatus(loaded);
-  const beat = readWorkerBeat(loaded);
-  if (!supervisor && !beat) return undefined;
+  const beats = liveWorkerBeats(loaded);
+  if (!supervisor && beats.length === 0) return undefined;
   const restarts = Object.fromEntries(Object.entries(supervisor?.parts ?? {}).map(([name, p]) => [name, { state: p.state, restarts: p.restarts, hangKills: p.hangKills }]));
-  return { restarts, waitingFor: beat?.waitingFor ?? [] };
+  // Several workers of the config on this host (a second one added for capacity): each says what it waits for.
+  const waitingFor = beats.flatMap((b) => (b.waitingFor ?? []).map((w) => (beats.length > 1 ? `worker pid ${b.pid}: ${w}` : w)));
+  return { restarts, waitingFor };
 }

@@ -2,7 +2,7 @@
  * The background worker of `rollflow dev up`: `rollflow worker` in its own
  * process. It is ready when Temporal lists it as a poller of the task queue.
  */
-import { rmSync, statSync } from 'node:fs';
+import { readdirSync, rmSync, statSync } from 'node:fs';
 import { readJsonFile } from './files';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -18,9 +18,32 @@ export function workerProcess({ config }: LoadedConfig): ManagedProcess {
 
 /**
  * The file a live worker rewrites every couple of seconds from its event loop (src/worker/liveness.ts):
- * how a supervisor or a Kubernetes exec probe tells a stopped or wedged worker from a working one.
+ * how a supervisor or a Kubernetes exec probe tells a stopped or wedged worker from a working one. One file per
+ * process: a second worker of the same queue on this host (more capacity, a test) must neither overwrite the beat
+ * the supervisor judges its own worker by (it would kill it as hung) nor keep a hung one looking alive.
  */
-export const workerAliveFile = ({ config }: LoadedConfig, state = stateDir()) => path.join(pidsDir(state), `worker-${config.temporal.task_queue}.alive`);
+export const workerAliveFile = ({ config }: LoadedConfig, pid = process.pid, state = stateDir()) => path.join(pidsDir(state), `worker-${config.temporal.task_queue}.${pid}.alive`);
+
+/** The pids named by this config's alive files on this host, live or not. */
+function beatingPids(loaded: LoadedConfig, state: string): number[] {
+  const prefix = `worker-${loaded.config.temporal.task_queue}.`;
+  let names: string[];
+  try {
+    names = readdirSync(pidsDir(state));
+  } catch {
+    return []; // no pids directory yet
+  }
+  return names.filter((n) => n.startsWith(prefix) && n.endsWith('.alive')).map((n) => Number(n.slice(prefix.length, -'.alive'.length))).filter((pid) => Number.isInteger(pid) && pid > 0);
+}
+
+/** The beats of this config's workers on this host whose processes still run (a dead one's file is left over). */
+export const liveWorkerBeats = (loaded: LoadedConfig, state = stateDir()): WorkerBeat[] =>
+  beatingPids(loaded, state).filter(isAlive).flatMap((pid) => readWorkerBeat(loaded, pid, state) ?? []);
+
+/** Removes the alive files of this config's workers whose processes are gone (a killed worker cannot remove its own). */
+export function removeDeadWorkerBeats(loaded: LoadedConfig, state = stateDir()): void {
+  for (const pid of beatingPids(loaded, state).filter((p) => !isAlive(p))) rmSync(workerAliveFile(loaded, pid, state), { force: true });
+}
 
 /** Identities of the processes polling the config's workflow task queue. */
 export const pollers = (client: Client, { config }: LoadedConfig) => taskQueuePollers(client, config.temporal.namespace, config.temporal.task_queue);
@@ -42,15 +65,15 @@ export async function workerStatus(client: Client | undefined, loaded: LoadedCon
   const pid = livePid(proc);
   if (pid === undefined) return { ok: false, line: `${proc.name}: stopped` };
   const polling = client ? (await pollers(client, loaded).catch(() => [])).some((id) => id.startsWith(`${pid}@`)) : false;
-  const beat = readWorkerBeat(loaded);
-  const waiting = beat?.pid === pid && beat.waitingFor?.length ? `; waiting for ${beat.waitingFor.join(', ')}` : '';
+  const beat = readWorkerBeat(loaded, pid);
+  const waiting = beat?.waitingFor?.length ? `; waiting for ${beat.waitingFor.join(', ')}` : '';
   const hung = workerBeatProblem(loaded, pid);
   return { ok: polling && !hung, line: `${proc.name}: ${polling ? 'running' : 'not polling'} pid=${pid} task_queue=${loaded.config.temporal.task_queue}${hung ? `; ${hung}` : ''}${waiting}` };
 }
 
 export async function stopWorker(loaded: LoadedConfig): Promise<'stopped' | 'not running'> {
   const stopped = await stopProcess(workerProcess(loaded));
-  rmSync(workerAliveFile(loaded), { force: true }); // a stopped worker's last beat must not read as a live one's
+  removeDeadWorkerBeats(loaded); // a stopped worker's last beat must not read as a live one's
   return stopped;
 }
 
@@ -72,18 +95,23 @@ export interface WorkerBeat {
 /** A worker whose last beat is older than this is taken for hung by the supervisor (it beats every 2 s). */
 export const WORKER_BEAT_STALE_MS = 10_000;
 
-/**
- * undefined when the worker beat within WORKER_BEAT_STALE_MS; otherwise why it counts as hung. `pid`: the process
- * that must have written the beat (the supervisor's); without it (an exec probe in a container, where no pid file
- * is kept), the beat's own pid must be alive.
- */
-export const readWorkerBeat = (loaded: LoadedConfig) => readJsonFile<WorkerBeat>(workerAliveFile(loaded));
+export const readWorkerBeat = (loaded: LoadedConfig, pid: number, state = stateDir()) => readJsonFile<WorkerBeat>(workerAliveFile(loaded, pid, state));
 
+/**
+ * undefined when the worker beat within `staleMs`; otherwise why it counts as hung. `pid`: the process that must
+ * have beaten (the supervisor's). Without it (an exec probe in a container, where no pid file is kept), every live
+ * worker of the config on this host must have beaten, and there must be one.
+ */
 export function workerBeatProblem(loaded: LoadedConfig, pid?: number, now = Date.now(), staleMs = WORKER_BEAT_STALE_MS): string | undefined {
-  const beat = readWorkerBeat(loaded);
-  if (!beat) return `no readable alive file ${workerAliveFile(loaded)}`;
-  if (pid !== undefined && beat.pid !== pid) return `the alive file is from pid ${beat.pid}, not ${pid} (it has not beaten yet)`;
-  if (pid === undefined && !isAlive(beat.pid)) return `the worker that last beat (pid ${beat.pid}) is not running`;
-  const age = now - beat.at;
-  return age <= staleMs ? undefined : `no beat for ${(age / 1000).toFixed(1)} s (stopped, or its event loop is blocked)`;
+  const stale = (beat: WorkerBeat) => {
+    const age = now - beat.at;
+    return age <= staleMs ? undefined : `no beat from pid ${beat.pid} for ${(age / 1000).toFixed(1)} s (stopped, or its event loop is blocked)`;
+  };
+  if (pid !== undefined) {
+    const beat = readWorkerBeat(loaded, pid);
+    return beat ? stale(beat) : `no readable alive file ${workerAliveFile(loaded, pid)} (it has not beaten yet)`;
+  }
+  const beats = liveWorkerBeats(loaded);
+  if (beats.length === 0) return `no live worker of task queue ${loaded.config.temporal.task_queue} beats here (no alive file of a running process in ${pidsDir()})`;
+  return beats.map(stale).find((problem) => problem !== undefined);
 }

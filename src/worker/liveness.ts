@@ -1,7 +1,7 @@
 /**
- * The worker's beat: every 2 s, from its event loop, it rewrites its alive
- * file (src/stack/worker.ts reads it) with its pid, the beat timer's lag and
- * the SDK's count of work in flight. A stopped worker (SIGSTOP) or one whose
+ * The worker's beat: every 2 s, from its event loop, it rewrites its own
+ * alive file (named by its pid; src/stack/worker.ts reads it) with the beat
+ * timer's lag and the SDK's count of work in flight. A stopped worker (SIGSTOP) or one whose
  * loop is blocked writes nothing, which the supervisor and a Kubernetes exec
  * probe (`rollflow probe worker`) see within WORKER_BEAT_STALE_MS. Under
  * systemd (NOTIFY_SOCKET set) the same beat feeds its watchdog. Each beat
@@ -9,13 +9,14 @@
  * each other.
  */
 import { execFile } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import type { Worker } from '@temporalio/worker';
 import { enginesWaitedFor } from '../activities/engine-wait';
 import type { LoadedConfig } from '../configs';
 import type { Logger } from '../logging';
 import { writeFileAtomic } from '../stack/files';
 import { respawnSupervisorIfWanted } from '../stack/supervisor';
-import { workerAliveFile, type WorkerBeat } from '../stack/worker';
+import { removeDeadWorkerBeats, workerAliveFile, type WorkerBeat } from '../stack/worker';
 
 export const WORKER_BEAT_EVERY_MS = 2_000;
 
@@ -43,7 +44,10 @@ export function startBeating(loaded: LoadedConfig, worker: () => Pick<Worker, 'g
       log.warn({ err: e }, 'the worker could not write its beat');
     }
   };
+  removeDeadWorkerBeats(loaded); // the files of workers killed before they could remove their own
   once();
   const timer = setInterval(once, WORKER_BEAT_EVERY_MS);
+  // On the way out, not when the beats stop: a worker still closing its trackers is not taken for a hung one.
+  process.once('exit', () => rmSync(workerAliveFile(loaded), { force: true }));
   return () => clearInterval(timer);
 }

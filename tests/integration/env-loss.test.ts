@@ -4,22 +4,16 @@
 // an operator brings the server back with `rollflow dev up` (the stack runs with --no-supervise, so nothing else
 // does). Every check reads what the run recorded: its status, its step records, the batch files
 // the trainer read, the workflows' pending activities and results. Never elapsed time.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/configs';
 import { batchDir, groupUid, METRIC, runDataDir, sampleUid } from '../../src/core';
+import { liveWorkerBeats } from '../../src/stack/worker';
 import { status as statusQuery, suspend, type RunStatus } from '../../src/workflows/run';
 import type { GroupResult } from '../../src/workflows/run-state';
 import { freePort, readJsonl, ROOT, TestDevServer, until } from './helpers/dev-server';
-
-const readJsonFile = <T>(file: string): T | undefined => {
-  try {
-    return JSON.parse(readFileSync(file, 'utf8')) as T;
-  } catch {
-    return undefined;
-  }
-};
 
 const G = 4;
 const B = 2 * G;
@@ -40,7 +34,7 @@ async function openSessions(): Promise<number> {
 
 /** Calls the worker waits on for the env server, as its beat file names them (src/activities/engine-wait.ts). */
 function envCallsWaiting(): number {
-  const beat = readJsonFile<{ waitingFor?: string[] }>(path.join(server.stateDir, 'pids', 'worker-env-loss-test.alive'));
+  const [beat] = liveWorkerBeats(parseConfig({ temporal: { task_queue: 'env-loss-test' } }, 'env-loss.yaml'), server.stateDir);
   const waiting = (beat?.waitingFor ?? []).find((w) => w.startsWith(`env ${envUrl} `));
   return waiting ? Number(/(\d+) calls?\)$/.exec(waiting)![1]) : 0;
 }

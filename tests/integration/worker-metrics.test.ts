@@ -6,11 +6,12 @@
  * A second worker on the same host and address warns and works without them.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRIC, RUN_COUNT, TRAINER_PREFIX, VAL_METRIC } from '../../src/core';
 import { taskQueuePollers } from '../../src/client/run-handle';
+import type { SupervisorStatus } from '../../src/stack/supervisor';
 import { freePort, readJsonl, ROOT, until } from './helpers/dev-server';
 import { scrape } from './helpers/prometheus';
 import { upSimStack, type SimStack } from './helpers/sim-stack';
@@ -100,7 +101,10 @@ describe('worker /metrics (Prometheus)', () => {
     expect([...queried].filter((q) => !names.has(q))).toEqual([]);
   });
 
-  it('a second worker on the same address warns that the port is taken and polls all the same', async () => {
+  it('a second worker on the same address warns that the port is taken and polls all the same; the first is left alone', async () => {
+    const pids = path.join(stack.server.stateDir, 'pids');
+    const firstPid = () => Number(readFileSync(path.join(pids, 'worker-worker-metrics.pid'), 'utf8').split('\n')[0]);
+    const first = firstPid();
     const second = spawn(path.join(ROOT, 'bin/rollflow'), ['worker', stack.config], { env: { ...stack.server.env, ROLLFLOW_LOG_FORMAT: 'json' }, stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
     second.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
@@ -108,13 +112,22 @@ describe('worker /metrics (Prometheus)', () => {
     try {
       const identity = `${second.pid}@`;
       const polling = async () => (await taskQueuePollers(stack.client, 'default', 'worker-metrics')).some((p) => p.startsWith(identity));
-      await until(async () => (second.exitCode !== null || (await polling()) ? true : undefined), 'the second worker polling (or gone)', 120_000);
+      const withLog = (e: Error) => {
+        throw new Error(`${e.message}\nthe second worker's log:\n${log}`);
+      };
+      await until(async () => (second.exitCode !== null || (await polling()) ? true : undefined), 'the second worker polling (or gone)', 120_000).catch(withLog);
       expect(second.exitCode, log).toBeNull();
       // (Logged before the worker polls, but read here from a pipe: waited for, not assumed.)
-      await until(async () => (log.includes('worker metrics not served') ? true : undefined), 'the second worker\'s warning', 60_000);
+      await until(async () => (log.includes('worker metrics not served') ? true : undefined), 'the second worker\'s warning', 60_000).catch(withLog);
       expect(log).toContain(`worker metrics not served at ${new URL(metricsUrl).host}: the port is taken`);
       // The first worker's page is still the first worker's.
       expect((await scrape(metricsUrl)).get('rollflow_run_step{run_id="prom"}')).toBe(3);
+      // Both beat, each in a file of its own: the supervisor never took the first for hung. (When they shared one
+      // file, it read the second's pid there and killed the first: the second then took the free port, no warning.)
+      const status = JSON.parse(readFileSync(path.join(pids, 'supervisor-worker-metrics.json'), 'utf8')) as SupervisorStatus;
+      expect(status.parts['worker-worker-metrics']).toMatchObject({ pid: first, restarts: 0, hangKills: 0 });
+      expect(firstPid()).toBe(first);
+      expect(readdirSync(pids).filter((f) => f.endsWith('.alive')).sort()).toEqual([`worker-worker-metrics.${first}.alive`, `worker-worker-metrics.${second.pid}.alive`].sort());
     } finally {
       // SIGTERM stops a worker that runs; one stuck before running (a failed test) ignores it: SIGKILL after 30 s.
       second.kill('SIGTERM');
@@ -122,5 +135,7 @@ describe('worker /metrics (Prometheus)', () => {
       await exited;
       clearTimeout(stuck);
     }
+    // It stopped on SIGTERM, and took its alive file with it.
+    expect(readdirSync(pids).filter((f) => f.endsWith('.alive'))).toEqual([`worker-worker-metrics.${first}.alive`]);
   });
 });

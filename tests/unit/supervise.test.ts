@@ -11,7 +11,7 @@ import { backoffMs, watchPart, SUPERVISE_DEFAULTS, type Part, type SuperviseOpti
 import { claimSupervisor, releaseSupervisor, supervisorProcess, writeSupervisorStatus, type PartStatus } from '../../src/stack/supervisor';
 import { parseConfig } from '../../src/configs';
 import { localStackView } from '../../src/stack';
-import { workerBeatProblem } from '../../src/stack/worker';
+import { liveWorkerBeats, removeDeadWorkerBeats, workerAliveFile, workerBeatProblem, type WorkerBeat } from '../../src/stack/worker';
 import { beat } from '../../src/worker/liveness';
 
 const FAST: SuperviseOptions = { checkEveryMs: 10, probeEveryMs: 10, fastFailMs: 60_000, maxFastFailures: 3, maxBackoffMs: 20, crashLoopRetryMs: 30 };
@@ -135,9 +135,42 @@ describe('the local stack as `rollflow status` and `dev status` show it', () => 
       beat(loaded, undefined, 0);
       expect(localStackView(loaded)).toEqual({ restarts: { 'engine-env-8501': { state: 'backoff', restarts: 2, hangKills: 1 } }, waitingFor: [] });
       expect(workerBeatProblem(loaded, process.pid)).toBeUndefined();
-      expect(workerBeatProblem(loaded, process.pid, Date.now() + 16_000)).toMatch(/^no beat for 16\.\d s/);
-      expect(workerBeatProblem(loaded, process.pid + 1)).toMatch(/the alive file is from pid/);
+      expect(workerBeatProblem(loaded, process.pid, Date.now() + 16_000)).toMatch(/^no beat from pid \d+ for 16\.\d s/);
+      expect(workerBeatProblem(loaded, process.pid + 1)).toMatch(/it has not beaten yet/);
     } finally {
+      process.env.ROLLFLOW_STATE = before;
+      if (before === undefined) delete process.env.ROLLFLOW_STATE;
+    }
+  });
+
+  it('a second worker of the same queue on this host beats in a file of its own: the supervisor\'s worker stays healthy, the probe sees both', async () => {
+    const before = process.env.ROLLFLOW_STATE;
+    process.env.ROLLFLOW_STATE = mkdtempSync(path.join(tmpdir(), 'rollflow-two-workers-'));
+    // The second worker: a live process whose beat stopped 20 s ago and that waits for the env server.
+    const other = spawn('sleep', ['1000'], { stdio: 'ignore' });
+    try {
+      const loaded = parseConfig({ temporal: { task_queue: 'two-workers' } }, 'test.yaml');
+      expect(workerBeatProblem(loaded)).toMatch(/^no live worker of task queue two-workers beats here/);
+      beat(loaded, undefined, 0);
+      const otherBeat: WorkerBeat = { pid: other.pid!, at: Date.now() - 20_000, loopLagMs: 0, runState: 'RUNNING', activitiesInFlight: 1, activationsInFlight: 0, waitingFor: ['env http://127.0.0.1:8501 (1 call)'] };
+      writeFileSync(workerAliveFile(loaded, other.pid!), JSON.stringify(otherBeat));
+      // Before, both wrote one file: the supervisor read the other's pid in it and killed its own worker as hung.
+      expect(workerBeatProblem(loaded, process.pid)).toBeUndefined();
+      expect(workerBeatProblem(loaded, other.pid!)).toMatch(new RegExp(`^no beat from pid ${other.pid} for 20\\.\\d s`));
+      expect(workerBeatProblem(loaded)).toMatch(new RegExp(`^no beat from pid ${other.pid} for`)); // the probe: any hung one fails it
+      expect(localStackView(loaded)?.waitingFor).toEqual([`worker pid ${other.pid}: env http://127.0.0.1:8501 (1 call)`]);
+      // Gone, its file is left over: ignored, then removed by the next worker that starts beating.
+      const exited = new Promise((resolve) => other.once('exit', resolve));
+      other.kill('SIGKILL');
+      await exited;
+      expect(liveWorkerBeats(loaded).map((b) => b.pid)).toEqual([process.pid]);
+      expect(workerBeatProblem(loaded)).toBeUndefined();
+      expect(existsSync(workerAliveFile(loaded, other.pid!))).toBe(true);
+      removeDeadWorkerBeats(loaded);
+      expect(existsSync(workerAliveFile(loaded, other.pid!))).toBe(false);
+      expect(existsSync(workerAliveFile(loaded))).toBe(true);
+    } finally {
+      other.kill('SIGKILL');
       process.env.ROLLFLOW_STATE = before;
       if (before === undefined) delete process.env.ROLLFLOW_STATE;
     }
