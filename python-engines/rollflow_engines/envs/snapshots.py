@@ -92,16 +92,41 @@ def save(value: dict[str, Any]) -> str:
     return snapshot
 
 
+def reference(stored: str, counters: dict[str, int]) -> str:
+    """A snapshot id for a step that changed nothing the stored snapshot holds but its counters: that snapshot, with
+    these counters in place of its own (``<id>+turn=4,chars=310``). Nothing is written for it; load reads it back."""
+    return f"{stored}+" + ",".join(f"{name}={value}" for name, value in counters.items())
+
+
+def stored_id(snapshot: str | None) -> str | None:
+    """The stored snapshot an id names (a reference's, or the id itself)."""
+    return snapshot.partition("+")[0] if snapshot else None
+
+
 def load(snapshot: str) -> dict[str, Any]:
-    """The saved value; NotFoundError (404, field ``restore``) for an unknown or removed id, ``snapshot_corrupt`` (400)
-    for damaged bytes, UnavailableError (503) when the store cannot be reached."""
-    if not set(snapshot) <= _ID_CHARS:
+    """The saved value (a reference's with its counters); NotFoundError (404, field ``restore``) for an unknown or
+    removed id, or a malformed one, ``snapshot_corrupt`` (400) for damaged bytes, UnavailableError (503) when the store
+    cannot be reached."""
+    stored, plus, later = snapshot.partition("+")
+    if not set(stored) <= _ID_CHARS:
         raise NotFoundError("restore", f"no snapshot {snapshot!r} in {_where}", snapshot)
-    data = _read_stored(snapshot, f"snapshot {snapshot!r}", snapshot)
+    data = _read_stored(stored, f"snapshot {stored!r}", snapshot)
     try:
-        return json.loads(zlib.decompress(data))
+        value = json.loads(zlib.decompress(data))
     except (zlib.error, ValueError) as e:
-        raise RequestError("restore", f"snapshot {snapshot!r} in {_where} is damaged, not restoring it: {e}", snapshot, CORRUPT) from e
+        raise RequestError("restore", f"snapshot {stored!r} in {_where} is damaged, not restoring it: {e}", snapshot, CORRUPT) from e
+    if plus:
+        value["counters"] = _later_counters(value.get("counters"), later, snapshot)
+    return value
+
+
+def _later_counters(saved: Any, later: str, snapshot: str) -> dict[str, int]:
+    """The counters a reference names: the same names as the stored snapshot's, each a count."""
+    pairs = [pair.partition("=") for pair in later.split(",")]
+    counters = {name: int(value) for name, _, value in pairs if value.isdigit() and value.isascii()}
+    if not isinstance(saved, dict) or set(counters) != set(saved) or len(counters) != len(pairs):
+        raise NotFoundError("restore", f"no snapshot {snapshot!r} in {_where}: its counters are not those snapshot {stored_id(snapshot)!r} keeps", snapshot)
+    return counters
 
 
 def _read_stored(key: str, what: str, given: str) -> bytes:
@@ -146,7 +171,9 @@ def reap(max_age_s: float) -> int:
 
 
 def remove(snapshot: str | None) -> None:
-    """Best effort: a snapshot that stays behind is reaped for its age."""
+    """Removes the stored snapshot an id names (a reference's too). Best effort: one that stays behind is reaped for its
+    age."""
+    snapshot = stored_id(snapshot)
     if not (snapshot and set(snapshot) <= _ID_CHARS):
         return
     if isinstance(_where, str):

@@ -13,6 +13,8 @@ metadata. A ctime is as coarse as the kernel's clock tick, so a file changed in 
 keep its ctime: a hash is reused only when the file's ctime is more than RACY_NS before the walk that took it
 ("racily clean", as git calls it), and the reset and restore wait that long before they record what they wrote.
 An edit (the server's own write) is not walked after: its step saves no snapshot, and the next command's walk sees it.
+A command after which the walk finds the changes of the last manifest saved (it read, listed, searched) writes nothing
+either: its snapshot id is a reference to that manifest with the step's counters (snapshots.reference).
 
 What the policy can reach: every path in a manifest comes from the server's own walk, which never follows a link
 (scandir, lstat, files opened O_NOFOLLOW|O_NONBLOCK and bounded: host_files). A restore writes through host_files'
@@ -68,6 +70,7 @@ class WorkspaceManifest:
         self.hashed: dict[str, tuple[Key, str]] = {}   # files hashed and not racy: key -> sha256
         self.saved: set[str] = set()                   # blobs known to be in the store
         self._fresh: dict[str, bytes] = {}             # contents read by the last walk, by sha256, until saved
+        self.stored: tuple[str, dict[str, Entry | None]] | None = None  # the last manifest saved: its id and changes
         self.stats = {"hashed_files": 0, "hashed_bytes": 0, "blobs_written": 0, "blob_bytes": 0}
 
     # ---- recording
@@ -76,7 +79,7 @@ class WorkspaceManifest:
         """The reset state, walked before any command of the agent's ran (what the server itself just put there)."""
         _settle()
         self.base = {rel: (_key(st), self._entry_without_content(st, path)) for rel, path, st in self._walk()}
-        self.changes, self.hashed = {}, {}
+        self.changes, self.hashed, self.stored = {}, {}, None
 
     def rescan(self) -> None:
         """After a command ran in the sandbox: every entry is looked at (hashing only those whose key changed)."""
@@ -144,7 +147,12 @@ class WorkspaceManifest:
 
     def save(self, instance_id: str, counters: dict[str, int]) -> str:
         """Writes the blobs the store lacks, then the manifest; its snapshot id. SnapshotNotSaved when either fails
-        (the changes stay recorded: the next save writes what this one could not)."""
+        (the changes stay recorded: the next save writes what this one could not). When the walk found the changes of
+        the last manifest saved (a command that read, listed, searched), nothing is written: the id is a reference to
+        that manifest with these counters, so a bucket costs no round trip for it."""
+        if self.stored is not None and self.stored[1] == self.changes:
+            self._fresh.clear()
+            return snapshots.reference(self.stored[0], counters)
         named = sorted({e[2] for e in self.changes.values() if e is not None and e[0] == "f"})
         # A blob hashed by a walk whose save failed is read again, by the path that holds it.
         missing = {sha: self._fresh.pop(sha, None) or self._content_of(sha) for sha in named if sha not in self.saved}
@@ -160,6 +168,7 @@ class WorkspaceManifest:
             futures.wait(blob_writes)
         written = [f.result() for f in blob_writes]  # SnapshotNotSaved, once all are done
         self.saved.update(missing)
+        self.stored = (saved, self.changes)  # rescan and restore put a new dict in self.changes, never change this one
         self.stats["blobs_written"] += sum(1 for n in written if n)
         self.stats["blob_bytes"] += sum(written)  # compressed, as stored
         return saved

@@ -280,7 +280,8 @@ class SweLiteEnv(BaseEnv):
             self.snapshot, self.command_unsaved = None, True
             return None
         previous, self.snapshot, self.command_unsaved = self.snapshot, saved, False
-        self._remove_snapshot(previous)
+        if snapshots.stored_id(previous) != snapshots.stored_id(saved):  # a reference to the one stored keeps it
+            self._remove_snapshot(previous)
         return saved
 
     @property

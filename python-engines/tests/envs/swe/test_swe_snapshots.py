@@ -224,3 +224,35 @@ def test_a_read_only_directory_comes_back_with_its_files(envs):
         for env in (first, second):
             os.chmod(env.ws.path / "locked", 0o755)
             os.chmod(env.ws.path / "locked" / "inner", 0o755)
+
+
+def stored(tmp_path: Path) -> set[str]:
+    """The manifests in the snapshot directory (the blobs aside)."""
+    return {p.name for p in (tmp_path / "snapshots").iterdir() if p.is_file()}
+
+
+def test_a_command_that_changes_nothing_writes_nothing_and_its_reference_restores_its_counters(envs, tmp_path):
+    first = envs()
+    saved = first.step(bash("echo one > a.txt")).info["snapshot"]
+    before = (stored(tmp_path), blobs(tmp_path))
+    # Read, list, search (and a file written back as it was): the walk finds the changes of the manifest saved.
+    for command in ("cat a.txt", "ls -la && grep -rn def tally | head -3", "echo one > a.txt"):
+        reference = first.step(bash(command)).info["snapshot"]
+        assert snapshots.stored_id(reference) == saved and reference != saved
+        assert (stored(tmp_path), blobs(tmp_path)) == before  # nothing written, the manifest it names kept
+    second = restored(envs, reference)  # the workspace of the manifest, the counters of the last step
+    assert tree(second.ws.path) == tree(first.ws.path) and second.info() == first.info() and second.info()["turn"] == 4
+    # A step that changes something writes a manifest again, and the one the references named goes.
+    changed = first.step(bash("echo two >> a.txt")).info["snapshot"]
+    assert "+" not in changed and stored(tmp_path) == {changed}
+    with pytest.raises(NotFoundError):
+        snapshots.load(reference)
+
+
+@pytest.mark.parametrize("later", ["turn=4", "turn=4,invalid=0,chars=1,sandbox_errors=0,extra=1", "turn=-1,invalid=0,chars=1,sandbox_errors=0",
+                                   "turn=4,invalid=0,chars=1,sandbox_errors=0,turn=5", "turn=٣,invalid=0,chars=1,sandbox_errors=0", ""])
+def test_a_reference_whose_counters_are_not_the_snapshots_is_a_404(envs, later):
+    saved = envs().step(bash("echo one > a.txt")).info["snapshot"]
+    with pytest.raises(NotFoundError):
+        snapshots.load(f"{saved}+{later}")
+    assert snapshots.load(f"{saved}+turn=4,invalid=0,chars=1,sandbox_errors=0")["counters"] == {"turn": 4, "invalid": 0, "chars": 1, "sandbox_errors": 0}

@@ -52,3 +52,20 @@ def test_a_fresh_env_restores_a_swe_episode_from_the_bucket(built, bucket):
     finally:
         for e in envs:
             e.close()
+
+
+def test_a_command_that_changes_nothing_costs_no_round_trip_to_the_bucket(built, bucket, monkeypatch):
+    env = SweEnv()
+    try:
+        env.reset(0, config(built, "tally__tally-2"))
+        saved = env.step(bash("echo one > a.txt")).info["snapshot"]
+        calls = []
+        for name in ("write_object", "delete_object", "read_object"):
+            real = getattr(snapshots, name)
+            monkeypatch.setattr(snapshots, name, lambda *a, _real=real, _name=name, **k: (calls.append(_name), _real(*a, **k))[1])
+        reference = env.step(bash("cat a.txt && ls")).info["snapshot"]
+        assert snapshots.stored_id(reference) == saved and calls == []
+        changed = env.step(bash("echo two > b.txt")).info["snapshot"]
+        assert "+" not in changed and "write_object" in calls
+    finally:
+        env.close()
