@@ -277,7 +277,7 @@ class SweLiteEnv(BaseEnv):
             saved = self._save_snapshot()
         except snapshots.SnapshotNotSaved as e:
             log.warning("%s %s: step answered without a snapshot: %s", self.name, self._episode_id, e)
-            self.snapshot, self.command_unsaved = None, True
+            self.command_unsaved = True  # self.snapshot stays the client's: the next one saved replaces it
             return None
         previous, self.snapshot, self.command_unsaved = self.snapshot, saved, False
         if snapshots.stored_id(previous) != snapshots.stored_id(saved):  # a reference to the one stored keeps it

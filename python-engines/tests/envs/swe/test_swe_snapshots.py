@@ -198,9 +198,9 @@ def test_edits_after_the_last_snapshot_sent_again_give_the_episode_back_whole(en
     assert (second.ws.path / "b.txt").read_text() == "deux\n"
 
 
-def test_after_a_command_whose_snapshot_failed_even_an_edit_saves_one(envs, monkeypatch):
+def test_after_a_command_whose_snapshot_failed_even_an_edit_saves_one(envs, monkeypatch, tmp_path):
     first = envs()
-    first.step(bash("echo one > a.txt"))
+    told = first.step(bash("echo one > a.txt")).info["snapshot"]
     save = snapshots.save
 
     def refused(value):
@@ -208,7 +208,9 @@ def test_after_a_command_whose_snapshot_failed_even_an_edit_saves_one(envs, monk
         raise snapshots.SnapshotNotSaved("the store is down")
     monkeypatch.setattr(snapshots, "save", refused)
     assert "snapshot" not in first.step(bash("echo two > b.txt")).info
+    assert stored(tmp_path) == {told}  # the client's latest, kept
     saved = first.step('<replace path="b.txt"><old>two</old><new>deux</new></replace>').info["snapshot"]
+    assert stored(tmp_path) == {saved}  # and replaced by the next one saved, not left to the janitor
     second = restored(envs, saved)  # holds all three actions: none is sent again, the command never runs twice
     assert tree(second.ws.path) == tree(first.ws.path) and second.info() == first.info()
     assert (second.ws.path / "b.txt").read_text() == "deux\n"
