@@ -127,6 +127,7 @@ class SweLiteEnv(BaseEnv):
         self.submitted = self.over_limit = False
         self.snapshot: str | None = None
         self.command_unsaved = False  # a command ran whose snapshot could not be saved (SnapshotNotSaved)
+        self.stored_files: tuple[str, dict[str, str]] | None = None  # the last snapshot written: its id and files
 
     def reset(self, seed: int, config: SweLiteConfig) -> str:
         self.config = config
@@ -289,9 +290,15 @@ class SweLiteEnv(BaseEnv):
         return self.task.id
 
     def _save_snapshot(self) -> str:
-        """The workspace's files and the counters, stored; the snapshot's id (SnapshotNotSaved when the store refuses)."""
+        """The workspace's files and the counters, stored; the snapshot's id (SnapshotNotSaved when the store refuses).
+        Files the same as the last snapshot's (the command changed none) are not written again: the id is a
+        reference to that snapshot with these counters (snapshots.reference)."""
         files = text_files(self.ws.path, **SNAPSHOT_CAPS)
-        return snapshots.save({"task": self.task.id, "counters": self._counters(), "files": files})
+        if self.stored_files is not None and self.stored_files[1] == files:
+            return snapshots.reference(self.stored_files[0], self._counters())
+        saved = snapshots.save({"task": self.task.id, "counters": self._counters(), "files": files})
+        self.stored_files = (saved, files)
+        return saved
 
     @staticmethod
     def _remove_snapshot(snapshot: str | None) -> None:

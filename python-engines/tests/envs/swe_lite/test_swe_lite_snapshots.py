@@ -151,3 +151,19 @@ def test_the_janitor_removes_snapshots_nobody_resumed_for_snapshot_max_age_s_and
     with TestClient(create_app(ServeConfig(role="env", options=options))) as server:  # the first sweep runs at start
         assert sorted(shared.iterdir()) == [recent]
         assert "rollflow_env_snapshots_reaped_total 2.0" in server.get("/metrics").text
+
+
+def test_a_command_that_changes_no_file_writes_nothing_and_its_reference_restores_its_counters(envs, tmp_path):
+    first = envs()
+    first.reset(0, CONFIG)
+    saved = first.step(APPEND).info["snapshot"]
+    reference = first.step("<bash>cat runs.log && ls -R</bash>").info["snapshot"]
+    assert snapshots.stored_id(reference) == saved and [p.name for p in (tmp_path / "snapshots").iterdir()] == [saved]
+    second = envs()
+    second.reset(0, CONFIG)
+    second.restore(snapshots.load(reference))
+    assert second.info() == first.info() and second.info()["turn"] == 2
+    assert (second.ws.path / "runs.log").read_text() == "ran\n"
+    first.step("<submit/>")
+    first.close()  # finished: the snapshot its reference named goes too
+    assert list((tmp_path / "snapshots").iterdir()) == []
