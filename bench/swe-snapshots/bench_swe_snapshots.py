@@ -112,10 +112,11 @@ def play(cfg: SweConfig, row: dict, store: str) -> dict:
             step_s = time.perf_counter() - t0
             after = env.manifest.stats
             saved = "snapshot_s" in timings
+            wrote = saved and "+" not in (env.snapshot or "")  # a reference (nothing changed) writes no manifest
             record = {"label": label, "step_s": step_s, "saved": saved, "snapshot_s": timings.get("snapshot_s", 0.0), "done": result.done,
                       "hashed_files": after["hashed_files"] - before["hashed_files"], "hashed_bytes": after["hashed_bytes"] - before["hashed_bytes"],
                       "blobs_written": after["blobs_written"] - before["blobs_written"], "blob_bytes": after["blob_bytes"] - before["blob_bytes"],
-                      "manifest_bytes": manifest_bytes(env) if saved else 0, "changed_paths": len(env.manifest.changes)}
+                      "manifest_bytes": manifest_bytes(env) if wrote else 0, "wrote": wrote, "changed_paths": len(env.manifest.changes)}
             if result.done:
                 record["reward"] = result.reward
             steps.append(record)
@@ -315,7 +316,7 @@ def summarize(episodes: list[dict]) -> dict:
     def agg(group: list[dict]) -> dict:
         if not group:
             return {}
-        return {"n": len(group), "step_s_median": statistics.median(s["step_s"] for s in group),
+        return {"n": len(group), "wrote": sum(bool(s.get("wrote", s["saved"])) for s in group), "step_s_median": statistics.median(s["step_s"] for s in group),
                 "snapshot_s_median": statistics.median(s["snapshot_s"] for s in group),
                 "snapshot_s_max": max(s["snapshot_s"] for s in group),
                 "ratio_of_sums": sum(s["snapshot_s"] for s in group) / sum(s["step_s"] for s in group),

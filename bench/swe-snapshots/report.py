@@ -18,12 +18,12 @@ def pct(ratio: float | None) -> str:
 
 
 def table(rows: list[tuple[str, dict]]) -> list[str]:
-    out = ["| steps | n | step ms (median) | snapshot ms (median / max) | snapshot / step: sum, median, max | bytes written (median / max) | files hashed (median) |",
-           "|---|---|---|---|---|---|---|"]
+    out = ["| steps | n | wrote a manifest | step ms (median) | snapshot ms (median / max) | snapshot / step: sum, median, max | bytes written (median / max) | files hashed (median) |",
+           "|---|---|---|---|---|---|---|---|"]
     for label, a in rows:
         if not a:
             continue
-        out.append(f"| {label} | {a['n']} | {ms(a['step_s_median'])} | {ms(a['snapshot_s_median'])} / {ms(a['snapshot_s_max'])} | "
+        out.append(f"| {label} | {a['n']} | {a.get('wrote', '–')} | {ms(a['step_s_median'])} | {ms(a['snapshot_s_median'])} / {ms(a['snapshot_s_max'])} | "
                    f"{pct(a['ratio_of_sums'])}, {pct(a['ratio_median'])}, {pct(a['ratio_max'])} | "
                    f"{a['bytes_written_median']:.0f} / {a['bytes_written_max']:.0f} | {a['hashed_files_median']:g} |")
     return out
