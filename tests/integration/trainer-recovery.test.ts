@@ -9,12 +9,13 @@ import path from 'node:path';
 import { ApplicationFailure, type Client, WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchDir, REPLAYED_STEPS, runDataDir, TRAINER_PREFIX, trainerStateDir } from '../../src/core';
-import { status as statusQuery } from '../../src/workflows/run';
+import { cancelRun, status as statusQuery } from '../../src/workflows/run';
 import { innermostCause } from '../../src/workflows/failure';
 import { freePort, readJsonl, readPid, ROOT, TestDevServer, until } from './helpers/dev-server';
 
 const B = 8; // 2 groups of 4
 const REPLAYED = `${TRAINER_PREFIX}${REPLAYED_STEPS}`;
+const UNREACHED_STEPS = 1000;
 let server: TestDevServer;
 let config: string;
 let client: Client;
@@ -101,7 +102,9 @@ describe('trainer recovery', () => {
   });
 
   it('a second run on a trainer a live run holds is refused, naming the holder, and the holder is not harmed', async () => {
-    start('holder', 'max_steps=6');
+    // More steps than the test waits for: a holder of a few steps could finish (and free the trainer) in the
+    // second the CLI takes to start the intruder. It is cancelled once it has trained past the refusal.
+    start('holder', `max_steps=${UNREACHED_STEPS}`);
     await stepReached('holder', 1);
     start('intruder', 'max_steps=2');
     const refused = await client.workflow.getHandle('intruder').result().then(
@@ -111,7 +114,12 @@ describe('trainer recovery', () => {
     expect(refused).toBeInstanceOf(WorkflowFailedError);
     const cause = innermostCause(refused) as ApplicationFailure;
     expect([cause.type, cause.message]).toEqual(['TrainerHeldError', expect.stringContaining('held by run holder, which is still running')]);
-    const holder = (await client.workflow.getHandle('holder').result()) as { step: number; version: number };
-    expect([holder.step, holder.version]).toEqual([6, 6]);
+    const holderHandle = client.workflow.getHandle('holder');
+    const refusedAt = (await holderHandle.query(statusQuery)).step;
+    await stepReached('holder', refusedAt + 1);
+    await holderHandle.signal(cancelRun);
+    const holder = (await holderHandle.result()) as { step: number; version: number; cancelled?: { atStep: number } };
+    expect(holder.step).toBeGreaterThan(refusedAt);
+    expect([holder.version, holder.cancelled?.atStep]).toEqual([holder.step, holder.step]); // one lineage, every step trained once
   });
 });
