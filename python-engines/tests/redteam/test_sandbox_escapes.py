@@ -29,16 +29,17 @@ NR = {"add_key": 248, "keyctl": 250, "request_key": 249, "bpf": 321, "perf_event
 KEY_SPEC_USER_KEYRING = -4
 
 
-def run_cgroups() -> list[Path]:
-    mode = cgroups.memory_mode()
-    return [p for p in mode.base.iterdir() if p.is_dir()] if mode.base else []
+def run_cgroups(ws) -> list[Path]:
+    """The workspace's own run cgroups (``<workspace id>-<n>``): the base is shared with every process of
+    this cgroup, such as the other pytest worker, whose runs come and go meanwhile."""
+    base = cgroups.memory_mode().base
+    return list(base.glob(f"{ws.record.name}-*")) if base else []
 
 
 @pytest.fixture
 def contained(tmp_path):
     """A fresh workspace; afterwards, proof that nothing of it is left."""
     root = tmp_path / "sandboxes"
-    before = set(run_cgroups())
     ws = open_workspace(root, "redteam", files={"syscall.py": SYSCALL})
     try:
         yield ws
@@ -47,7 +48,7 @@ def contained(tmp_path):
     assert processes_by_uid().get(ws.uid, []) == []
     assert not ws.record.exists()
     assert mounts_under(root) == []
-    assert set(run_cgroups()) <= before
+    assert run_cgroups(ws) == []
 
 
 def syscall(ws, name: str, *args) -> tuple[int, int]:

@@ -1,9 +1,11 @@
 """The hardening layers (seccomp, the args descriptor, NOFILE/core, the memory cgroup, the workspace tmpfs,
 the Python binds) and the start-up probe. The attacks themselves are in tests/redteam/."""
 import json
+import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -70,20 +72,33 @@ def test_the_filter_denies_every_listed_syscall_and_kills_foreign_abis(capfd):
     assert pfc.split("# invalid architecture action")[1].split()[0:2] == ["action", "KILL_PROCESS;"]
 
 
-def test_each_run_gets_its_own_cgroup_and_leaves_none(workspace):
+def test_each_run_gets_its_own_cgroup_and_leaves_none(workspace, monkeypatch):
     mode = cgroups.memory_mode()
     if mode.kind == "rlimit":
         pytest.skip(mode.reason)
-    before = {p for p in mode.base.iterdir() if p.is_dir()}
-    r = workspace.run("cat /proc/self/cgroup")
-    assert r.exit_code == 0
-    assert {p for p in mode.base.iterdir() if p.is_dir()} <= before
+    made = []
+
+    class Recorded(cgroups.RunCgroup):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(self.path)
+
+    monkeypatch.setattr(cgroups, "RunCgroup", Recorded)
+    for _ in range(2):
+        assert workspace.run("true").exit_code == 0
+    assert [path.parent for path in made] == [mode.base] * 2 and made[0] != made[1]
+    # only this workspace's are looked for: the base is shared with the other pytest worker's runs
+    assert all(path.name.startswith(f"{workspace.record.name}-") and not path.exists() for path in made)
 
 
 def test_the_janitor_sweeps_empty_leftover_cgroups_only():
-    mode = cgroups.memory_mode()
-    if mode.kind == "rlimit":
-        pytest.skip(mode.reason)
+    shared = cgroups.memory_mode()
+    if shared.kind == "rlimit":
+        pytest.skip(shared.reason)
+    # A base of its own: a sweep without grace in the shared one would take the other pytest worker's
+    # run cgroup in the moment between its mkdir and its process joining it.
+    mode = replace(shared, base=shared.base.with_name(f"{cgroups.BASE_NAME}-sweep-test-{os.getpid()}"))
+    mode.base.mkdir()
     leftover, taken = mode.base / "0123456789abcdef-dead", mode.base / "0123456789abcdef-busy"
     leftover.mkdir()
     taken.mkdir()
@@ -95,7 +110,7 @@ def test_the_janitor_sweeps_empty_leftover_cgroups_only():
         assert taken.exists()  # a cgroup with a process in it stays
     finally:
         holder.communicate(b"\n")
-        for d in (leftover, taken):
+        for d in (leftover, taken, mode.base):
             if d.exists():
                 d.rmdir()
 
