@@ -50,6 +50,7 @@ _ID_CHARS = set("0123456789abcdef")
 _ID = re.compile(r"^[0-9a-f]{32}$")  # what save names a snapshot: secrets.token_hex(16)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")  # what save_blob names a blob
 BLOBS = "blobs"
+RESET = "reset"  # what a reference to an episode's reset state names in place of a stored id: nothing to read or remove
 BLOB_LEVEL = 1  # zlib level of blobs: source text shrinks about 3x at several times level 6's speed
 
 
@@ -94,7 +95,8 @@ def save(value: dict[str, Any]) -> str:
 
 def reference(stored: str, counters: dict[str, int]) -> str:
     """A snapshot id for a step that changed nothing the stored snapshot holds but its counters: that snapshot, with
-    these counters in place of its own (``<id>+turn=4,chars=310``). Nothing is written for it; load reads it back."""
+    these counters in place of its own (``<id>+turn=4,chars=310``). Nothing is written for it; load reads it back.
+    ``stored`` RESET: the episode's reset state, which the restoring env puts together itself (reset runs first)."""
     return f"{stored}+" + ",".join(f"{name}={value}" for name, value in counters.items())
 
 
@@ -106,8 +108,11 @@ def stored_id(snapshot: str | None) -> str | None:
 def load(snapshot: str) -> dict[str, Any]:
     """The saved value (a reference's with its counters); NotFoundError (404, field ``restore``) for an unknown or
     removed id, or a malformed one, ``snapshot_corrupt`` (400) for damaged bytes, UnavailableError (503) when the store
-    cannot be reached."""
+    cannot be reached. A reference to the reset state loads as ``{"reset": True, "counters": …}``: the env checks
+    the counters' names against its own."""
     stored, plus, later = snapshot.partition("+")
+    if stored == RESET and plus:
+        return {"reset": True, "counters": _later_counters(None, later, snapshot)}
     if not set(stored) <= _ID_CHARS:
         raise NotFoundError("restore", f"no snapshot {snapshot!r} in {_where}", snapshot)
     data = _read_stored(stored, f"snapshot {stored!r}", snapshot)
@@ -121,10 +126,12 @@ def load(snapshot: str) -> dict[str, Any]:
 
 
 def _later_counters(saved: Any, later: str, snapshot: str) -> dict[str, int]:
-    """The counters a reference names: the same names as the stored snapshot's, each a count."""
+    """The counters a reference names: each a count, with the same names as the stored snapshot's (``saved``; None
+    for the reset state, whose names the env checks)."""
     pairs = [pair.partition("=") for pair in later.split(",")]
     counters = {name: int(value) for name, _, value in pairs if value.isdigit() and value.isascii()}
-    if not isinstance(saved, dict) or set(counters) != set(saved) or len(counters) != len(pairs):
+    same_names = saved is None or isinstance(saved, dict) and set(counters) == set(saved)
+    if not same_names or len(counters) != len(pairs):
         raise NotFoundError("restore", f"no snapshot {snapshot!r} in {_where}: its counters are not those snapshot {stored_id(snapshot)!r} keeps", snapshot)
     return counters
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from ...errors import RequestError
+from ...errors import NotFoundError, RequestError
 from ...sandbox import Limits, SandboxError, SandboxUnavailable, current
 from ..registry import register_env
 from ..swe_lite.env import EpisodeConfig, SweLiteEnv, _sandbox_failed
@@ -156,6 +156,12 @@ class SweEnv(SweLiteEnv):
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         """The reset state is in place (reset ran with the episode's seed and config): apply the manifest over it."""
+        if snapshot.get("reset"):  # a reference to the reset state (snapshots.RESET): nothing to apply but the counters
+            if set(snapshot["counters"]) != set(self._counters()):
+                raise NotFoundError("restore", f"a reference to the reset state names the counters {sorted(snapshot['counters'])}, "
+                                    f"not this env's {sorted(self._counters())}", sorted(snapshot["counters"]))
+            self._restore_counters(snapshot["counters"])
+            return
         if snapshot.get("instance") != self.instance.instance_id:
             raise ValueError(f"the snapshot is of instance {snapshot.get('instance')!r}, not of this episode's {self.instance.instance_id!r}")
         self.manifest.restore(snapshot.get("changes"))

@@ -14,7 +14,8 @@ keep its ctime: a hash is reused only when the file's ctime is more than RACY_NS
 ("racily clean", as git calls it), and the reset and restore wait that long before they record what they wrote.
 An edit (the server's own write) is not walked after: its step saves no snapshot, and the next command's walk sees it.
 A command after which the walk finds the changes of the last manifest saved (it read, listed, searched) writes nothing
-either: its snapshot id is a reference to that manifest with the step's counters (snapshots.reference).
+either: its snapshot id is a reference to that manifest with the step's counters (snapshots.reference); one after
+which the walk finds no change at all (an episode's first ``ls``) names the reset state the same way.
 
 What the policy can reach: every path in a manifest comes from the server's own walk, which never follows a link
 (scandir, lstat, files opened O_NOFOLLOW|O_NONBLOCK and bounded: host_files). A restore writes through host_files'
@@ -150,6 +151,10 @@ class WorkspaceManifest:
         (the changes stay recorded: the next save writes what this one could not). When the walk found the changes of
         the last manifest saved (a command that read, listed, searched), nothing is written: the id is a reference to
         that manifest with these counters, so a bucket costs no round trip for it."""
+        if not self.changes:  # the reset state (the episode's commands so far read, listed; or undid every change)
+            self._fresh.clear()
+            self.stored = None  # the step removes the last manifest: no reference may name it again
+            return snapshots.reference(snapshots.RESET, counters)
         if self.stored is not None and self.stored[1] == self.changes:
             self._fresh.clear()
             return snapshots.reference(self.stored[0], counters)

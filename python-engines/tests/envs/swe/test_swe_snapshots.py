@@ -258,3 +258,25 @@ def test_a_reference_whose_counters_are_not_the_snapshots_is_a_404(envs, later):
     with pytest.raises(NotFoundError):
         snapshots.load(f"{saved}+{later}")
     assert snapshots.load(f"{saved}+turn=4,invalid=0,chars=1,sandbox_errors=0")["counters"] == {"turn": 4, "invalid": 0, "chars": 1, "sandbox_errors": 0}
+
+
+def test_a_workspace_with_no_change_names_the_reset_state_and_writes_nothing(envs, tmp_path):
+    first = envs()
+    reference = first.step(bash("ls -la && cat tally/stats.py > /dev/null")).info["snapshot"]  # an episode's first look
+    assert snapshots.stored_id(reference) == snapshots.RESET and not (tmp_path / "snapshots").exists()
+    second = restored(envs, reference)  # another server: its own reset, then the counters
+    assert tree(second.ws.path) == tree(first.ws.path) and second.info() == first.info() and second.info()["turn"] == 1
+    # A change, then the change undone: the manifest goes (the step removes it), and the reset state is named again.
+    saved = first.step(bash("echo one > a.txt")).info["snapshot"]
+    assert stored(tmp_path) == {saved}
+    undone = first.step(bash("rm a.txt")).info["snapshot"]
+    assert snapshots.stored_id(undone) == snapshots.RESET and stored(tmp_path) == set()
+    again = first.step(bash("echo one > a.txt")).info["snapshot"]  # the same changes as the removed manifest's
+    assert "+" not in again and stored(tmp_path) == {again}  # written anew, not a reference to the one removed
+    assert tree(restored(envs, again).ws.path) == tree(first.ws.path)
+
+
+@pytest.mark.parametrize("later", ["turn=1", "turn=1,invalid=0,chars=1,sandbox_errors=0,extra=1", "turn=x,invalid=0,chars=1,sandbox_errors=0", ""])
+def test_a_reference_to_the_reset_state_with_other_counters_is_a_404(envs, later):
+    with pytest.raises(NotFoundError):
+        envs().restore(snapshots.load(f"{snapshots.RESET}+{later}"))
