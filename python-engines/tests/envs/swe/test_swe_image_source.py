@@ -3,12 +3,19 @@ gold patch resolves and no edit does not, the sandbox's system and interpreter a
 with its server resumes from its snapshot over the image's repository; a missing image or engine is a 503 naming it,
 a bad source key a 400. The red team runs on an image too (test_swe_attacks.py's ``inflection-image`` target).
 Where podman cannot run, every test here is skipped with podman's own words as the reason (shown as skipped)."""
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
 import pytest
 from fastapi.testclient import TestClient
 
 from rollflow_engines.app import create_app
 from rollflow_engines.config import ServeConfig
 from rollflow_engines.envs.swe.env import SweConfig
+from rollflow_engines.errors import UnavailableError
 
 from .helpers import apply_patch, bash, play_config
 from .sample_tasks import ROWS
@@ -71,6 +78,43 @@ def test_a_missing_image_engine_or_cache_is_a_503_and_a_bad_key_a_400(inflection
             assert bad.status_code == 400 and bad.json()["problems"][0]["field"] == field, (source, bad.text)
         sandboxes = tmp_path / "sandboxes"
         assert not sandboxes.exists() or not any(p for owner in sandboxes.iterdir() for p in owner.iterdir())
+
+
+@pytest.fixture
+def docker_through_podman():
+    """The docker CLI, talking to podman's Docker-compatible API (``podman system service``) on a socket of its own:
+    the only Docker API this machine kind can serve (no dockerd runs here). Its DOCKER_HOST, for the test to set."""
+    if shutil.which("docker") is None:
+        pytest.skip(reason="no docker CLI on PATH")
+    where = Path(tempfile.mkdtemp(prefix="rf-docker-"))  # a short path: a unix socket's is at most 107 bytes
+    socket = where / "podman.sock"
+    service = subprocess.Popen(["podman", "system", "service", "--time=0", f"unix://{socket}"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60  # only against a hang: the socket is there once podman listens
+        while not socket.is_socket() and service.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not socket.is_socket():
+            pytest.skip(reason=f"podman system service exited {service.returncode}: {service.stderr.read().decode()[-500:]}")
+        yield f"unix://{socket}"
+    finally:
+        service.terminate()
+        service.wait(timeout=30)
+        service.stderr.close()
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def test_engine_docker_unpacks_and_resolves_through_the_docker_cli(inflection_images, docker_through_podman, tmp_path, monkeypatch):
+    given = inflection_images[FIRST]
+    config = {**given, "source": {**given["source"], "engine": "docker", "cache_dir": str(tmp_path / "cache")}}
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    with pytest.raises(UnavailableError, match="docker image inspect"):  # no daemon: the server's failure (a 503), no episode
+        play_config(config, ["<submit/>"])
+    monkeypatch.setenv("DOCKER_HOST", docker_through_podman)
+    assert play_config(config, ["<submit/>"])[-1].reward == 0.0
+    end = play_config(config, [apply_patch(ROWS[0]["patch"]), "<submit/>"])[-1]
+    assert end.reward == 1.0 and end.info["success"], end
+    assert [p.name for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".")], "nothing unpacked by docker"
 
 
 def test_a_source_without_kind_is_still_local():
