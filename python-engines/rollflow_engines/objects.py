@@ -163,14 +163,15 @@ def read_object_to_file(ref: str, path: Path) -> str:
 
 def write_object(ref: str, data: bytes) -> None:
     """Writes the whole object or nothing: a single put, or a multipart upload that is aborted if any part fails."""
+    sha256 = hashlib.sha256(data).hexdigest()
     if len(data) > MULTIPART_ABOVE:
-        _upload(ref, io.BytesIO(data), hashlib.sha256(data).hexdigest())
+        _upload(ref, io.BytesIO(data), sha256)
         return
     # One put, without the transfer manager: it makes its own futures and threads for every upload, 0.9 of the
     # 2.6 ms a 1.5 KB write took against a local versitygw (env snapshots write one or two such objects a step).
     where, s3 = parse_object_ref(ref), client()
     try:
-        s3.put_object(Bucket=where.bucket, Key=where.key, Body=data, **_put_args(hashlib.sha256(data).hexdigest()))
+        s3.put_object(Bucket=where.bucket, Key=where.key, Body=data, **_put_args(sha256))
     except (ClientError, BotoCoreError) as e:
         raise _store_error(s3, "writing", ref, e) from e
 

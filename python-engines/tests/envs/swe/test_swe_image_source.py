@@ -95,7 +95,9 @@ def docker_through_podman():
         while not socket.is_socket() and service.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
         if not socket.is_socket():
-            pytest.skip(reason=f"podman system service exited {service.returncode}: {service.stderr.read().decode()[-500:]}")
+            service.kill()  # still running without its socket after the deadline: its words once it is gone
+            err = service.communicate(timeout=30)[1].decode()[-500:]
+            pytest.skip(reason=f"podman system service gave no socket (exit {service.returncode}): {err}")
         yield f"unix://{socket}"
     finally:
         service.terminate()
