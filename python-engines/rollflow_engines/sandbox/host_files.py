@@ -132,6 +132,27 @@ def open_parent(root: Path, rel: str, uid: int | None) -> tuple[int, str]:
     return _open_parent(root, parts, rel, create_dirs=True, uid=uid), parts[-1]
 
 
+def lstat_at(root: Path, rel: str) -> os.stat_result | None:
+    """The lstat of ``rel`` reached without following any link, or None when it is gone or a name on its way is no
+    longer a directory (nothing a walk would reach is there). Other failures (EACCES) raise OSError."""
+    parts = _parts(rel)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a link where a directory was
+            return None
+        raise
+    finally:
+        os.close(fd)
+
+
 def read_text(root: Path, rel: str, max_bytes: int) -> str:
     return read_bytes(root, rel, max_bytes).decode("utf-8", errors="replace")
 

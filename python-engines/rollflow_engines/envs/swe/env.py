@@ -86,6 +86,7 @@ class SweEnv(SweLiteEnv):
         self.dataset, self.instance = dataset, chosen[seed % len(chosen)]
         self._begin_episode()
         self._release_checkout()
+        self._close_manifest()
         self.ws = None
         try:
             self.checkout, self.prepared = SOURCES[config.source.kind][1](config.source, self.instance)
@@ -120,6 +121,13 @@ class SweEnv(SweLiteEnv):
     def close(self) -> None:
         super().close()
         self._release_checkout()
+        self._close_manifest()
+
+    def _close_manifest(self) -> None:
+        """Drops the last episode's watches (its workspace is going)."""
+        if getattr(self, "manifest", None) is not None:
+            self.manifest.close()
+            self.manifest = None
 
     def _release_checkout(self) -> None:
         """Lets the episode's image leave the cache (a local checkout holds nothing)."""

@@ -6,19 +6,23 @@ snapshot holds only what changed since: for each such path, a regular file's mod
 a link's target, a FIFO's mode, or ``None`` for a path of the reset state that is gone. Sockets and devices are left
 out (a socket's listener is gone with the session; the sandbox can make no device).
 
-What is hashed: only what changed since the last walk. Each walk lstat()s every entry and reuses a file's known hash
+What is looked at: the paths inotify reported since the last look, an lstat each (workspace_watch.py says why no
+change goes unreported, and when a look walks the whole workspace instead: a directory made or moved, a hard link,
+the kernel's queue full). What is hashed: only what changed since the last look. A look reuses a file's known hash
 when its (mode, size, mtime, ctime, inode) are those it had when hashed. The sandboxed code can set a file's mtime
 back (``touch -d``) but not its ctime, which the kernel sets to the time of any change to the file's content or
 metadata. A ctime is as coarse as the kernel's clock tick, so a file changed in the tick it was hashed in could
-keep its ctime: a hash is reused only when the file's ctime is more than RACY_NS before the walk that took it
+keep its ctime: a hash is reused only when the file's ctime is more than RACY_NS before the look that took it
 ("racily clean", as git calls it), and the reset and restore wait that long before they record what they wrote.
-An edit (the server's own write) is not walked after: its step saves no snapshot, and the next command's walk sees it.
-A command after which the walk finds the changes of the last manifest saved (it read, listed, searched) writes nothing
-either: its snapshot id is a reference to that manifest with the step's counters (snapshots.reference); one after
-which the walk finds no change at all (an episode's first ``ls``) names the reset state the same way.
+An edit (the server's own write) is not looked at after: its step saves no snapshot, and the next command's look
+sees it. A command after which the look finds the changes of the last manifest saved (it read, listed, searched)
+writes nothing either: its snapshot id is a reference to that manifest with the step's counters
+(snapshots.reference); one after which the look finds no change at all (an episode's first ``ls``) names the reset
+state the same way.
 
-What the policy can reach: every path in a manifest comes from the server's own walk, which never follows a link
-(scandir, lstat, files opened O_NOFOLLOW|O_NONBLOCK and bounded: host_files). A restore writes through host_files'
+What the policy can reach: every path in a manifest comes from the server's own walk or an event's name, reached
+without following a link (scandir, lstat, each directory on the way opened O_NOFOLLOW, files opened
+O_NOFOLLOW|O_NONBLOCK and bounded: host_files). A restore writes through host_files'
 openat walk (no link on the way is followed, whatever the manifest says), strips setuid/setgid bits, and refuses a
 malformed entry or a blob whose content does not match its name as ``snapshot_corrupt``.
 """
@@ -35,9 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import RequestError
-from ...sandbox.host_files import WorkspaceFileError, WorkspaceOverLimit, open_parent, read_walked, walk, write_bytes
+from ...sandbox.host_files import WorkspaceFileError, WorkspaceOverLimit, lstat_at, open_parent, read_walked, walk, write_bytes
 from .. import snapshots
 from ..swe_lite.env import SNAPSHOT_CAPS
+from .workspace_watch import Batch, WorkspaceWatch
 
 # The caps of one walk; past any of them the episode ends (the model's doing, as swe_lite's snapshot caps).
 MAX_ENTRIES = 50_000           # a bwrap workspace holds at most 20 000 inodes (sandbox.workspace.DEFAULT_MAX_INODES)
@@ -64,7 +69,7 @@ def _settle() -> None:
 class WorkspaceManifest:
     """One episode's record of its workspace: the reset state, the changes since, the hashes taken and the blobs saved."""
 
-    def __init__(self, root: Path, uid: int | None):
+    def __init__(self, root: Path, uid: int | None, watched: bool = True):
         self.root, self.uid = root, uid
         self.base: dict[str, tuple[Key, Entry]] = {}   # the reset state (files' entries without a hash)
         self.changes: dict[str, Entry | None] = {}     # the manifest: what differs from the reset state
@@ -72,7 +77,9 @@ class WorkspaceManifest:
         self.saved: set[str] = set()                   # blobs known to be in the store
         self._fresh: dict[str, bytes] = {}             # contents read by the last walk, by sha256, until saved
         self.stored: tuple[str, dict[str, Entry | None]] | None = None  # the last manifest saved: its id and changes
-        self.stats = {"hashed_files": 0, "hashed_bytes": 0, "blobs_written": 0, "blob_bytes": 0}
+        self.watch = WorkspaceWatch.open() if watched else None  # None: every look walks the whole workspace
+        self.linked = False  # the last whole walk saw a file with more than one name: every look walks it all
+        self.stats = {"hashed_files": 0, "hashed_bytes": 0, "blobs_written": 0, "blob_bytes": 0, "whole_walks": 0, "paths_looked_at": 0}
 
     # ---- recording
 
@@ -83,7 +90,14 @@ class WorkspaceManifest:
         self.changes, self.hashed, self.stored = {}, {}, None
 
     def rescan(self) -> None:
-        """After a command ran in the sandbox: every entry is looked at (hashing only those whose key changed)."""
+        """After a command ran in the sandbox (every process of it gone): the paths its events name are looked at,
+        or every entry when they cannot be trusted (hashing only those whose key changed)."""
+        batch = self.watch.take() if self.watch is not None else None
+        if batch is None or not batch.complete or self.linked or not self._rescan_paths(batch):
+            self._rescan_all()
+
+    def _rescan_all(self) -> None:
+        self.stats["whole_walks"] += 1
         started = time.time_ns()
         changes: dict[str, Entry | None] = {}
         seen: set[str] = set()
@@ -99,6 +113,50 @@ class WorkspaceManifest:
                         raise WorkspaceOverLimit(f"the workspace's changed files hold more than {MAX_CHANGED_BYTES} bytes")
         changes.update((rel, None) for rel in self.base if rel not in seen)
         self.changes = changes
+
+    def _rescan_paths(self, batch: Batch) -> bool:
+        """The changes updated for the paths of ``batch`` alone; False (nothing updated) when the events cannot say
+        what changed: a file they name has another name, or one made since the last look is gone again (it may have
+        been a link, written through, then removed)."""
+        started = time.time_ns()
+        try:
+            looked = {rel: lstat_at(self.root, rel) for rel in batch.paths}
+        except (OSError, WorkspaceFileError):  # a path not to be reached the safe way (EACCES, too long): the walk's way
+            return False
+        self.stats["paths_looked_at"] += len(looked)
+        for rel, st in looked.items():
+            if st is None and rel in batch.made or st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                return False
+        changes = dict(self.changes)
+        for rel in sorted(looked):
+            st = looked[rel]
+            entry = None if st is None else self._changed_entry(rel, os.path.join(self.root, rel), st, started)
+            self._record(changes, rel, entry, gone=st is None)
+            if (st is None or not stat.S_ISDIR(st.st_mode)) and self._was_directory(rel):
+                prefix = rel + "/"  # its entries' removals were each reported; gone in any case
+                for under in [r for r in (*self.base, *changes) if r.startswith(prefix)]:
+                    self._record(changes, under, None, gone=True)
+        existing = len(self.base) + sum(1 for r, e in changes.items() if e is not None and r not in self.base) \
+            - sum(1 for e in changes.values() if e is None)
+        if existing > MAX_ENTRIES:
+            raise WorkspaceOverLimit(f"the workspace holds more than {MAX_ENTRIES} files and directories")
+        if sum(e[3] for e in changes.values() if e is not None and e[0] == "f") > MAX_CHANGED_BYTES:
+            raise WorkspaceOverLimit(f"the workspace's changed files hold more than {MAX_CHANGED_BYTES} bytes")
+        self.changes = changes
+        return True
+
+    def _record(self, changes: dict[str, Entry | None], rel: str, entry: Entry | None, gone: bool) -> None:
+        """What ``rel`` is now: changed (``entry``), a path of the reset state that is gone, or as the reset state has it."""
+        if entry is not None:
+            changes[rel] = entry
+        elif gone and rel in self.base:
+            changes[rel] = None
+        else:
+            changes.pop(rel, None)
+
+    def _was_directory(self, rel: str) -> bool:
+        known = self.changes.get(rel) or self.base.get(rel, (None, None))[1]
+        return known is not None and known[0] == "d"
 
     def _changed_entry(self, rel: str, path: str, st: os.stat_result, started: int) -> Entry | None:
         """The entry of ``rel`` if it differs from the reset state, else None."""
@@ -140,9 +198,24 @@ class WorkspaceManifest:
         return None  # a socket (or a device): not kept
 
     def _walk(self):
-        """(rel, path, lstat) of every entry under the root, links never followed; WorkspaceOverLimit past the caps."""
+        """(rel, path, lstat) of every entry under the root, links never followed; WorkspaceOverLimit past the caps.
+        Every directory is watched from here on, before it is listed."""
+        if self.watch is not None:
+            self.watch.restart(os.fspath(self.root))
+        self.linked = False
         for rel, entry in walk(self.root, max_entries=MAX_ENTRIES, max_seconds=MAX_SECONDS):
-            yield rel, entry.path, entry.stat(follow_symlinks=False)
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                if self.watch is not None:
+                    self.watch.add(rel, entry.path)
+            elif stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                self.linked = True
+            yield rel, entry.path, st
+
+    def close(self) -> None:
+        """The workspace is going: its watches with it."""
+        if self.watch is not None:
+            self.watch.close()
 
     # ---- saving and restoring
 

@@ -1,7 +1,9 @@
 import pytest
 
+from rollflow_engines.envs.swe.env import SweEnv
 from rollflow_engines.envs.swe.mining import projects as P
 
+from .helpers import config
 from .project import Built, build, make_venv
 from .sample_tasks import CACHE
 
@@ -10,6 +12,21 @@ from .sample_tasks import CACHE
 def built(tmp_path_factory) -> Built:
     """The tally project, its three instances and its prepared environment, built once (a few real pytest runs)."""
     return build(tmp_path_factory.mktemp("swe-project"))
+
+
+@pytest.fixture
+def envs(built):
+    """make(instance_id): a swe env reset on that tally instance (seed 0), closed after the test."""
+    made: list[SweEnv] = []
+
+    def make(instance_id: str = "tally__tally-2") -> SweEnv:
+        env = SweEnv()
+        made.append(env)
+        env.reset(0, config(built, instance_id))
+        return env
+    yield make
+    for e in made:
+        e.close()
 
 
 @pytest.fixture(scope="session")

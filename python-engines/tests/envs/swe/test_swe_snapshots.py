@@ -11,7 +11,6 @@ import pytest
 
 from rollflow_engines.envs import snapshots
 from rollflow_engines.envs.swe import workspace_manifest
-from rollflow_engines.envs.swe.env import SweEnv
 from rollflow_engines.errors import NotFoundError, RequestError
 
 from .helpers import apply_patch, bash, config, tree
@@ -19,27 +18,12 @@ from .helpers import apply_patch, bash, config, tree
 INSTANCE = "tally__tally-2"
 
 
-@pytest.fixture
-def envs(built):
-    """make(): a swe env reset on INSTANCE (seed 0), closed after the test."""
-    made: list[SweEnv] = []
-
-    def make(instance_id: str = INSTANCE) -> SweEnv:
-        env = SweEnv()
-        made.append(env)
-        env.reset(0, config(built, instance_id))
-        return env
-    yield make
-    for e in made:
-        e.close()
-
-
 def blobs(tmp_path: Path) -> set[str]:
     where = tmp_path / "snapshots" / snapshots.BLOBS
     return {p.name for p in where.iterdir()} if where.is_dir() else set()
 
 
-def restored(envs, saved: str) -> SweEnv:
+def restored(envs, saved: str):
     env = envs()  # another server's env: the same seed and config, then the snapshot
     env.restore(snapshots.load(saved))
     return env
@@ -79,11 +63,12 @@ def test_a_snapshot_holds_only_what_changed_and_an_edit_is_held_by_the_next_comm
 
 def test_a_file_changed_within_the_racy_window_is_hashed_again(envs, tmp_path, monkeypatch):
     """A ctime is as coarse as the kernel's tick: a file whose ctime is within RACY_NS of the walk that hashed it may
-    change again in the same tick without its key changing, so its hash is not reused (every file racy here)."""
+    change again in the same tick without its key changing, so its hash is not reused (every file racy here). b.txt
+    is opened for writing and closed unchanged: its event has it looked at again, its key is the same."""
     env = envs()
     monkeypatch.setattr(workspace_manifest, "RACY_NS", 10**18)
     first = snapshots.load(env.step(bash("echo one > a.txt && echo two > b.txt")).info["snapshot"])
-    second = snapshots.load(env.step(bash("echo three >> a.txt")).info["snapshot"])
+    second = snapshots.load(env.step(bash("echo three >> a.txt && : >> b.txt")).info["snapshot"])
     assert env.manifest.stats["hashed_files"] == 4  # b.txt hashed again, though unchanged
     assert second["changes"]["b.txt"] == first["changes"]["b.txt"] and len(blobs(tmp_path)) == 3  # and its blob not written again
 
