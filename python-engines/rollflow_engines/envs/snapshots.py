@@ -77,9 +77,15 @@ def in_bucket() -> bool:
     return isinstance(_where, str)
 
 
-def save(value: dict[str, Any]) -> str:
+def save(value: dict[str, Any], carried: dict[str, bytes] | None = None) -> str:
+    """Writes the snapshot; its id. ``carried``: file contents by sha256, kept in the snapshot itself after its JSON
+    (uncompressed: zlib would cost more time than the bytes it saves) instead of as blobs beside it, so a step that
+    changed a few small files writes one file or object. load gives them back, each checked against its name, as
+    ``value["carried"]``."""
     snapshot = secrets.token_hex(16)
-    data = zlib.compress(json.dumps(value).encode())
+    if carried:
+        value = {**value, "carried": [[sha, len(content)] for sha, content in carried.items()]}
+    data = zlib.compress(json.dumps(value).encode()) + b"".join((carried or {}).values())
     try:
         if isinstance(_where, str):
             write_object(f"{_where}/{snapshot}", data)  # whole or absent
@@ -117,12 +123,37 @@ def load(snapshot: str) -> dict[str, Any]:
         raise NotFoundError("restore", f"no snapshot {snapshot!r} in {_where}", snapshot)
     data = _read_stored(stored, f"snapshot {stored!r}", snapshot)
     try:
-        value = json.loads(zlib.decompress(data))
-    except (zlib.error, ValueError) as e:
+        unpacking = zlib.decompressobj()
+        value = json.loads(unpacking.decompress(data))
+        if not unpacking.eof:
+            raise ValueError("it ends inside its compressed JSON")
+        if "carried" in value or unpacking.unused_data:
+            value["carried"] = _carried(value.get("carried"), unpacking.unused_data)
+    except (zlib.error, ValueError, TypeError) as e:
         raise RequestError("restore", f"snapshot {stored!r} in {_where} is damaged, not restoring it: {e}", snapshot, CORRUPT) from e
     if plus:
         value["counters"] = _later_counters(value.get("counters"), later, snapshot)
     return value
+
+
+def _carried(listed: Any, tail: bytes) -> dict[str, bytes]:
+    """The contents a snapshot carries after its JSON (``listed``: [sha256, length] each), each checked against its
+    name; ValueError for anything else (bytes no entry accounts for included)."""
+    if not isinstance(listed, list):
+        raise ValueError("bytes follow its JSON, which lists no blob carried")
+    contents, at = {}, 0
+    for item in listed:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and _SHA256.match(item[0])
+                and isinstance(item[1], int) and not isinstance(item[1], bool) and 0 <= item[1] <= len(tail) - at):
+            raise ValueError(f"a content carried is listed as {str(item)[:120]}")
+        content = tail[at:at + item[1]]
+        if hashlib.sha256(content).hexdigest() != item[0]:
+            raise ValueError(f"the content carried as {item[0]} does not hold what its name says")
+        contents[item[0]] = content
+        at += item[1]
+    if at != len(tail):
+        raise ValueError(f"{len(tail) - at} bytes after the contents it carries")
+    return contents
 
 
 def _later_counters(saved: Any, later: str, snapshot: str) -> dict[str, int]:

@@ -172,7 +172,7 @@ class SweEnv(SweLiteEnv):
             return
         if snapshot.get("instance") != self.instance.instance_id:
             raise ValueError(f"the snapshot is of instance {snapshot.get('instance')!r}, not of this episode's {self.instance.instance_id!r}")
-        self.manifest.restore(snapshot.get("changes"))
+        self.manifest.restore(snapshot.get("changes"), snapshot.get("carried") or {})
         self._restore_counters(snapshot["counters"])
 
     def info(self) -> dict[str, Any]:

@@ -52,6 +52,10 @@ MAX_SECONDS = SNAPSHOT_CAPS["max_seconds"]  # swe_lite's: its step_timeout_s, wh
 # clock file times come from (a tick is 10 ms at the slowest kernel HZ, 100).
 RACY_NS = 20_000_000
 MODE_BITS = 0o1777  # kept of a mode: permissions and the sticky bit, never setuid/setgid
+# The most bytes of file contents (before compression) a manifest carries itself rather than name as blobs in the
+# store: a command's usual change (a patched module of 10-60 KB) is one write; what a manifest carries is written
+# again by each later manifest until it is stored as a blob, so this also bounds what a cheap step rewrites.
+CARRIED_MAX_BYTES = 256 << 10
 
 Entry = list  # ["f", mode, sha256, size] | ["d", mode] | ["l", target] | ["p", mode]
 Key = tuple[int, int, int, int, int]  # st_mode, st_size, st_mtime_ns, st_ctime_ns, st_ino
@@ -76,10 +80,12 @@ class WorkspaceManifest:
         self.hashed: dict[str, tuple[Key, str]] = {}   # files hashed and not racy: key -> sha256
         self.saved: set[str] = set()                   # blobs known to be in the store
         self._fresh: dict[str, bytes] = {}             # contents read by the last walk, by sha256, until saved
+        self._carried: dict[str, bytes] = {}           # the contents the last manifest carried, by sha256
         self.stored: tuple[str, dict[str, Entry | None]] | None = None  # the last manifest saved: its id and changes
         self.watch = WorkspaceWatch.open() if watched else None  # None: every look walks the whole workspace
         self.linked = False  # the last whole walk saw a file with more than one name: every look walks it all
-        self.stats = {"hashed_files": 0, "hashed_bytes": 0, "blobs_written": 0, "blob_bytes": 0, "whole_walks": 0, "paths_looked_at": 0}
+        self.stats = {"hashed_files": 0, "hashed_bytes": 0, "blobs_written": 0, "blob_bytes": 0, "carried_bytes": 0, "whole_walks": 0,
+                      "paths_looked_at": 0}
 
     # ---- recording
 
@@ -231,25 +237,40 @@ class WorkspaceManifest:
         if self.stored is not None and self.stored[1] == self.changes:
             self._fresh.clear()
             return snapshots.reference(self.stored[0], counters)
-        named = sorted({e[2] for e in self.changes.values() if e is not None and e[0] == "f"})
-        # A blob hashed by a walk whose save failed is read again, by the path that holds it.
-        missing = {sha: self._fresh.pop(sha, None) or self._content_of(sha) for sha in named if sha not in self.saved}
+        sizes = {e[2]: e[3] for e in self.changes.values() if e is not None and e[0] == "f"}
+        named = sorted(sizes)
+        # Each write is a round trip to a bucket, or a file created (0.1 to 0.6 ms here), so the contents the store
+        # lacks ride in the manifest itself up to CARRIED_MAX_BYTES (a command that changed a few small files writes
+        # one file), and those past it go to the store as blobs at the same time as the manifest.
+        carried, to_store, room = {}, {}, CARRIED_MAX_BYTES
+        for sha in (sha for sha in named if sha not in self.saved):
+            if sizes[sha] <= room:
+                room -= sizes[sha]
+                carried[sha] = self._carried[sha] if sha in self._carried else self._content(sha)
+            else:
+                to_store[sha] = self._content(sha)
         self._fresh.clear()
+        self._carried = carried  # kept: the next manifest carries them again while the store lacks them
         value = {"instance": instance_id, "counters": counters, "changes": self.changes, "blobs": named}
-        # Each write is a round trip to a bucket, or a file created (up to 0.4 ms on a busy disk here), so the blobs and the
-        # manifest go at once. The manifest may land before a blob: the step names it only once every write succeeded,
-        # so no client restores it without them.
-        blob_writes = [_uploads().submit(snapshots.save_blob, sha, data) for sha, data in missing.items()]
+        # The manifest may land before a blob: the step names it only once every write succeeded, so no client restores
+        # it without them.
+        blob_writes = [_uploads().submit(snapshots.save_blob, sha, data) for sha, data in to_store.items()]
         try:
-            saved = snapshots.save(value)
+            saved = snapshots.save(value, carried)
         finally:
             futures.wait(blob_writes)
         written = [f.result() for f in blob_writes]  # SnapshotNotSaved, once all are done
-        self.saved.update(missing)
+        self.saved.update(to_store)
         self.stored = (saved, self.changes)  # rescan and restore put a new dict in self.changes, never change this one
         self.stats["blobs_written"] += sum(1 for n in written if n)
         self.stats["blob_bytes"] += sum(written)  # compressed, as stored
+        self.stats["carried_bytes"] += sum(map(len, carried.values()))
         return saved
+
+    def _content(self, sha: str) -> bytes:
+        """What the last look read for ``sha``; a blob hashed by a look whose save failed is read again, by its path."""
+        data = self._fresh.pop(sha, None)
+        return data if data is not None else self._content_of(sha)
 
     @staticmethod
     def discard(snapshot: str | None) -> None:
@@ -268,11 +289,13 @@ class WorkspaceManifest:
                     return data
         raise snapshots.SnapshotNotSaved(f"no file of the workspace holds blob {sha} any more")
 
-    def restore(self, changes: Any) -> None:
-        """Applies a manifest's changes over the reset state (record_reset ran); the blobs are read and checked first,
-        so a damaged one changes nothing. RequestError ``snapshot_corrupt`` for a malformed manifest."""
+    def restore(self, changes: Any, carried: dict[str, bytes]) -> None:
+        """Applies a manifest's changes over the reset state (record_reset ran); the contents it carries (checked by
+        snapshots.load) or names as blobs (read and checked first, so a damaged one changes nothing). RequestError
+        ``snapshot_corrupt`` for a malformed manifest."""
         checked = _checked(changes)
-        contents = {e[2]: snapshots.load_blob(e[2]) for e in checked.values() if e is not None and e[0] == "f"}
+        named = {e[2] for e in checked.values() if e is not None and e[0] == "f"}
+        contents = {sha: carried[sha] if sha in carried else snapshots.load_blob(sha) for sha in named}
         try:
             for rel in sorted(r for r, e in checked.items() if e is None):
                 self._remove(rel)
@@ -284,7 +307,7 @@ class WorkspaceManifest:
         except WorkspaceFileError as e:  # a path no walk of the server's could have recorded
             raise _corrupt(str(e)) from e
         _settle()
-        self.changes, self.saved = checked, set(contents)
+        self.changes, self.saved = checked, named - set(carried)  # a content carried is not in the store
         for rel, entry in checked.items():
             if entry is not None and entry[0] == "f":
                 self.hashed[rel] = (_key(os.lstat(os.path.join(self.root, rel))), entry[2])

@@ -18,6 +18,12 @@ from .helpers import apply_patch, bash, config, tree
 INSTANCE = "tally__tally-2"
 
 
+@pytest.fixture
+def as_blobs(monkeypatch):
+    """Every content the store lacks goes to it as a blob (no manifest carries any), as a large change's do."""
+    monkeypatch.setattr(workspace_manifest, "CARRIED_MAX_BYTES", 0)
+
+
 def blobs(tmp_path: Path) -> set[str]:
     where = tmp_path / "snapshots" / snapshots.BLOBS
     return {p.name for p in where.iterdir()} if where.is_dir() else set()
@@ -40,7 +46,7 @@ def test_a_restored_episode_has_the_workspace_and_counters_and_runs_nothing_agai
     assert second.step(bash("echo ran >> runs.log && cat runs.log")).observation == "[exit 0]\nran\nran\n"  # not run twice
 
 
-def test_a_snapshot_holds_only_what_changed_and_an_edit_is_held_by_the_next_commands(envs, tmp_path, monkeypatch):
+def test_a_snapshot_holds_only_what_changed_and_an_edit_is_held_by_the_next_commands(envs, tmp_path, monkeypatch, as_blobs):
     env = envs()
     # No file is racily clean: a hash is reused whenever the file's key is unchanged. (Whether a file written just
     # before a walk is racy depends on the clock; the next test pins that case down.)
@@ -61,7 +67,7 @@ def test_a_snapshot_holds_only_what_changed_and_an_edit_is_held_by_the_next_comm
     assert set(third["changes"]) == {"a.txt", "b.txt"} and third["changes"]["b.txt"] != second["changes"]["b.txt"]
 
 
-def test_a_file_changed_within_the_racy_window_is_hashed_again(envs, tmp_path, monkeypatch):
+def test_a_file_changed_within_the_racy_window_is_hashed_again(envs, tmp_path, monkeypatch, as_blobs):
     """A ctime is as coarse as the kernel's tick: a file whose ctime is within RACY_NS of the walk that hashed it may
     change again in the same tick without its key changing, so its hash is not reused (every file racy here). b.txt
     is opened for writing and closed unchanged: its event has it looked at again, its key is the same."""
@@ -108,7 +114,7 @@ def test_a_manifest_path_through_a_link_is_refused_not_followed(envs, tmp_path):
     assert refused.value.code == snapshots.CORRUPT and list(outside.iterdir()) == []
 
 
-def test_a_damaged_blob_is_snapshot_corrupt_and_a_missing_one_a_404(envs, tmp_path):
+def test_a_damaged_blob_is_snapshot_corrupt_and_a_missing_one_a_404(envs, tmp_path, as_blobs):
     env = envs()
     saved = env.step(bash("echo changed > a.txt")).info["snapshot"]
     (blob,) = blobs(tmp_path)
@@ -155,7 +161,7 @@ def test_an_episode_continued_after_env_loss_grades_as_an_uninterrupted_one(buil
     assert continued.reward == (1.0 if fix else 0.0)
 
 
-def test_blobs_no_snapshot_names_are_swept_and_named_ones_kept(envs, tmp_path):
+def test_blobs_no_snapshot_names_are_swept_and_named_ones_kept(envs, tmp_path, as_blobs):
     done = envs()
     done.step(bash("echo gone > a.txt"))
     done.step("<submit/>")
@@ -188,7 +194,7 @@ def test_after_a_command_whose_snapshot_failed_even_an_edit_saves_one(envs, monk
     told = first.step(bash("echo one > a.txt")).info["snapshot"]
     save = snapshots.save
 
-    def refused(value):
+    def refused(value, carried=None):
         monkeypatch.setattr(snapshots, "save", save)  # the store is back for the next step
         raise snapshots.SnapshotNotSaved("the store is down")
     monkeypatch.setattr(snapshots, "save", refused)
@@ -265,3 +271,44 @@ def test_a_workspace_with_no_change_names_the_reset_state_and_writes_nothing(env
 def test_a_reference_to_the_reset_state_with_other_counters_is_a_404(envs, later):
     with pytest.raises(NotFoundError):
         envs().restore(snapshots.load(f"{snapshots.RESET}+{later}"))
+
+
+def test_a_few_small_files_changed_ride_in_the_manifest_one_write_a_step(envs, tmp_path):
+    """The contents the store lacks are carried by the manifest itself (up to CARRIED_MAX_BYTES): one file written for
+    the step, and every later manifest carries them again while the store still lacks them."""
+    env = envs()
+    saved = env.step(bash("echo one > a.txt && echo two > b.txt")).info["snapshot"]
+    assert blobs(tmp_path) == set() and stored(tmp_path) == {saved}
+    assert len(snapshots.load(saved)["carried"]) == 2
+    later = env.step(bash("echo three > c.txt")).info["snapshot"]
+    assert blobs(tmp_path) == set() and stored(tmp_path) == {later}
+    carried = snapshots.load(later)["carried"]
+    assert sorted(carried.values()) == [b"one\n", b"three\n", b"two\n"]  # each checked against its name by load
+    assert tree(restored(envs, later).ws.path) == tree(env.ws.path)
+
+
+def test_contents_past_what_a_manifest_carries_go_to_the_store_as_blobs(envs, tmp_path, monkeypatch):
+    monkeypatch.setattr(workspace_manifest, "CARRIED_MAX_BYTES", 10)
+    env = envs()
+    saved = env.step(bash("echo 1234 > small && seq 100 > large")).info["snapshot"]  # 5 bytes and 292
+    assert list(snapshots.load(saved)["carried"].values()) == [b"1234\n"] and len(blobs(tmp_path)) == 1
+    assert tree(restored(envs, saved).ws.path) == tree(env.ws.path)
+
+
+def test_a_manifest_whose_carried_contents_are_damaged_is_snapshot_corrupt(envs, tmp_path):
+    env = envs()
+    saved = env.step(bash("echo one > a.txt")).info["snapshot"]
+    path = tmp_path / "snapshots" / saved
+    good = path.read_bytes()
+    import zlib
+    value = snapshots.load(saved)
+    value.pop("carried")
+    swapped = snapshots.save(value, {"a" * 64: b"one\n"})  # well formed, not what its name says
+    for damaged in (good[:-1] + bytes([good[-1] ^ 0xFF]), good + b"x", good[:-3], zlib.compress(b"{}") + b"x"):
+        path.write_bytes(damaged)
+        with pytest.raises(RequestError) as refused:
+            envs().restore(snapshots.load(saved))
+        assert refused.value.code == snapshots.CORRUPT and refused.value.field == "restore"
+    with pytest.raises(RequestError) as refused:
+        snapshots.load(swapped)
+    assert refused.value.code == snapshots.CORRUPT

@@ -8,6 +8,7 @@ import zlib
 import pytest
 
 from rollflow_engines.envs import snapshots
+from rollflow_engines.envs.swe import workspace_manifest
 from rollflow_engines.envs.swe.env import SweEnv
 from rollflow_engines.errors import RequestError
 from rollflow_engines.objects import list_objects, write_object
@@ -24,7 +25,8 @@ def bucket(object_store):
     return prefix
 
 
-def test_a_fresh_env_restores_a_swe_episode_from_the_bucket(built, bucket):
+def test_a_fresh_env_restores_a_swe_episode_from_the_bucket(built, bucket, monkeypatch):
+    monkeypatch.setattr(workspace_manifest, "CARRIED_MAX_BYTES", 0)  # the contents as blobs, as a large change's
     envs = []
     try:
         for _ in range(2):
