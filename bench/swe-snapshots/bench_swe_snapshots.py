@@ -116,7 +116,7 @@ def play(cfg: SweConfig, row: dict, store: str) -> dict:
             record = {"label": label, "step_s": step_s, "saved": saved, "snapshot_s": timings.get("snapshot_s", 0.0), "done": result.done,
                       "hashed_files": after["hashed_files"] - before["hashed_files"], "hashed_bytes": after["hashed_bytes"] - before["hashed_bytes"],
                       "blobs_written": after["blobs_written"] - before["blobs_written"], "blob_bytes": after["blob_bytes"] - before["blob_bytes"],
-                      "manifest_bytes": manifest_bytes(env) if wrote else 0, "wrote": wrote, "changed_paths": len(env.manifest.changes)}
+                      "manifest_bytes": manifest_bytes(env, after["carried_bytes"] - before["carried_bytes"]) if wrote else 0, "wrote": wrote, "changed_paths": len(env.manifest.changes)}
             if result.done:
                 record["reward"] = result.reward
             steps.append(record)
@@ -145,11 +145,12 @@ def play(cfg: SweConfig, row: dict, store: str) -> dict:
         env.close()
 
 
-def manifest_bytes(env: SweEnv) -> int:
-    """The size of the manifest the step stored, compressed as snapshots.save stores it."""
+def manifest_bytes(env: SweEnv, carried: int) -> int:
+    """The size of the manifest the step stored: its JSON compressed as snapshots.save stores it, and the ``carried``
+    bytes of file contents after it."""
     manifest = {"instance": env.instance.instance_id, "counters": env._counters(), "changes": env.manifest.changes,
                 "blobs": sorted({e[2] for e in env.manifest.changes.values() if e and e[0] == "f"})}
-    return len(zlib.compress(json.dumps(manifest).encode()))
+    return len(zlib.compress(json.dumps(manifest).encode())) + carried
 
 
 def lost_after_edit(env: SweEnv, cfg: SweConfig, edit: str) -> dict:
