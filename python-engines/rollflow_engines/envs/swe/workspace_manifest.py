@@ -22,15 +22,13 @@ state the same way.
 
 What the policy can reach: every path in a manifest comes from the server's own walk or an event's name, reached
 without following a link (scandir, lstat, each directory on the way opened O_NOFOLLOW, files opened
-O_NOFOLLOW|O_NONBLOCK and bounded: host_files). A restore writes through host_files'
-openat walk (no link on the way is followed, whatever the manifest says), strips setuid/setgid bits, and refuses a
-malformed entry or a blob whose content does not match its name as ``snapshot_corrupt``.
+O_NOFOLLOW|O_NONBLOCK and bounded: host_files). A restore (manifest_apply.py) follows no link either, strips
+setuid/setgid bits, and refuses a malformed entry or a content that does not match its name as ``snapshot_corrupt``.
 """
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import stat
 import threading
 import time
@@ -38,10 +36,11 @@ from concurrent import futures
 from pathlib import Path
 from typing import Any
 
-from ...errors import RequestError
-from ...sandbox.host_files import WorkspaceFileError, WorkspaceOverLimit, lstat_at, open_parent, read_walked, walk, write_bytes
+from ...sandbox.host_files import WorkspaceFileError, WorkspaceOverLimit, lstat_at, read_walked, walk
 from .. import snapshots
 from ..swe_lite.env import SNAPSHOT_CAPS
+from . import manifest_apply
+from .manifest_apply import MODE_BITS, Entry
 from .workspace_watch import Batch, WorkspaceWatch
 
 # The caps of one walk; past any of them the episode ends (the model's doing, as swe_lite's snapshot caps).
@@ -51,13 +50,11 @@ MAX_SECONDS = SNAPSHOT_CAPS["max_seconds"]  # swe_lite's: its step_timeout_s, wh
 # A hash is reused only for a file whose ctime is this much before the walk that took it: two ticks of the coarse
 # clock file times come from (a tick is 10 ms at the slowest kernel HZ, 100).
 RACY_NS = 20_000_000
-MODE_BITS = 0o1777  # kept of a mode: permissions and the sticky bit, never setuid/setgid
 # The most bytes of file contents (before compression) a manifest carries itself rather than name as blobs in the
 # store: a command's usual change (a patched module of 10-60 KB) is one write; what a manifest carries is written
 # again by each later manifest until it is stored as a blob, so this also bounds what a cheap step rewrites.
 CARRIED_MAX_BYTES = 256 << 10
 
-Entry = list  # ["f", mode, sha256, size] | ["d", mode] | ["l", target] | ["p", mode]
 Key = tuple[int, int, int, int, int]  # st_mode, st_size, st_mtime_ns, st_ctime_ns, st_ino
 
 
@@ -293,66 +290,15 @@ class WorkspaceManifest:
         """Applies a manifest's changes over the reset state (record_reset ran); the contents it carries (checked by
         snapshots.load) or names as blobs (read and checked first, so a damaged one changes nothing). RequestError
         ``snapshot_corrupt`` for a malformed manifest."""
-        checked = _checked(changes)
+        checked = manifest_apply.checked(changes)
         named = {e[2] for e in checked.values() if e is not None and e[0] == "f"}
         contents = {sha: carried[sha] if sha in carried else snapshots.load_blob(sha) for sha in named}
-        try:
-            for rel in sorted(r for r, e in checked.items() if e is None):
-                self._remove(rel)
-            made = sorted((r for r, e in checked.items() if e is not None), key=lambda r: (r.count("/"), r))
-            for rel in made:
-                self._put(rel, checked[rel], contents)
-            for rel in reversed([r for r in made if checked[r][0] == "d"]):  # last, deepest first: a read-only
-                self._chmod(rel, checked[rel][1])                              # directory still took its entries
-        except WorkspaceFileError as e:  # a path no walk of the server's could have recorded
-            raise _corrupt(str(e)) from e
+        manifest_apply.apply(self.root, self.uid, checked, contents)
         _settle()
         self.changes, self.saved = checked, named - set(carried)  # a content carried is not in the store
         for rel, entry in checked.items():
             if entry is not None and entry[0] == "f":
                 self.hashed[rel] = (_key(os.lstat(os.path.join(self.root, rel))), entry[2])
-
-    def _remove(self, rel: str) -> None:
-        fd, name = open_parent(self.root, rel, self.uid)
-        try:
-            _remove_at(fd, name)
-        finally:
-            os.close(fd)
-
-    def _put(self, rel: str, entry: Entry, contents: dict[str, bytes]) -> None:
-        kind = entry[0]
-        if kind == "f":
-            fd, name = open_parent(self.root, rel, self.uid)
-            try:
-                _remove_unless(fd, name, stat.S_ISREG)
-            finally:
-                os.close(fd)
-            write_bytes(self.root, rel, contents[entry[2]], self.uid)
-        fd, name = open_parent(self.root, rel, self.uid)
-        try:
-            if kind == "d":
-                if not _remove_unless(fd, name, stat.S_ISDIR):
-                    os.mkdir(name, 0o700, dir_fd=fd)
-            elif kind == "l":
-                _remove_unless(fd, name, lambda m: False)
-                os.symlink(entry[1], name, dir_fd=fd)
-            elif kind == "p":
-                _remove_unless(fd, name, lambda m: False)
-                os.mkfifo(name, 0o600, dir_fd=fd)
-            if self.uid is not None:
-                os.chown(name, self.uid, self.uid, dir_fd=fd, follow_symlinks=False)
-            if kind in ("f", "p"):  # just made by the server, not a link: chmod may follow the name
-                os.chmod(name, entry[1], dir_fd=fd)
-        finally:
-            os.close(fd)
-
-    def _chmod(self, rel: str, mode: int) -> None:
-        fd, name = open_parent(self.root, rel, self.uid)
-        try:
-            if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):  # made by _put, nothing ran since
-                os.chmod(name, mode, dir_fd=fd)
-        finally:
-            os.close(fd)
 
 
 _pool: futures.ThreadPoolExecutor | None = None
@@ -366,50 +312,3 @@ def _uploads() -> futures.ThreadPoolExecutor:
         if _pool is None:
             _pool = futures.ThreadPoolExecutor(8, thread_name_prefix="swe-snapshot-io")
         return _pool
-
-
-def _remove_unless(fd: int, name: str, keep) -> bool:
-    """Removes what is at ``name`` unless its mode passes ``keep``; whether something is left there."""
-    try:
-        mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
-    except FileNotFoundError:
-        return False
-    if keep(mode):
-        return True
-    _remove_at(fd, name)
-    return False
-
-
-def _remove_at(fd: int, name: str) -> None:
-    try:
-        if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
-            shutil.rmtree(name, dir_fd=fd)  # links inside are removed, never followed
-        else:
-            os.unlink(name, dir_fd=fd)
-    except FileNotFoundError:
-        pass
-
-
-def _corrupt(why: str) -> RequestError:
-    return RequestError("restore", f"the snapshot's manifest is damaged: {why}", None, snapshots.CORRUPT)
-
-
-def _checked(changes: Any) -> dict[str, Entry | None]:
-    """The manifest's changes if every entry is well formed, else snapshot_corrupt (never applied in part)."""
-    if not isinstance(changes, dict):
-        raise _corrupt("no changes")
-    for rel, entry in changes.items():
-        if entry is None:
-            continue
-        ok = isinstance(entry, list) and entry and entry[0] in ("f", "d", "l", "p")
-        if ok and entry[0] == "f":
-            ok = len(entry) == 4 and isinstance(entry[2], str) and len(entry[2]) == 64 and isinstance(entry[3], int)
-        elif ok and entry[0] in ("d", "p"):
-            ok = len(entry) == 2
-        elif ok:
-            ok = len(entry) == 2 and isinstance(entry[1], str) and "\x00" not in entry[1]
-        if ok and entry[0] != "l":
-            ok = isinstance(entry[1], int) and not isinstance(entry[1], bool) and entry[1] == entry[1] & MODE_BITS
-        if not ok:
-            raise _corrupt(f"entry {str(rel)[:200]!r} is {str(entry)[:200]}")
-    return changes

@@ -39,6 +39,10 @@ MASK = (flags.CREATE | flags.DELETE | flags.MOVED_FROM | flags.MOVED_TO | flags.
         | flags.ATTRIB | flags.MOVE_SELF | flags.DELETE_SELF | flags.DONT_FOLLOW | flags.ONLYDIR)
 # An entry that is (or was) a directory appeared or moved: what happened inside it went unwatched.
 _DIRECTORY_MOVED = flags.CREATE | flags.MOVED_FROM | flags.MOVED_TO
+# The most paths a batch holds: past them a whole walk is cheaper than an lstat each through their directories, and
+# a command that makes and removes names without end (other workspaces' looks keep the kernel's queue from filling)
+# cannot grow the server's memory with them.
+MAX_PATHS = 2048
 
 
 @dataclass
@@ -171,6 +175,9 @@ class WorkspaceWatch:
         rel = f"{directory}/{event.name}" if directory and event.name else directory or event.name
         if not rel:
             return  # the root's own metadata: not an entry of the workspace
+        if len(batch.paths) >= MAX_PATHS and rel not in batch.paths:
+            self.pending, self._moves = Batch(complete=False), {}  # what it held goes now, not at the next take
+            return
         batch.paths.add(rel)
         if event.mask & flags.CREATE:
             batch.made.add(rel)

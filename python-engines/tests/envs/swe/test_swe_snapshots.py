@@ -13,7 +13,7 @@ from rollflow_engines.envs import snapshots
 from rollflow_engines.envs.swe import workspace_manifest
 from rollflow_engines.errors import NotFoundError, RequestError
 
-from .helpers import apply_patch, bash, config, tree
+from .helpers import apply_patch, bash, tree
 
 INSTANCE = "tally__tally-2"
 

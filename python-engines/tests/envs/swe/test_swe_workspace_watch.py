@@ -15,7 +15,7 @@ from rollflow_engines.envs.swe import workspace_watch
 from rollflow_engines.envs.swe.env import SweEnv
 from rollflow_engines.envs.swe.workspace_manifest import WorkspaceManifest
 
-from .helpers import bash, config
+from .helpers import bash
 
 def walked_whole(env: SweEnv) -> dict:
     """The changes a whole walk of the env's workspace finds against the same reset state."""
@@ -124,6 +124,21 @@ def test_a_full_queue_has_every_workspace_walked_whole_once(envs, monkeypatch):
     assert step(env, "echo '# two' >> tally/stats.py")[0] == 1
     assert step(other, "echo '# other' >> tally/text.py")[0] == 1
     assert step(env, "echo '# three' >> tally/stats.py") == (0, 1)
+
+
+def test_a_command_naming_more_paths_than_a_batch_holds_is_walked_whole_and_holds_none(envs, monkeypatch):
+    """A command that makes and removes names without end cannot grow what the server keeps of its events."""
+    monkeypatch.setattr(workspace_watch, "MAX_PATHS", 3)
+    env = envs()
+    assert step(env, "echo 1 >> tally/stats.py && echo 2 >> tally/text.py && echo 3 >> tally/units.py") == (0, 3)
+    watch = env.manifest.watch
+    env.step(bash("for i in $(seq 50); do echo $i > a$i; done"))
+    assert env.manifest.changes == walked_whole(env) and env.manifest.stats["whole_walks"] == 1
+    env.ws.run("for i in $(seq 50); do echo $i >> a$i; done")  # a command of the sandbox's, no look after it
+    other = envs()
+    other.step(bash("true"))  # its look reads the queue: env's events land in env's batch, which stops holding them
+    assert not watch.pending.paths and not watch.pending.complete
+    assert step(env, "true")[0] == 1 and step(env, "echo 4 >> a1") == (0, 1)
 
 
 def test_no_watch_left_means_whole_walks_and_the_same_snapshots(envs, monkeypatch):
