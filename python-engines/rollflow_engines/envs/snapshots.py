@@ -140,7 +140,7 @@ def _carried(listed: Any, tail: bytes) -> dict[str, bytes]:
     """The contents a snapshot carries after its JSON (``listed``: [sha256, length] each), each checked against its
     name; ValueError for anything else (bytes no entry accounts for included)."""
     if not isinstance(listed, list):
-        raise ValueError("bytes follow its JSON, which lists no blob carried")
+        raise ValueError("bytes follow its JSON, which lists no content carried")
     contents, at = {}, 0
     for item in listed:
         if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and _SHA256.match(item[0])
