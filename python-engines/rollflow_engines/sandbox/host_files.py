@@ -25,7 +25,12 @@ MAX_PATH_CHARS = 1024  # longer is refused before any system call (PATH_MAX is 4
 
 
 class WorkspaceFileError(ValueError):
-    """A workspace path the server will not read or write, and why (shown to the model)."""
+    """A workspace path the server will not read or write, and why (shown to the model); ``errno`` the system's
+    error when one was the reason."""
+
+    def __init__(self, message: str, errno_: int | None = None):
+        super().__init__(message)
+        self.errno = errno_
 
 
 def _parts(rel: str) -> list[str]:
@@ -55,7 +60,7 @@ def _why(e: OSError, rel: str) -> WorkspaceFileError:
                errno.ENOTDIR: "goes through something that is not a directory (or a symlink)",
                errno.ENAMETOOLONG: "is too long", errno.EACCES: "is not accessible", errno.EISDIR: "is a directory",
                errno.ENXIO: "is a FIFO or socket with no peer"}
-    return WorkspaceFileError(f"{rel[:200]} {reasons.get(e.errno, os.strerror(e.errno or 0).lower())}")
+    return WorkspaceFileError(f"{rel[:200]} {reasons.get(e.errno, os.strerror(e.errno or 0).lower())}", e.errno)
 
 
 def _open_parent(root: Path, parts: list[str], rel: str, create_dirs: bool = False, uid: int | None = None) -> int:
@@ -134,23 +139,20 @@ def open_parent(root: Path, rel: str, uid: int | None) -> tuple[int, str]:
 
 def lstat_at(root: Path, rel: str) -> os.stat_result | None:
     """The lstat of ``rel`` reached without following any link, or None when it is gone or a name on its way is no
-    longer a directory (nothing a walk would reach is there). Other failures (EACCES) raise OSError."""
+    longer a directory (nothing a walk would reach is there). Other failures (EACCES) are WorkspaceFileError."""
     parts = _parts(rel)
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        for part in parts[:-1]:
-            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        return os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as e:
-        if e.errno == errno.ELOOP:  # a link where a directory was
+        parent = _open_parent(root, parts, rel)
+    except WorkspaceFileError as e:
+        if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):  # ELOOP: a link where a directory was
             return None
         raise
+    try:
+        return os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
     finally:
-        os.close(fd)
+        os.close(parent)
 
 
 def read_text(root: Path, rel: str, max_bytes: int) -> str:

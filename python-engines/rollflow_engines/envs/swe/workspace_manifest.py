@@ -62,6 +62,10 @@ def _key(st: os.stat_result) -> Key:
     return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
+def _too_much_changed() -> WorkspaceOverLimit:
+    return WorkspaceOverLimit(f"the workspace's changed files hold more than {MAX_CHANGED_BYTES} bytes")
+
+
 def _settle() -> None:
     """Wait until what was just written is past the racy window, so what is recorded next can be trusted."""
     time.sleep(RACY_NS / 1e9)
@@ -113,7 +117,7 @@ class WorkspaceManifest:
                 if entry[0] == "f":
                     changed_bytes += entry[3]
                     if changed_bytes > MAX_CHANGED_BYTES:
-                        raise WorkspaceOverLimit(f"the workspace's changed files hold more than {MAX_CHANGED_BYTES} bytes")
+                        raise _too_much_changed()
         changes.update((rel, None) for rel in self.base if rel not in seen)
         self.changes = changes
 
@@ -124,7 +128,7 @@ class WorkspaceManifest:
         started = time.time_ns()
         try:
             looked = {rel: lstat_at(self.root, rel) for rel in batch.paths}
-        except (OSError, WorkspaceFileError):  # a path not to be reached the safe way (EACCES, too long): the walk's way
+        except WorkspaceFileError:  # a path not to be reached the safe way (EACCES, too long): the walk's way
             return False
         self.stats["paths_looked_at"] += len(looked)
         for rel, st in looked.items():
@@ -144,7 +148,7 @@ class WorkspaceManifest:
         if existing > MAX_ENTRIES:
             raise WorkspaceOverLimit(f"the workspace holds more than {MAX_ENTRIES} files and directories")
         if sum(e[3] for e in changes.values() if e is not None and e[0] == "f") > MAX_CHANGED_BYTES:
-            raise WorkspaceOverLimit(f"the workspace's changed files hold more than {MAX_CHANGED_BYTES} bytes")
+            raise _too_much_changed()
         self.changes = changes
         return True
 
@@ -170,7 +174,7 @@ class WorkspaceManifest:
             entry = self._entry_without_content(st, path)
             return None if entry is None or base is not None and base[1] == entry else entry
         known = self.hashed.get(rel)
-        if known is not None and known[0] == key and known[1] in self.saved:
+        if known is not None and known[0] == key and (known[1] in self.saved or known[1] in self._carried):
             sha = known[1]
         else:
             try:
@@ -180,7 +184,7 @@ class WorkspaceManifest:
             sha = hashlib.sha256(data).hexdigest()
             self.stats["hashed_files"] += 1
             self.stats["hashed_bytes"] += len(data)
-            if sha not in self.saved:
+            if sha not in self.saved and sha not in self._carried:
                 self._fresh[sha] = data
             if st.st_ctime_ns < started - RACY_NS:
                 self.hashed[rel] = (key, sha)
@@ -243,7 +247,7 @@ class WorkspaceManifest:
         for sha in (sha for sha in named if sha not in self.saved):
             if sizes[sha] <= room:
                 room -= sizes[sha]
-                carried[sha] = self._carried[sha] if sha in self._carried else self._content(sha)
+                carried[sha] = self._content(sha)
             else:
                 to_store[sha] = self._content(sha)
         self._fresh.clear()
@@ -265,8 +269,11 @@ class WorkspaceManifest:
         return saved
 
     def _content(self, sha: str) -> bytes:
-        """What the last look read for ``sha``; a blob hashed by a look whose save failed is read again, by its path."""
-        data = self._fresh.pop(sha, None)
+        """The content of ``sha``: as the last manifest carried it or the last look read it; a blob hashed by a look
+        whose save failed is read again, by its path."""
+        data = self._carried.get(sha)
+        if data is None:
+            data = self._fresh.pop(sha, None)
         return data if data is not None else self._content_of(sha)
 
     @staticmethod
